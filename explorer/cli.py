@@ -1,0 +1,56 @@
+"""The `explorer` command line.
+
+Each sub-command lives in `explorer/commands/<name>.py` and provides `add_arguments(parser)` and
+`run(args) -> int`. Those modules import nothing heavy at module level, so `explorer --help` and
+`explorer --version` answer without importing torch or Qt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from explorer import __version__
+from explorer.errors import UserError
+
+# name -> one-line help; the order is the order shown in --help.
+COMMANDS = {
+    "gui": "open the desktop app (the default when no command is given)",
+    "train": "train a model headless and write a checkpoint",
+    "score": "teacher-forced log-probability of a target under a checkpoint",
+    "decode": "decode with greedy, beam or sampling search; print text or JSON",
+    "bleu": "corpus BLEU with its n-gram breakdown (sacreBLEU-compatible)",
+    "export": "render the app's panels headless to PNG, SVG and CSV",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="explorer",
+        description="Sequence Model Explorer: train small sequence models and watch how they work.",
+    )
+    parser.add_argument("--version", action="version", version=f"explorer {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in COMMANDS.items():
+        module = importlib.import_module(f"explorer.commands.{name}")
+        command_parser = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(command_parser)
+        command_parser.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
+        argv = ["gui", *argv]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._module.run(args) or 0)
+    except UserError as exc:
+        print(f"explorer {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"explorer {args.command}: interrupted", file=sys.stderr)
+        return 130

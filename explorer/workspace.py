@@ -1,0 +1,26 @@
+"""A workspace: one model with its tokenizers, data and history. A checkpoint saves exactly this."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Workspace:
+    model: Any  # torch.nn.Module built by models.build_model; model.config is its config
+    tokenizer: Any  # the output side: the target tokenizer, or the LM's only tokenizer
+    src_tokenizer: Any | None = None  # source side of seq2seq / transformer models
+    task: str | None = None  # built-in task name, when the data came from one
+    data: Any | None = None  # explorer.data.tasks.Splits of (source, target) pairs, or None
+    train_config: Any | None = None  # explorer.training.TrainConfig used so far
+    step: int = 0
+    history: list[dict] = field(default_factory=list)  # metrics.jsonl rows, oldest first
+
+    @property
+    def family(self) -> str:
+        return self.model.config.family
+
+    @property
+    def is_seq2seq(self) -> bool:
+        return self.family in ("seq2seq", "transformer")
