@@ -1,0 +1,298 @@
+"""Recurrent cells (Elman RNN, UGRNN, GRU, LSTM) and the multi-layer, bidirectional `RNN` built from them.
+
+Every time step is an explicit Python step, so a trace can hand out the very tensors the recurrence
+used: `torch.autograd.grad(loss, trace.hidden["l0"])` gives the total dL/dh_t for every t.
+
+The Elman, GRU and LSTM layers use torch.nn.RNN/GRU/LSTM's parameter names, shapes, gate order and
+initialisation, so a state dict from torch's module loads into ours and computes the same function.
+A cell's weights stack its blocks row-wise: weight_ih is (blocks * H, I), weight_hh is (blocks * H, H).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from models.trace import Trace
+
+
+class RNNCell(nn.Module):
+    """Elman RNN: h_t = tanh(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh)."""
+
+    gate_names: tuple[str, ...] = ()  # names of the row blocks worth showing (none here)
+    num_blocks = 1  # row blocks in weight_ih / weight_hh
+    has_cell_state = False
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.input_size, self.hidden_size = input_size, hidden_size
+        rows = self.num_blocks * hidden_size
+        self.weight_ih = nn.Parameter(torch.empty(rows, input_size))
+        self.weight_hh = nn.Parameter(torch.empty(rows, hidden_size))
+        self.bias_ih = nn.Parameter(torch.empty(rows))
+        self.bias_hh = nn.Parameter(torch.empty(rows))
+        init_uniform(self.parameters(), hidden_size)
+
+    def forward(self, x: Tensor, state=None):
+        """One step on x (B, I); returns the new state like torch's cells: h, or (h, c) for LSTM."""
+        if state is None:
+            state = self.zero_state(x)
+        h = state[0] if self.has_cell_state else state
+        gi = F.linear(x, self.weight_ih, self.bias_ih)  # (B, blocks * H)
+        gh = F.linear(h, self.weight_hh, self.bias_hh)  # (B, blocks * H)
+        new_state, _ = self.update(gi, gh, state)
+        return new_state
+
+    def zero_state(self, x: Tensor):
+        h = x.new_zeros(x.shape[0], self.hidden_size)
+        return (h, h.clone()) if self.has_cell_state else h
+
+    @staticmethod
+    def update(gi: Tensor, gh: Tensor, state):
+        """The cell's equations, given gi = W_ih x + b_ih and gh = W_hh h + b_hh. -> (state, gates)."""
+        return torch.tanh(gi + gh), {}
+
+
+class UGRNNCell(RNNCell):
+    """Update-gate RNN (Collins et al., 2017), from the lecture notes:
+    u_t = σ(A_uh h + A_ux x + b_u), s_t = tanh(A_sh h + A_sx x + b_s), h_t = u ⊙ h_{t-1} + (1 - u) ⊙ s_t.
+    Row blocks (u, s); the biases b_u, b_s are split into an input and a hidden part like torch's cells.
+    """
+
+    gate_names = ("u", "s")
+    num_blocks = 2
+
+    @staticmethod
+    def update(gi: Tensor, gh: Tensor, h: Tensor):
+        u_in, s_in = (gi + gh).chunk(2, dim=-1)  # each (B, H)
+        u, s = torch.sigmoid(u_in), torch.tanh(s_in)
+        return u * h + (1 - u) * s, {"u": u, "s": s}
+
+
+class GRUCell(RNNCell):
+    """GRU with torch's gate order (r, z, n). Like torch (and cuDNN), the reset gate multiplies
+    W_hn h + b_hn rather than h itself as in the notes' W_sh (r ⊙ h): the same family, and it keeps
+    state dicts interchangeable with torch.nn.GRU. z is the notes' update gate u."""
+
+    gate_names = ("r", "z", "n")
+    num_blocks = 3
+
+    @staticmethod
+    def update(gi: Tensor, gh: Tensor, h: Tensor):
+        i_r, i_z, i_n = gi.chunk(3, dim=-1)  # each (B, H)
+        h_r, h_z, h_n = gh.chunk(3, dim=-1)
+        r = torch.sigmoid(i_r + h_r)
+        z = torch.sigmoid(i_z + h_z)
+        n = torch.tanh(i_n + r * h_n)
+        return z * h + (1 - z) * n, {"r": r, "z": z, "n": n}
+
+
+class LSTMCell(RNNCell):
+    """LSTM with torch's gate order (i, f, g, o); g is the notes' candidate s_t.
+    c_t = f ⊙ c_{t-1} + i ⊙ g, h_t = o ⊙ tanh(c_t)."""
+
+    gate_names = ("i", "f", "g", "o")
+    num_blocks = 4
+    has_cell_state = True
+
+    @staticmethod
+    def update(gi: Tensor, gh: Tensor, state: tuple[Tensor, Tensor]):
+        _, c = state
+        i_in, f_in, g_in, o_in = (gi + gh).chunk(4, dim=-1)  # each (B, H)
+        i, f, g, o = torch.sigmoid(i_in), torch.sigmoid(f_in), torch.tanh(g_in), torch.sigmoid(o_in)
+        c_next = f * c + i * g
+        return (o * torch.tanh(c_next), c_next), {"i": i, "f": f, "g": g, "o": o}
+
+
+CELLS = {"rnn": RNNCell, "ugrnn": UGRNNCell, "gru": GRUCell, "lstm": LSTMCell}
+
+
+def init_uniform(parameters, hidden_size: int) -> None:
+    """torch's recurrent initialisation: every weight and bias ~ U(-1/sqrt(H), 1/sqrt(H))."""
+    bound = 1.0 / math.sqrt(hidden_size)
+    for p in parameters:
+        nn.init.uniform_(p, -bound, bound)
+
+
+class RNN(nn.Module):
+    """A stack of recurrent layers, optionally bidirectional, with torch.nn.RNN/GRU/LSTM's interface.
+
+    forward(input, hx=None) -> (output, h_n), or (output, (h_n, c_n)) for "lstm"; with trace=True a
+    models.Trace is appended. `pad_mask` (B, T), True = padding, makes padded steps carry the state
+    through unchanged and output zeros, like a packed sequence: h_n is each row's state after its last
+    real token, and the reverse direction starts there.
+    """
+
+    def __init__(
+        self,
+        cell: str,
+        input_size: int,
+        hidden_size: int,
+        num_layers: int = 1,
+        bidirectional: bool = False,
+        batch_first: bool = False,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        if cell not in CELLS:
+            raise ValueError(f"unknown cell {cell!r}; choose one of {', '.join(CELLS)}")
+        self.cell = cell
+        self.cell_type = CELLS[cell]
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bidirectional, self.batch_first, self.dropout = bidirectional, batch_first, dropout
+        self.num_directions = 2 if bidirectional else 1
+        rows = self.cell_type.num_blocks * hidden_size
+        # Registered in torch's order, so state_dict() lists keys exactly as torch's module does.
+        for layer in range(num_layers):
+            layer_input = input_size if layer == 0 else hidden_size * self.num_directions
+            shapes = {
+                "weight_ih": (rows, layer_input),
+                "weight_hh": (rows, hidden_size),
+                "bias_ih": (rows,),
+                "bias_hh": (rows,),
+            }
+            for suffix in self.direction_suffixes():
+                for kind, shape in shapes.items():
+                    self.register_parameter(f"{kind}_l{layer}{suffix}", nn.Parameter(torch.empty(shape)))
+        init_uniform(self.parameters(), hidden_size)
+
+    def direction_suffixes(self) -> tuple[str, ...]:
+        return ("", "_reverse") if self.bidirectional else ("",)
+
+    def extra_repr(self) -> str:
+        return (
+            f"{self.cell}, {self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
+            f"bidirectional={self.bidirectional}, batch_first={self.batch_first}, dropout={self.dropout}"
+        )
+
+    def forward(self, input: Tensor, hx=None, trace: bool = False, pad_mask: Tensor | None = None):
+        is_lstm = self.cell_type.has_cell_state
+        unbatched = input.dim() == 2
+        x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
+        # x: (T, B, I) from here on
+        if pad_mask is not None:
+            pad_mask = pad_mask.unsqueeze(0) if unbatched else pad_mask
+            keep = (~pad_mask).transpose(0, 1).unsqueeze(-1)  # (T, B, 1), True = real token
+        else:
+            keep = None
+        h0, c0 = self.initial_state(x, hx, unbatched)
+
+        record = Trace() if trace else None
+        final_h, final_c = [], []
+        for layer in range(self.num_layers):
+            direction_outputs = []
+            for direction, suffix in enumerate(self.direction_suffixes()):
+                index = layer * self.num_directions + direction
+                state = (h0[index], c0[index]) if is_lstm else h0[index]
+                outputs, state = self.run_direction(x, state, layer, suffix, keep, record)
+                direction_outputs.append(outputs)
+                final_h.append(state[0] if is_lstm else state)
+                if is_lstm:
+                    final_c.append(state[1])
+            x = torch.cat(direction_outputs, dim=-1)  # (T, B, D * H)
+            if layer < self.num_layers - 1 and self.dropout > 0:
+                x = F.dropout(x, self.dropout, self.training)
+
+        output = x.squeeze(1) if unbatched else (x.transpose(0, 1) if self.batch_first else x)
+        h_n = torch.stack(final_h)  # (L * D, B, H)
+        h_n = h_n.squeeze(1) if unbatched else h_n
+        if is_lstm:
+            c_n = torch.stack(final_c)  # (L * D, B, H)
+            h_n = (h_n, c_n.squeeze(1) if unbatched else c_n)
+        return (output, h_n, record) if trace else (output, h_n)
+
+    def initial_state(self, x: Tensor, hx, unbatched: bool) -> tuple[Tensor, Tensor | None]:
+        """hx as torch takes it, (L * D, B, H) (or (L * D, H) unbatched), or zeros; -> (h0, c0)."""
+        shape = (self.num_layers * self.num_directions, x.shape[1], self.hidden_size)
+        if hx is None:
+            zeros = x.new_zeros(shape)
+            return zeros, (zeros if self.cell_type.has_cell_state else None)
+        h0, c0 = hx if self.cell_type.has_cell_state else (hx, None)
+        if unbatched:
+            h0 = h0.unsqueeze(1)  # (L * D, 1, H)
+            c0 = c0.unsqueeze(1) if c0 is not None else None
+        if h0.shape != shape:
+            raise ValueError(f"expected hidden state of shape {tuple(shape)}, got {tuple(h0.shape)}")
+        return h0, c0
+
+    def run_direction(self, x: Tensor, state, layer: int, suffix: str, keep, record: Trace | None):
+        """One layer, one direction over x (T, B, I). -> (outputs (T, B, H), final state)."""
+        kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+        w_ih, w_hh, b_ih, b_hh = (getattr(self, f"{kind}_l{layer}{suffix}") for kind in kinds)
+        gi_all = F.linear(x, w_ih, b_ih)  # (T, B, blocks * H): every step's input projection at once
+        is_lstm = self.cell_type.has_cell_state
+        steps = range(x.shape[0] - 1, -1, -1) if suffix == "_reverse" else range(x.shape[0])
+        outputs: list = [None] * x.shape[0]  # indexed by position, whatever the reading direction
+        hiddens, cells = list(outputs), list(outputs)
+        gates: dict[str, list] = {g: list(outputs) for g in self.cell_type.gate_names}
+        for t in steps:
+            h = state[0] if is_lstm else state
+            new_state, step_gates = self.cell_type.update(gi_all[t], F.linear(h, w_hh, b_hh), state)
+            if keep is not None:  # a padded step carries the state through unchanged
+                if is_lstm:
+                    new_state = tuple(torch.where(keep[t], new, old) for new, old in zip(new_state, state))
+                else:
+                    new_state = torch.where(keep[t], new_state, state)
+            state = new_state
+            h = state[0] if is_lstm else state
+            # The output is computed from the very tensor the recurrence carries on, so dL/dh_t is total.
+            outputs[t] = h if keep is None else h * keep[t]  # padded steps output zeros
+            if record is not None:
+                hiddens[t] = h
+                if is_lstm:
+                    cells[t] = state[1]
+                for g, value in step_gates.items():
+                    gates[g][t] = value
+        if record is not None:
+            name = f"l{layer}{suffix}"
+            record.hidden[name] = hiddens
+            if is_lstm:
+                record.cell[name] = cells
+            if gates:
+                record.gates[name] = gates
+        return torch.stack(outputs), state  # (T, B, H)
+
+
+def to_torch_state(state: dict | None):
+    """Batch-first {"h": (B, L, H)[, "c"]} -> torch's (L, B, H) or ((L, B, H), (L, B, H))."""
+    if state is None:
+        return None
+    h = state["h"].transpose(0, 1).contiguous()  # (L, B, H)
+    if "c" in state:
+        return h, state["c"].transpose(0, 1).contiguous()
+    return h
+
+
+def to_batch_first_state(final) -> dict:
+    """torch's (L, B, H) final state (or (h, c)) -> {"h": (B, L, H)[, "c": (B, L, H)]}."""
+    if isinstance(final, tuple):
+        return {"h": final[0].transpose(0, 1), "c": final[1].transpose(0, 1)}
+    return {"h": final.transpose(0, 1)}
+
+
+def prefixed(trace: Trace, prefix: str, into: Trace | None = None) -> Trace:
+    """The trace of a models.RNN with its layer names under `prefix` ("l0" -> "lm.l0"), merged into `into`."""
+    out = into if into is not None else Trace()
+    out.attention.extend(trace.attention)
+    out.hidden.update({prefix + k: v for k, v in trace.hidden.items()})
+    out.cell.update({prefix + k: v for k, v in trace.cell.items()})
+    out.gates.update({prefix + k: v for k, v in trace.gates.items()})
+    return out
+
+
+def concat_traces(traces: list[Trace]) -> Trace:
+    """Per-step traces of successive calls (one step each) joined into one trace over all steps."""
+    out = Trace()
+    for trace in traces:
+        for name, steps in trace.hidden.items():
+            out.hidden.setdefault(name, []).extend(steps)
+        for name, steps in trace.cell.items():
+            out.cell.setdefault(name, []).extend(steps)
+        for name, gates in trace.gates.items():
+            merged = out.gates.setdefault(name, {})
+            for gate, steps in gates.items():
+                merged.setdefault(gate, []).extend(steps)
+    return out

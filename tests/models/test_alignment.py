@@ -1,0 +1,99 @@
+"""Each attention score against its formula from the lecture notes, written out one pair at a time."""
+
+import math
+
+import pytest
+import torch
+
+from models import Alignment
+from models.alignment import SCORES
+
+B, TK, H = 2, 5, 4
+
+
+def by_hand(align: Alignment, s: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """Score of decoder state s (Hq,) against every encoder state h (Tk, Hk), one pair at a time."""
+    if align.score == "location":
+        return (align.W.weight @ s + align.W.bias)[: h.shape[0]]
+    out = []
+    for h_i in h:
+        if align.score == "dot":
+            out.append(torch.dot(s, h_i))
+        elif align.score == "scaled-dot":
+            out.append(torch.dot(s, h_i) / math.sqrt(h_i.numel()))
+        elif align.score == "general":
+            out.append(s @ align.W.weight @ h_i)
+        elif align.score == "additive":
+            out.append(align.v.weight[0] @ torch.tanh(align.W.weight @ torch.cat([s, h_i])))
+        elif align.score == "cosine":
+            out.append(align.beta * torch.dot(s, h_i) / (s.norm() * h_i.norm()))
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("score", SCORES)
+@pytest.mark.parametrize("key_size", [H, 6])
+def test_scores_match_formula(score, key_size):
+    if score in ("dot", "scaled-dot", "cosine") and key_size != H:
+        with pytest.raises(ValueError, match="query_size == key_size"):
+            Alignment(score, H, key_size)
+        return
+    torch.manual_seed(0)
+    align = Alignment(score, H, key_size, attn_size=3, max_src_len=8)
+    if score == "cosine":
+        with torch.no_grad():
+            align.beta.fill_(2.5)
+    query, keys = torch.randn(B, H), torch.randn(B, TK, key_size)
+    context, weights = align(query, keys)
+    assert context.shape == (B, key_size) and weights.shape == (B, TK)
+    for b in range(B):
+        alpha = torch.softmax(by_hand(align, query[b], keys[b]), dim=0)
+        torch.testing.assert_close(weights[b], alpha, atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(context[b], (alpha[:, None] * keys[b]).sum(0), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_padding_gets_exactly_zero_and_the_rest_renormalises(score):
+    torch.manual_seed(1)
+    align = Alignment(score, H, H, max_src_len=8)
+    query, keys = torch.randn(B, H), torch.randn(B, TK, H)
+    lengths = [TK, 2]
+    mask = torch.arange(TK)[None, :] >= torch.tensor(lengths)[:, None]
+    context, weights = align(query, keys, mask)
+    assert torch.all(weights[mask] == 0.0)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(B))
+    for b, n in enumerate(lengths):
+        alpha = torch.softmax(by_hand(align, query[b], keys[b, :n]), dim=0)
+        torch.testing.assert_close(weights[b, :n], alpha, atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(context[b], alpha @ keys[b, :n], atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_query_sequence_equals_one_query_at_a_time(score):
+    torch.manual_seed(2)
+    align = Alignment(score, H, H, max_src_len=8)
+    queries, keys = torch.randn(B, 3, H), torch.randn(B, TK, H)
+    mask = torch.tensor([[False] * TK, [False, False, False, True, True]])
+    context, weights = align(queries, keys, mask)
+    assert weights.shape == (B, 3, TK)
+    for t in range(3):
+        c_t, w_t = align(queries[:, t], keys, mask)
+        torch.testing.assert_close(weights[:, t], w_t)
+        torch.testing.assert_close(context[:, t], c_t)
+
+
+def test_location_refuses_sources_longer_than_its_table_and_unknown_scores():
+    align = Alignment("location", H, H, max_src_len=4)
+    with pytest.raises(ValueError, match="at most 4"):
+        align(torch.randn(1, H), torch.randn(1, 5, H))
+    with pytest.raises(ValueError, match="unknown attention score"):
+        Alignment("hard", H, H)
+
+
+def test_gradients_reach_every_parameter():
+    torch.manual_seed(3)
+    for score in ("general", "additive", "cosine", "location"):  # the scores with parameters
+        align = Alignment(score, H, H, max_src_len=8)
+        context, _ = align(torch.randn(B, H), torch.randn(B, TK, H))
+        context.square().sum().backward()
+        for name, p in align.named_parameters():
+            assert p.grad is not None and p.grad.abs().sum() > 0, (score, name)

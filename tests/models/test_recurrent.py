@@ -1,0 +1,193 @@
+"""models.recurrent against torch's own recurrent modules and the lecture notes' equations."""
+
+import pytest
+import torch
+from torch import nn
+
+from models import RNN, GRUCell, LSTMCell, RNNCell, UGRNNCell
+from models.trace import Trace
+
+TORCH_LAYERS = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
+TORCH_CELLS = {"rnn": (RNNCell, nn.RNNCell), "gru": (GRUCell, nn.GRUCell), "lstm": (LSTMCell, nn.LSTMCell)}
+
+
+def clone_state(h):
+    return tuple(t.clone() for t in h) if isinstance(h, tuple) else h.clone()
+
+
+def as_tuple(h):
+    return h if isinstance(h, tuple) else (h,)
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+@pytest.mark.parametrize("num_layers,bidirectional,batch_first", [
+    (1, False, False), (1, True, True), (2, False, True), (2, True, False), (3, True, True),
+])
+def test_layer_matches_torch_outputs_and_gradients(cell, num_layers, bidirectional, batch_first):
+    torch.manual_seed(0)
+    I, H, T, B = 3, 5, 6, 4
+    reference = TORCH_LAYERS[cell](I, H, num_layers, bidirectional=bidirectional, batch_first=batch_first)
+    ours = RNN(cell, I, H, num_layers, bidirectional=bidirectional, batch_first=batch_first)
+    assert list(ours.state_dict()) == list(reference.state_dict())
+    ours.load_state_dict(reference.state_dict())
+
+    x = torch.randn((B, T, I) if batch_first else (T, B, I))
+    D = 2 if bidirectional else 1
+    h0 = torch.randn(num_layers * D, B, H)
+    hx = (h0, torch.randn(num_layers * D, B, H)) if cell == "lstm" else h0
+    x_ref, x_ours = x.clone().requires_grad_(), x.clone().requires_grad_()
+    hx_ref, hx_ours = clone_state(hx), clone_state(hx)
+    for t in as_tuple(hx_ref) + as_tuple(hx_ours):
+        t.requires_grad_()
+
+    out_ref, h_ref = reference(x_ref, hx_ref)
+    out_ours, h_ours = ours(x_ours, hx_ours)
+    torch.testing.assert_close(out_ours, out_ref, atol=1e-5, rtol=1e-5)
+    for a, b in zip(as_tuple(h_ours), as_tuple(h_ref)):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+    weights = torch.randn_like(out_ref)
+    loss_ref = (out_ref * weights).sum() + sum(t.square().sum() for t in as_tuple(h_ref))
+    loss_ours = (out_ours * weights).sum() + sum(t.square().sum() for t in as_tuple(h_ours))
+    loss_ref.backward()
+    loss_ours.backward()
+    torch.testing.assert_close(x_ours.grad, x_ref.grad, atol=1e-5, rtol=1e-5)
+    for a, b in zip(as_tuple(hx_ours), as_tuple(hx_ref)):
+        torch.testing.assert_close(a.grad, b.grad, atol=1e-5, rtol=1e-5)
+    ref_params = dict(reference.named_parameters())
+    for name, p in ours.named_parameters():
+        torch.testing.assert_close(p.grad, ref_params[name].grad, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+def test_default_state_and_unbatched_input_match_torch(cell):
+    torch.manual_seed(1)
+    reference = TORCH_LAYERS[cell](2, 3, 2, bidirectional=True)
+    ours = RNN(cell, 2, 3, 2, bidirectional=True)
+    ours.load_state_dict(reference.state_dict())
+    x = torch.randn(5, 2)  # (T, I): no batch dimension
+    out_ref, h_ref = reference(x)
+    out_ours, h_ours = ours(x)
+    assert out_ours.shape == out_ref.shape == (5, 6)
+    torch.testing.assert_close(out_ours, out_ref, atol=1e-5, rtol=1e-5)
+    for a, b in zip(as_tuple(h_ours), as_tuple(h_ref)):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+def test_pad_mask_matches_packed_sequence(cell):
+    torch.manual_seed(2)
+    reference = TORCH_LAYERS[cell](3, 4, 2, bidirectional=True, batch_first=True)
+    ours = RNN(cell, 3, 4, 2, bidirectional=True, batch_first=True)
+    ours.load_state_dict(reference.state_dict())
+    lengths = torch.tensor([6, 3, 1, 5])
+    x = torch.randn(4, 6, 3)
+    pad_mask = torch.arange(6)[None, :] >= lengths[:, None]  # (B, T), True = padding
+    packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    packed_out, h_ref = reference(packed)
+    out_ref, _ = nn.utils.rnn.pad_packed_sequence(packed_out, batch_first=True, total_length=6)
+    out_ours, h_ours = ours(x, pad_mask=pad_mask)
+    torch.testing.assert_close(out_ours, out_ref, atol=1e-5, rtol=1e-5)
+    for a, b in zip(as_tuple(h_ours), as_tuple(h_ref)):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+def test_cells_match_torch_cells(cell):
+    torch.manual_seed(3)
+    ours_type, torch_type = TORCH_CELLS[cell]
+    reference, ours = torch_type(3, 4), ours_type(3, 4)
+    ours.load_state_dict(reference.state_dict())
+    x = torch.randn(2, 3)
+    state = (torch.randn(2, 4), torch.randn(2, 4)) if cell == "lstm" else torch.randn(2, 4)
+    for a, b in zip(as_tuple(ours(x, state)), as_tuple(reference(x, state))):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
+
+
+def test_ugrnn_cell_follows_the_lecture_equations():
+    torch.manual_seed(4)
+    H = 4
+    cell = UGRNNCell(3, H)
+    x, h = torch.randn(2, 3), torch.randn(2, H)
+    A_ux, A_sx = cell.weight_ih[:H], cell.weight_ih[H:]
+    A_uh, A_sh = cell.weight_hh[:H], cell.weight_hh[H:]
+    b_u = cell.bias_ih[:H] + cell.bias_hh[:H]
+    b_s = cell.bias_ih[H:] + cell.bias_hh[H:]
+    u = torch.sigmoid(h @ A_uh.T + x @ A_ux.T + b_u)
+    s = torch.tanh(h @ A_sh.T + x @ A_sx.T + b_s)
+    torch.testing.assert_close(cell(x, h), u * h + (1 - u) * s)
+
+
+def test_ugrnn_layer_is_its_cell_unrolled_both_directions():
+    torch.manual_seed(5)
+    layer = RNN("ugrnn", 3, 4, bidirectional=True, batch_first=True)
+    assert layer.weight_ih_l0.shape == (8, 3) and layer.weight_hh_l0_reverse.shape == (8, 4)
+    forward_cell, backward_cell = UGRNNCell(3, 4), UGRNNCell(3, 4)
+    for cell, suffix in ((forward_cell, ""), (backward_cell, "_reverse")):
+        cell.load_state_dict({k: getattr(layer, f"{k}_l0{suffix}") for k in cell.state_dict()})
+    x = torch.randn(2, 5, 3)
+    out, h_n = layer(x)
+    h, forward_states = torch.zeros(2, 4), []
+    for t in range(5):
+        h = forward_cell(x[:, t], h)
+        forward_states.append(h)
+    h, backward_states = torch.zeros(2, 4), [None] * 5
+    for t in reversed(range(5)):
+        h = backward_cell(x[:, t], h)
+        backward_states[t] = h
+    expected = torch.cat([torch.stack(forward_states, 1), torch.stack(backward_states, 1)], -1)
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(h_n, torch.stack([forward_states[-1], backward_states[0]]))
+
+
+@pytest.mark.parametrize("cell", ["rnn", "ugrnn", "gru", "lstm"])
+def test_trace_holds_the_tensors_of_the_recurrence(cell):
+    torch.manual_seed(6)
+    layer = RNN(cell, 3, 4, num_layers=2, bidirectional=True, batch_first=True)
+    x = torch.randn(2, 5, 3)
+    out, h_n, trace = layer(x, trace=True)
+    out_plain, _ = layer(x)
+    torch.testing.assert_close(out, out_plain)
+    assert isinstance(trace, Trace)
+    assert set(trace.hidden) == {"l0", "l0_reverse", "l1", "l1_reverse"}
+    assert all(len(steps) == 5 and steps[0].shape == (2, 4) for steps in trace.hidden.values())
+    # Position t of both directions is the output at t.
+    torch.testing.assert_close(torch.stack(trace.hidden["l1"], 1), out[..., :4])
+    torch.testing.assert_close(torch.stack(trace.hidden["l1_reverse"], 1), out[..., 4:])
+    expected_gates = {"rnn": set(), "ugrnn": {"u", "s"}, "gru": {"r", "z", "n"}, "lstm": {"i", "f", "g", "o"}}
+    assert set(trace.gates.get("l0", {})) == expected_gates[cell]
+    assert bool(trace.cell) == (cell == "lstm")
+
+    # Total derivative: dL/dh_t by autograd on the traced tensors equals a finite difference on h_t.
+    loss = out[:, -1, :4].sum()
+    grads = torch.autograd.grad(loss, trace.hidden["l1"])
+    assert grads[-1].abs().sum() > 0 and grads[0].abs().sum() > 0
+    assert torch.equal(grads[-1], torch.ones(2, 4))
+
+
+def test_trace_gradients_match_direct_perturbation():
+    """dL/dh_t from the trace equals what we get by re-running the recurrence from a perturbed h_t."""
+    torch.manual_seed(7)
+    cell = GRUCell(2, 3).double()
+    layer = RNN("gru", 2, 3, batch_first=True).double()
+    layer.load_state_dict({f"{k}_l0": v for k, v in cell.state_dict().items()})
+    x = torch.randn(1, 6, 2, dtype=torch.float64)
+    out, _, trace = layer(x, trace=True)
+    t = 2
+    grad_t = torch.autograd.grad(out[:, -1].sum(), trace.hidden["l0"][t])[0]
+
+    def loss_from(h):
+        for s in range(t + 1, 6):
+            h = cell(x[:, s], h)
+        return h.sum()
+
+    h_t = trace.hidden["l0"][t].detach().requires_grad_()
+    torch.testing.assert_close(grad_t, torch.autograd.grad(loss_from(h_t), h_t)[0])
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="unknown cell"):
+        RNN("elman", 2, 3)
+    layer = RNN("gru", 2, 3, num_layers=2)
+    with pytest.raises(ValueError, match="hidden state"):
+        layer(torch.randn(4, 1, 2), torch.zeros(1, 1, 3))
