@@ -100,7 +100,11 @@ def make_config(family: str, preset: str | None = None, **overrides: Any) -> Mod
             raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
         values.update(PRESETS[preset][family])
     values.update({k: v for k, v in overrides.items() if v is not None})
-    config = _CONFIG_FOR_FAMILY[family](**values)
+    cls = _CONFIG_FOR_FAMILY[family]
+    unknown = sorted(set(values) - {f.name for f in fields(cls)})
+    if unknown:
+        raise ValueError(f"{family} models have no setting {', '.join(unknown)}")
+    config = cls(**values)
     validate(config)
     return config
 
@@ -115,10 +119,12 @@ def validate(config: ModelConfig) -> None:
     if isinstance(config, TransformerConfig):
         if config.positional not in POSITIONAL:
             raise ValueError(f"unknown positional encoding {config.positional!r}")
-        if config.d_model % config.num_heads:
+        if config.num_heads < 1 or config.d_model % config.num_heads:
             raise ValueError(
                 f"d_model {config.d_model} is not divisible by {config.num_heads} heads"
             )
+        if config.positional == "rope" and (config.d_model // config.num_heads) % 2:
+            raise ValueError("RoPE rotates pairs of features: d_model / num_heads must be even")
 
 
 def config_to_dict(config: ModelConfig) -> dict[str, Any]:
