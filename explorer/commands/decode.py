@@ -1,0 +1,187 @@
+"""`explorer decode`: greedy, beam or sampled outputs of a checkpoint, as text or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from explorer.errors import UserError
+
+SEQ2SEQ_CHUNK = 16  # sources decoded together in one batched search
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--checkpoint", required=True, metavar="DIR", help="checkpoint directory")
+    strategy = parser.add_mutually_exclusive_group()
+    strategy.add_argument("--greedy", action="store_true", help="greedy decoding (the default)")
+    strategy.add_argument("--beam", type=int, metavar="K", help="beam search with width K")
+    strategy.add_argument("--sample", action="store_true", help="sample from the model")
+    parser.add_argument("--length-penalty", type=float, default=0.0, metavar="A",
+                        help="GNMT length penalty alpha: scores are divided by ((5+len)/6)^A")
+    parser.add_argument("--max-len", type=int, default=100, metavar="N",
+                        help="most output tokens, <eos> included (default 100)")
+    parser.add_argument("--temperature", type=float, default=1.0, metavar="T")
+    parser.add_argument("--top-k", type=int, default=0, metavar="K", help="sample from the K best (0: all)")
+    parser.add_argument("--top-p", type=float, default=1.0, metavar="P",
+                        help="sample from the smallest set of tokens with mass P (nucleus)")
+    parser.add_argument("--nbest", type=int, default=1, metavar="N", help="beam: print the N best")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed")
+    parser.add_argument("--json", action="store_true", help="print JSON with scores, tree, attention")
+    parser.add_argument("--input", metavar="FILE", help="read sources (or prompts), one per line")
+    parser.add_argument("text", nargs="*", metavar="TEXT",
+                        help="source sentences (language models: prompts), one per argument")
+
+
+def load_workspace(directory: str):
+    """A checkpoint's workspace; a missing or broken checkpoint is a UserError."""
+    from explorer.training.checkpoint import load_checkpoint
+
+    try:
+        workspace = load_checkpoint(directory)
+    except UserError:
+        raise
+    except (OSError, ValueError, KeyError) as exc:
+        raise UserError(f"cannot load checkpoint {directory}: {exc}") from exc
+    workspace.model.eval()
+    return workspace
+
+
+def _validate(args) -> None:
+    if args.text and args.input:
+        raise UserError("give either TEXT or --input FILE, not both")
+    if not args.text and not args.input:
+        raise UserError("nothing to decode: give TEXT or --input FILE")
+    if args.beam is not None and args.beam < 1:
+        raise UserError(f"--beam must be at least 1, got {args.beam}")
+    if args.nbest < 1:
+        raise UserError(f"--nbest must be at least 1, got {args.nbest}")
+    if args.nbest > 1 and args.beam is None:
+        raise UserError("--nbest needs --beam K")
+    if args.beam is not None and args.nbest > args.beam:
+        raise UserError(f"--nbest {args.nbest} is larger than the beam width {args.beam}")
+    if args.max_len < 1:
+        raise UserError(f"--max-len must be at least 1, got {args.max_len}")
+    if args.temperature <= 0:
+        raise UserError(f"--temperature must be positive, got {args.temperature}")
+    if not 0 < args.top_p <= 1:
+        raise UserError(f"--top-p must be in (0, 1], got {args.top_p}")
+    if args.top_k < 0:
+        raise UserError(f"--top-k must be 0 or more, got {args.top_k}")
+
+
+def _read_inputs(args) -> list[str]:
+    if args.text:
+        return list(args.text)
+    from explorer.data.readers import read_text
+
+    texts = read_text(args.input)
+    if not texts:
+        raise UserError(f"{args.input}: no lines to decode")
+    return texts
+
+
+def _chain_tree(hypothesis, root_label: str) -> dict:
+    """A greedy or sampled output as a one-path tree, in the beam tree's node format."""
+    nodes = [{"id": 0, "parent": None, "step": -1, "token_id": None, "token": root_label,
+              "logprob": 0.0, "score": 0.0, "status": "kept", "rank": 0, "attention": None}]
+    score = 0.0
+    last = len(hypothesis.token_ids) - 1
+    for step, (token_id, token, logprob, attention) in enumerate(zip(
+        hypothesis.token_ids, hypothesis.tokens, hypothesis.token_logprobs, hypothesis.attention
+    )):
+        score += logprob
+        nodes.append({"id": step + 1, "parent": step, "step": step, "token_id": token_id,
+                      "token": token, "logprob": logprob, "score": score,
+                      "status": "finished" if step == last else "kept", "rank": 0,
+                      "attention": None if attention is None else attention.tolist()})
+    return {"nodes": nodes}
+
+
+def _attention_entries(workspace, context, hypothesis) -> list[dict]:
+    from explorer.decoding.scoring import forward_attention
+
+    entries = []
+    for snapshot in forward_attention(workspace, context, hypothesis.token_ids):
+        for head, weights in enumerate(snapshot.weights):  # (Tq, Tk) per head
+            entries.append({"layer": snapshot.layer, "head": head, "kind": snapshot.kind,
+                            "rows": snapshot.rows, "cols": snapshot.cols,
+                            "weights": weights.tolist()})
+    return entries
+
+
+def _decode_all(workspace, texts, args) -> list[dict]:
+    """One record per text: hypotheses (best first), the tree, and what the best attended to."""
+    import torch
+
+    from explorer.decoding import beam_search_batch, greedy_batch, sample
+    from explorer.decoding.scoring import context_labels, encode_context
+    from explorer.decoding.search import is_language_model
+
+    model, tokenizer = workspace.model, workspace.tokenizer
+    contexts = [encode_context(workspace, text) for text in texts]
+    # prompts of different lengths cannot share a batch, so language models go one by one
+    chunk = 1 if is_language_model(model) else SEQ2SEQ_CHUNK
+    generator = torch.Generator().manual_seed(args.seed)
+    records = []
+    for start in range(0, len(contexts), chunk):
+        batch = contexts[start : start + chunk]
+        if args.beam is not None:
+            results = beam_search_batch(model, batch, beam_size=args.beam, alpha=args.length_penalty,
+                                        max_len=args.max_len, nbest=args.nbest, tokenizer=tokenizer)
+            for context, result in zip(batch, results):
+                result.source_tokens = context_labels(workspace, context)
+                records.append({"strategy": "beam", **result.to_dict(), "_best": result.best})
+        elif args.sample:
+            for context in batch:
+                drawn = sample(model, context, temperature=args.temperature, top_k=args.top_k,
+                               top_p=args.top_p, generator=generator, max_len=args.max_len,
+                               tokenizer=tokenizer)
+                records.append({"strategy": "sample", "hypotheses": [drawn.hypothesis.to_dict()],
+                                "samples": [_sample_step(s, tokenizer) for s in drawn.steps],
+                                "_best": drawn.hypothesis})
+        else:
+            for hypothesis in greedy_batch(model, batch, max_len=args.max_len, tokenizer=tokenizer,
+                                           alpha=args.length_penalty):
+                records.append({"strategy": "greedy", "hypotheses": [hypothesis.to_dict()],
+                                "_best": hypothesis})
+    for text, context, record in zip(texts, contexts, records):
+        best = record.pop("_best")
+        record["source"] = text
+        if "tree" not in record:
+            root = "<bos>" if not is_language_model(model) or not context else text
+            record["tree"] = _chain_tree(best, root)
+        if args.json:
+            record["attention"] = _attention_entries(workspace, context, best)
+    return records
+
+
+def _sample_step(step, tokenizer) -> dict:
+    ids = [int(i) for i in step.token_ids]
+    return {"token_ids": ids, "tokens": tokenizer.tokens(ids), "probs": step.probs.tolist(),
+            "chosen": step.chosen}
+
+
+def run(args) -> int:
+    _validate(args)
+    workspace = load_workspace(args.checkpoint)
+    texts = _read_inputs(args)
+    try:
+        records = _decode_all(workspace, texts, args)
+    except ValueError as exc:  # e.g. a source longer than the model's positions
+        raise UserError(str(exc)) from exc
+    if args.json:
+        payload = records[0] if len(records) == 1 else records
+        json.dump(payload, sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    for index, record in enumerate(records):
+        hypotheses = record["hypotheses"]
+        if args.nbest > 1:
+            if index:
+                print()
+            for hyp in hypotheses[: args.nbest]:  # normalized score, log p, text
+                print(f"{hyp['normalized_score']:.4f}\t{hyp['score']:.4f}\t{hyp['text']}")
+        else:
+            print(hypotheses[0]["text"])
+    return 0
