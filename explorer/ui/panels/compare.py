@@ -1,0 +1,286 @@
+"""Greedy, beam and sampling outputs for the same input, side by side, with score and BLEU.
+
+Each output shows its model score (log p of the whole output, <eos> included) and, given a
+reference, its sentence BLEU with the matched n-grams highlighted (darker = longer n-gram).
+"Find an example where beam beats greedy" searches the workspace's validation inputs for the
+lecture notes' case: greedy commits to the locally best word and misses a more probable output.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QDoubleSpinBox,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+from superqt.utils import qdebounced
+
+from explorer.ui.decode_worker import DecodeWorker, run_compare, run_find_example
+from explorer.ui.panels.base import Panel
+from explorer.ui.panels.decoding_widgets import BarChart, spin_box
+
+STRATEGY_TITLES = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
+NGRAM_COLORS = {1: "#fff2a8", 2: "#ffd280", 3: "#ffae5c", 4: "#ff8a50"}  # background per n
+SEARCH_LIMIT = 300  # validation inputs tried by the example search
+
+
+def highlight_matches(tokens: list[str], matched) -> str:
+    """Rich text of `tokens` with each token's background coloured by the longest matched n-gram
+    that covers it (BLEU's clipped matches, from explorer.metrics.bleu.matched_ngrams)."""
+    longest = [0] * len(tokens)
+    for n, start, _ in matched:
+        for position in range(start, min(start + n, len(tokens))):
+            longest[position] = max(longest[position], n)
+    words = []
+    for token, n in zip(tokens, longest):
+        text = html.escape(token)
+        color = NGRAM_COLORS.get(min(n, 4))
+        words.append(f'<span style="background-color:{color}">{text}</span>' if color else text)
+    return " ".join(words)
+
+
+def legend_html() -> str:
+    cells = " ".join(f'<span style="background-color:{c}">&nbsp;{n}-gram&nbsp;</span>'
+                     for n, c in NGRAM_COLORS.items())
+    return f"Matched with the reference: {cells}"
+
+
+class ComparePanel(Panel):
+    PANEL_ID = "compare"
+    TITLE = "Greedy vs beam vs sampling"
+    TOOLTIP = "The same input decoded three ways, with model score and sentence BLEU"
+
+    compared = Signal()  # new outputs are shown
+    example_found = Signal(object)  # explorer.decoding.examples.BeamBeatsGreedy or None
+
+    def __init__(self, bus, parent: QWidget | None = None) -> None:
+        super().__init__(bus, parent)
+        self.workspace = None
+        self.outputs = []
+        self.example = None
+        self._build()
+        self.worker = DecodeWorker(self)
+        self.worker.finished.connect(self._on_result)
+        self.worker.failed.connect(self._on_failed)
+        self.request_compare = qdebounced(self.compare, timeout=250, parent=self)
+        for box in self.option_boxes:
+            box.valueChanged.connect(lambda _: self.request_compare())
+        bus.workspace_changed.connect(self.set_workspace)
+        if bus.workspace is not None:
+            self.set_workspace(bus.workspace)
+
+    def _build(self) -> None:
+        self.source_box = QLineEdit()
+        self.source_box.setPlaceholderText("Source sentence (or prompt)")
+        self.reference_box = QLineEdit()
+        self.reference_box.setPlaceholderText("Reference translation (optional, for BLEU)")
+        for box in (self.source_box, self.reference_box):
+            box.returnPressed.connect(self.compare)
+
+        self.width_box = spin_box(QSpinBox, (1, 16), 4, "Beam width")
+        self.alpha_box = spin_box(QDoubleSpinBox, (0.0, 3.0), 0.0, "Length penalty α (0 = plain log p)", 0.1)
+        self.temperature_box = spin_box(QDoubleSpinBox, (0.05, 5.0), 1.0, "Sampling temperature", 0.1)
+        self.top_k_box = spin_box(QSpinBox, (0, 1000), 0, "Sample among the k most probable (0 = all)")
+        self.top_p_box = spin_box(QDoubleSpinBox, (0.01, 1.0), 1.0, "Nucleus: smallest set with mass p", 0.05)
+        self.seed_box = spin_box(QSpinBox, (0, 2**31 - 1), 0, "Sampling seed (same seed, same sample)")
+        self.max_len_box = spin_box(QSpinBox, (1, 200), 40, "Maximum output length")
+        self.option_boxes = (self.width_box, self.alpha_box, self.temperature_box, self.top_k_box,
+                             self.top_p_box, self.seed_box, self.max_len_box)
+        decode = QPushButton("Decode")
+        decode.clicked.connect(self.compare)
+        self.find_button = QPushButton("Find an example where beam beats greedy")
+        self.find_button.setToolTip("Decode the validation inputs with greedy and beam search "
+                                    "and show the one where beam's output is most probable "
+                                    "relative to greedy's")
+        self.find_button.clicked.connect(self.find_example)
+
+        text_row = QHBoxLayout()
+        text_row.addWidget(QLabel("Source"))
+        text_row.addWidget(self.source_box, 1)
+        text_row.addWidget(QLabel("Reference"))
+        text_row.addWidget(self.reference_box, 1)
+        option_row = QHBoxLayout()
+        for label, box in zip(("Width", "α", "Temperature", "Top-k", "Top-p", "Seed", "Max length"),
+                              self.option_boxes):
+            option_row.addWidget(QLabel(label))
+            option_row.addWidget(box)
+        option_row.addStretch(1)
+        button_row = QHBoxLayout()
+        button_row.addWidget(decode)
+        button_row.addWidget(self.find_button)
+        button_row.addStretch(1)
+        button_row.addWidget(QLabel(legend_html()))
+
+        grid = QGridLayout()
+        self.cells = {}
+        for col, (key, title) in enumerate(STRATEGY_TITLES.items()):
+            cell = QLabel()
+            cell.setTextFormat(Qt.RichText)
+            cell.setWordWrap(True)
+            cell.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+            cell.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            cell.setStyleSheet("QLabel { border: 1px solid #cccccc; padding: 6px; }")
+            grid.addWidget(cell, 0, col)
+            grid.setColumnStretch(col, 1)
+            self.cells[key] = cell
+        self.explanation = QLabel()
+        self.explanation.setWordWrap(True)
+        self.explanation.setTextFormat(Qt.RichText)
+        self.status = QLabel("No model yet: train one or open a checkpoint.")
+        self.chart_widget = pg.GraphicsLayoutWidget()
+        self.chart_widget.setBackground("w")
+        self.score_chart = BarChart(self.chart_widget.addPlot(row=0, col=0), "log p (output)")
+        self.score_chart.plot.setTitle("−log p of each output: the shorter bar is more probable")
+        self.bleu_chart = BarChart(self.chart_widget.addPlot(row=0, col=1), "sentence BLEU")
+        self.bleu_chart.plot.setTitle("sentence BLEU against the reference")
+        self.chart_widget.setMinimumHeight(180)
+
+        root = QVBoxLayout(self)
+        for row in (text_row, option_row, button_row):
+            root.addLayout(row)
+        root.addLayout(grid)
+        root.addWidget(self.explanation)
+        root.addWidget(self.chart_widget, 1)
+        root.addWidget(self.status)
+
+    # ---- decoding --------------------------------------------------------------------------
+
+    def set_workspace(self, workspace) -> None:
+        self.workspace = workspace
+        self.example = None
+        self.explanation.clear()
+        if workspace is None:
+            self.outputs = []
+            self._show()
+            self.status.setText("No model yet: train one or open a checkpoint.")
+            return
+        data = getattr(workspace, "data", None)
+        if data is not None and data.val and not self.source_box.text():
+            self.source_box.setText(data.val[0][0])
+            self.reference_box.setText(data.val[0][1])
+        self.request_compare()
+
+    def set_source(self, source: str, reference: str = "") -> None:
+        self.source_box.setText(source)
+        self.reference_box.setText(reference)
+        self.compare()
+
+    def compare(self) -> int:
+        if self.workspace is None:
+            return -1
+        self.status.setText("Decoding…")
+        return self.worker.submit(
+            run_compare, self.workspace, self.source_box.text(), self.reference_box.text(),
+            beam_size=self.width_box.value(), alpha=self.alpha_box.value(),
+            max_len=self.max_len_box.value(), temperature=self.temperature_box.value(),
+            top_k=self.top_k_box.value(), top_p=self.top_p_box.value(), seed=self.seed_box.value(),
+        )
+
+    def find_example(self) -> int:
+        if self.workspace is None:
+            self.status.setText("Open a trained model (e.g. a demo checkpoint) to search it.")
+            return -1
+        self.status.setText("Searching the validation inputs for beam beating greedy…")
+        self.find_button.setEnabled(False)
+        return self.worker.submit(run_find_example, self.workspace, max(self.width_box.value(), 2),
+                                  self.max_len_box.value(), SEARCH_LIMIT)
+
+    def _on_failed(self, _job: int, message: str) -> None:
+        self.find_button.setEnabled(True)
+        self.status.setText(f"Could not decode: {message.splitlines()[0]}")
+
+    def _on_result(self, _job: int, result) -> None:
+        self.find_button.setEnabled(True)
+        if isinstance(result, list):
+            self.outputs = result
+            self._show()
+            self.status.setText("")
+            self.compared.emit()
+            return
+        self._on_example(result)
+
+    def _on_example(self, example) -> None:
+        self.example = example
+        self.example_found.emit(example)
+        if example is None:
+            self.explanation.setText("On these inputs greedy already finds the most probable output "
+                                     "beam search finds: no example. Train longer or widen the beam.")
+            return
+        self.explanation.setText(
+            f"<b>Beam beats greedy</b> (found among {example.searched} validation inputs, width "
+            f"{example.width}): {html.escape(example.explanation())} As in the lecture notes: "
+            "p(Those) &gt; p(Apples), yet p(Apples are good) &gt; p(Those apples are good).")
+        self.alpha_box.blockSignals(True)
+        self.alpha_box.setValue(0.0)  # compare plain probabilities, as the notes do
+        self.alpha_box.blockSignals(False)
+        self.width_box.blockSignals(True)
+        self.width_box.setValue(example.width)
+        self.width_box.blockSignals(False)
+        self.set_source(example.source, example.reference or "")
+
+    # ---- views -----------------------------------------------------------------------------
+
+    def _show(self) -> None:
+        by_strategy = {o.strategy: o for o in self.outputs}
+        best = max((o.hypothesis.score for o in self.outputs), default=None)
+        for key, cell in self.cells.items():
+            output = by_strategy.get(key)
+            if output is None:
+                cell.setText(f"<b>{STRATEGY_TITLES[key]}</b>")
+                continue
+            hyp = output.hypothesis
+            text = highlight_matches(output.bleu_tokens, output.matched) or "<i>(empty)</i>"
+            lines = [f"<b>{STRATEGY_TITLES[key]}</b>", f"<span style='font-size:13pt'>{text}</span>",
+                     f"log p = {hyp.score:.3f}" + (" <b>(most probable)</b>"
+                                                   if best is not None and hyp.score >= best - 1e-6
+                                                   else ""),
+                     f"length-normalised = {hyp.normalized_score:.3f}"
+                     + ("" if hyp.finished else " (no &lt;eos&gt;: hit max length)")]
+            if output.bleu is not None:
+                b = output.bleu
+                precisions = " / ".join(f"{p:.0f}" for p in b.precisions)
+                lines.append(f"BLEU = <b>{b.score:.1f}</b> (p1..p4 = {precisions}, BP = {b.bp:.2f})")
+            cell.setText("<br>".join(lines))
+        labels = [STRATEGY_TITLES[o.strategy] for o in self.outputs]
+        scores = np.array([o.hypothesis.score for o in self.outputs])
+        # Bars grow down from 0 for log p; the chart shows -log p so longer = less probable.
+        self.score_chart.set_data(labels, -scores)
+        self.score_chart.plot.setLabel("left", "−log p (lower is more probable)")
+        bleu = [o.bleu.score if o.bleu is not None else 0.0 for o in self.outputs]
+        self.bleu_chart.set_data(labels, np.array(bleu), y_max=100.0)
+
+    # ---- content and export ----------------------------------------------------------------
+
+    def has_content(self) -> bool:
+        return bool(self.outputs)
+
+    def plot_items(self) -> dict[str, object]:
+        return {"scores": self.chart_widget.ci}
+
+    def tables(self) -> dict[str, tuple[list[str], list[list]]]:
+        header = ["strategy", "text", "score", "normalized_score", "finished", "bleu", "bp",
+                  "p1", "p2", "p3", "p4", "matched_ngrams"]
+        rows = []
+        for o in self.outputs:
+            b = o.bleu
+            precisions = list(b.precisions) + [""] * (4 - len(b.precisions)) if b else [""] * 4
+            matched = "; ".join(" ".join(tokens) for _, _, tokens in o.matched)
+            rows.append([o.strategy, o.hypothesis.text, o.hypothesis.score,
+                         o.hypothesis.normalized_score, o.hypothesis.finished,
+                         b.score if b else "", b.bp if b else "", *precisions[:4], matched])
+        return {"outputs": (header, rows)} if rows else {}
+
+    def closeEvent(self, event) -> None:
+        self.worker.stop()
+        super().closeEvent(event)

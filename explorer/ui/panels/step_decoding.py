@@ -1,0 +1,353 @@
+"""Step-through decoding: Step, Back, Play and Reset through greedy, beam or sampled decoding.
+
+At every step the panel shows the output so far, the top-k next-token probabilities, the attention
+row over the source (any layer and head), the live beam, and for sampling the truncated,
+renormalised distribution the last token was drawn from. The StepDecoder lives on the GUI thread:
+one step is one incremental model call on a small model (milliseconds), and keeping it here means
+its tensors never cross threads.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from explorer.ui.panels.base import Panel
+from explorer.ui.panels.decoding_widgets import (
+    HIGHLIGHT_COLOR,
+    AttentionPicker,
+    BarChart,
+    spin_box,
+)
+
+STRATEGY_LABELS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
+SHOW_TOP = 10
+SAMPLE_BARS = 20
+
+
+class StepDecodingPanel(Panel):
+    PANEL_ID = "step"
+    TITLE = "Step-through decoding"
+    TOOLTIP = "Decode one token at a time: Right = step, Left = back, Space = play, Home = reset"
+
+    stepped = Signal(int)  # steps taken after a step, back or reset
+
+    def __init__(self, bus, parent: QWidget | None = None) -> None:
+        super().__init__(bus, parent)
+        self.workspace = None
+        self.decoder = None
+        self.error = ""
+        self.setFocusPolicy(Qt.StrongFocus)
+        self._build_controls()
+        self._build_views()
+        self._strategy_changed(reset=False)
+        root = QVBoxLayout(self)
+        root.addLayout(self.source_row)
+        root.addLayout(self.option_row)
+        root.addLayout(self.button_row)
+        root.addWidget(self.output_label)
+        root.addWidget(self.plots, 3)
+        root.addWidget(self.beam_table, 1)
+        self.timer = QTimer(self)
+        self.timer.timeout.connect(self._play_tick)
+        bus.workspace_changed.connect(self.set_workspace)
+        if bus.workspace is not None:
+            self.set_workspace(bus.workspace)
+
+    def _build_controls(self) -> None:
+        self.source_box = QLineEdit()
+        self.source_box.setPlaceholderText("Source sentence (or prompt for a language model)")
+        self.source_box.editingFinished.connect(self.reset)
+        self.strategy_box = QComboBox()
+        for key, label in STRATEGY_LABELS.items():
+            self.strategy_box.addItem(label, key)
+        self.strategy_box.currentIndexChanged.connect(lambda _: self._strategy_changed())
+        self.width_box = spin_box(QSpinBox, (1, 16), 4, "Beam width k")
+        self.alpha_box = spin_box(QDoubleSpinBox, (0.0, 3.0), 0.6, "Length penalty α: live "
+                                    "hypotheses are ranked by log p / ((5+|Y|)/6)^α")
+        self.temperature_box = spin_box(QDoubleSpinBox, (0.05, 5.0), 1.0,
+                                          "Temperature: < 1 sharpens, > 1 flattens the distribution")
+        self.top_k_box = spin_box(QSpinBox, (0, 1000), 0, "Top-k: sample among the k most probable "
+                                    "tokens (0 = all)")
+        self.top_p_box = spin_box(QDoubleSpinBox, (0.01, 1.0), 1.0, "Top-p (nucleus): the smallest "
+                                    "set of tokens whose probability reaches p")
+        self.seed_box = spin_box(QSpinBox, (0, 2**31 - 1), 0, "Random seed: the same seed replays "
+                                   "the same samples")
+        self.max_len_box = spin_box(QSpinBox, (1, 200), 30, "Maximum output length")
+        self.source_row = QHBoxLayout()
+        self.source_row.addWidget(QLabel("Source"))
+        self.source_row.addWidget(self.source_box, 1)
+        self.source_row.addWidget(self.strategy_box)
+        self.option_row = QHBoxLayout()
+        self.option_widgets = {}
+        for name, label, box in (("beam", "Width", self.width_box),
+                                 ("beam", "Length penalty α", self.alpha_box),
+                                 ("sample", "Temperature", self.temperature_box),
+                                 ("sample", "Top-k", self.top_k_box),
+                                 ("sample", "Top-p", self.top_p_box),
+                                 ("sample", "Seed", self.seed_box),
+                                 ("all", "Max length", self.max_len_box)):
+            caption = QLabel(label)
+            self.option_row.addWidget(caption)
+            self.option_row.addWidget(box)
+            self.option_widgets.setdefault(name, []).extend([caption, box])
+        self.option_row.addStretch(1)
+
+        self.reset_button = self._button("Reset", "Back to the start (Home)", self.reset)
+        self.back_button = self._button("◀ Back", "Undo one step (Left arrow)", self.back)
+        self.step_button = self._button("Step ▶", "Generate one token (Right arrow)", self.step)
+        self.play_button = self._button("Play", "Step automatically at the chosen speed (Space)",
+                                        self.toggle_play)
+        self.speed_box = spin_box(QDoubleSpinBox, (0.5, 30.0), 3.0, "Steps per second when playing")
+        self.speed_box.valueChanged.connect(lambda _: self._set_interval())
+        self.button_row = QHBoxLayout()
+        for widget in (self.reset_button, self.back_button, self.step_button, self.play_button):
+            self.button_row.addWidget(widget)
+        self.button_row.addWidget(QLabel("Speed (steps/s)"))
+        self.button_row.addWidget(self.speed_box)
+        self.button_row.addStretch(1)
+        for box in (self.width_box, self.alpha_box, self.temperature_box, self.top_k_box, self.top_p_box,
+                    self.seed_box, self.max_len_box):
+            box.valueChanged.connect(lambda _: self.reset())
+
+    def _button(self, text, tip, slot) -> QPushButton:
+        button = QPushButton(text)
+        button.setToolTip(tip)
+        button.setFocusPolicy(Qt.NoFocus)  # keep the keyboard on the panel for the shortcuts
+        button.clicked.connect(slot)
+        return button
+
+    def _build_views(self) -> None:
+        self.output_label = QLabel()
+        self.output_label.setTextFormat(Qt.RichText)
+        self.output_label.setWordWrap(True)
+        self.plots = pg.GraphicsLayoutWidget()
+        self.plots.setBackground("w")
+        self.topk_chart = BarChart(self.plots.addPlot(row=0, col=0), "p(next token)")
+        self.topk_chart.plot.setTitle("most probable next tokens")
+        self.attention_chart = BarChart(self.plots.addPlot(row=0, col=1), "attention weight")
+        self.attention_chart.plot.setTitle("attention over the source for the next token")
+        self.sample_chart = BarChart(self.plots.addPlot(row=1, col=0, colspan=2), "probability")
+        self.sample_chart.plot.setTitle("distribution the last token was sampled from "
+                                        "(after temperature, top-k, top-p; renormalised)")
+        self.picker = AttentionPicker()
+        self.picker.changed.connect(self._refresh)
+        self.option_row.addWidget(self.picker)
+        self.beam_table = QTableWidget(0, 3)
+        self.beam_table.setHorizontalHeaderLabels(["live hypothesis", "log p", "length-normalised"])
+        header = self.beam_table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.Stretch)
+        self.beam_table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.beam_table.setFocusPolicy(Qt.NoFocus)
+
+    # ---- decoder ---------------------------------------------------------------------------
+
+    @property
+    def strategy(self) -> str:
+        return self.strategy_box.currentData()
+
+    def _strategy_changed(self, reset: bool = True) -> None:
+        for name, widgets in self.option_widgets.items():
+            for widget in widgets:
+                widget.setVisible(name in ("all", self.strategy))
+        self.sample_chart.plot.setVisible(self.strategy == "sample")
+        if reset:
+            self.reset()
+
+    def set_workspace(self, workspace) -> None:
+        self.workspace = workspace
+        data = getattr(workspace, "data", None) if workspace is not None else None
+        if data is not None and data.val and not self.source_box.text():
+            self.source_box.setText(data.val[0][0])
+        self.reset()
+
+    def set_source(self, text: str) -> None:
+        self.source_box.setText(text)
+        self.reset()
+
+    def reset(self) -> None:
+        """A fresh decoder for the current source and options (the sampler re-seeded)."""
+        self.pause()
+        self.decoder = None
+        if self.workspace is not None:
+            from explorer.decoding import StepDecoder
+
+            try:
+                self.decoder = StepDecoder(
+                    self.workspace, self.source_box.text(), self.strategy,
+                    beam_size=self.width_box.value(), alpha=self.alpha_box.value(), max_len=self.max_len_box.value(),
+                    temperature=self.temperature_box.value(), top_k=self.top_k_box.value(),
+                    top_p=self.top_p_box.value(), seed=self.seed_box.value(), show_top=SHOW_TOP,
+                )
+                self.error = ""
+            except Exception as exc:  # a source the tokenizer cannot encode, an empty prompt...
+                self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        self._refresh()
+
+    def step(self) -> bool:
+        moved = self.decoder is not None and self.decoder.step()
+        self._refresh()
+        return moved
+
+    def back(self) -> bool:
+        moved = self.decoder is not None and self.decoder.back()
+        self._refresh()
+        return moved
+
+    def toggle_play(self) -> None:
+        if self.timer.isActive():
+            self.pause()
+        elif self.decoder is not None and not self.decoder.done:
+            self._set_interval()
+            self.timer.start()
+            self.play_button.setText("Pause")
+
+    def pause(self) -> None:
+        self.timer.stop()
+        self.play_button.setText("Play")
+
+    def _set_interval(self) -> None:
+        self.timer.setInterval(round(1000 / self.speed_box.value()))
+
+    def _play_tick(self) -> None:
+        if not self.step() or self.decoder.done:
+            self.pause()
+
+    def keyPressEvent(self, event) -> None:
+        actions = {Qt.Key_Right: self.step, Qt.Key_Left: self.back, Qt.Key_Space: self.toggle_play,
+                   Qt.Key_Home: self.reset}
+        action = actions.get(event.key())
+        if action is None:
+            super().keyPressEvent(event)
+            return
+        action()
+        event.accept()
+
+    # ---- views -----------------------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        decoder = self.decoder
+        self.back_button.setEnabled(bool(decoder and decoder.steps_taken))
+        self.step_button.setEnabled(bool(decoder and not decoder.done))
+        self.play_button.setEnabled(bool(decoder and not decoder.done))
+        if decoder is None:
+            self.output_label.setText(html.escape(self.error) if self.error else
+                                      "No model yet: train one or open a checkpoint.")
+            for chart in (self.topk_chart, self.attention_chart, self.sample_chart):
+                chart.clear()
+            self.beam_table.setRowCount(0)
+            return
+        self._show_output()
+        self.topk_chart.plot.setTitle("most probable next tokens" + (
+            " after the best live hypothesis" if self.strategy == "beam" else ""))
+        topk = decoder.topk
+        if topk is None:
+            self.topk_chart.clear()
+        else:
+            self.topk_chart.set_data(topk.tokens, topk.probs, highlight=0 if self.strategy != "sample"
+                                     else None, y_max=1.0)
+        attention = decoder.attention
+        if attention is None:
+            self.attention_chart.clear()
+        else:
+            self.picker.set_shape(*attention.shape[:2])
+            self.attention_chart.set_data(decoder.source_tokens[: attention.shape[-1]],
+                                          self.picker.row(attention), y_max=1.0)
+        last = decoder.last_distribution
+        if last is None:
+            self.sample_chart.clear()
+        else:
+            shown = last.token_ids[:SAMPLE_BARS]  # the support is sorted, most probable first
+            chosen = np.flatnonzero(shown == last.chosen)
+            self.sample_chart.set_data(self.workspace.tokenizer.tokens([int(i) for i in shown]),
+                                       last.probs[:SAMPLE_BARS],
+                                       highlight=int(chosen[0]) if len(chosen) else None, y_max=1.0)
+            self.sample_chart.plot.setTitle(
+                f"distribution the last token was drawn from: {len(last.token_ids)} tokens left "
+                f"after temperature, top-k, top-p, renormalised (top {len(shown)} shown; orange = drawn)")
+        self._show_beam()
+        self.stepped.emit(decoder.steps_taken)
+
+    def _show_output(self) -> None:
+        decoder = self.decoder
+        output = decoder.output
+        words = [html.escape(t) for t in output.tokens]
+        if words and not decoder.done:
+            words[-1] = f'<b style="color:{HIGHLIGHT_COLOR}">{words[-1]}</b>'
+        state = "done" if decoder.done else f"step {decoder.steps_taken}"
+        self.output_label.setText(
+            f"<b>Output so far</b> ({state}, log p = {output.score:.3f}): "
+            + (" ".join(words) if words else "<i>nothing yet: press Step (→)</i>"))
+
+    def _show_beam(self) -> None:
+        live = self.decoder.beam if self.strategy == "beam" else []
+        self.beam_table.setVisible(self.strategy == "beam")
+        self.beam_table.setRowCount(len(live))
+        for row, hyp in enumerate(live):
+            for col, value in enumerate((" ".join(hyp.tokens), f"{hyp.score:.3f}",
+                                         f"{hyp.normalized_score:.3f}")):
+                self.beam_table.setItem(row, col, QTableWidgetItem(value))
+
+    # ---- content and export ----------------------------------------------------------------
+
+    def has_content(self) -> bool:
+        return self.decoder is not None
+
+    def plot_items(self) -> dict[str, object]:
+        return {"step": self.plots.ci}
+
+    def tables(self) -> dict[str, tuple[list[str], list[list]]]:
+        if self.decoder is None:
+            return {}
+        decoder, tables = self.decoder, {}
+        output = decoder.output
+        tables["output"] = (["position", "token", "logprob"],
+                            [[i, t, p] for i, (t, p) in enumerate(zip(output.tokens,
+                                                                      output.token_logprobs))])
+        chart_tables = (("next_tokens", self.topk_chart, "probability"),
+                        ("attention", self.attention_chart, "weight"),
+                        ("sample_distribution", self.sample_chart, "probability"))
+        for name, chart, column in chart_tables:
+            if len(chart.values):
+                tables[name] = (["token", column], [[t, v] for t, v in zip(chart.labels, chart.values)])
+        if self.strategy == "beam":
+            tables["beam"] = (["tokens", "score", "normalized_score"],
+                              [[" ".join(h.tokens), h.score, h.normalized_score] for h in decoder.beam])
+        return tables
+
+    def export(self, folder, formats=("png", "svg", "csv"), width=None, dpi=None) -> list[Path]:
+        """PNG/SVG/CSV through the shared exporter, plus the tables as one JSON ("json" or "csv")."""
+        from explorer.export.tables import write_json
+        from explorer.ui.export import export_panel
+
+        written = export_panel(self, Path(folder), tuple(f for f in formats if f != "json"),
+                               width=width, dpi=dpi)
+        if self.decoder is not None and ("json" in formats or "csv" in formats):
+            data = {"source": self.source_box.text(), "strategy": self.strategy,
+                    "steps": self.decoder.steps_taken,
+                    "tables": {name: {"header": h, "rows": r} for name, (h, r) in self.tables().items()}}
+            written.append(write_json(Path(folder) / f"{self.PANEL_ID}_state.json", data))
+        return written
+
+    def closeEvent(self, event) -> None:
+        self.pause()
+        super().closeEvent(event)

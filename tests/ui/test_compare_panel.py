@@ -1,0 +1,114 @@
+"""Compare panel: three strategies side by side, BLEU against sacreBLEU, and the search for an
+input where beam search finds a more probable output than greedy (lecture 8's "Those apples")."""
+
+import random
+
+import numpy as np
+import pytest
+import sacrebleu
+import torch
+
+from explorer.data.tasks import Splits
+from explorer.data.tokenizers import WordTokenizer
+from explorer.decoding import encode_context, score_ids
+from explorer.ui.bus import AppBus
+from explorer.ui.panels.compare import ComparePanel, highlight_matches
+from explorer.workspace import Workspace
+from models.config import BOS_ID, build_model, make_config
+
+# showing a top-level widget on the offscreen platform always logs this; it is not our warning
+pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
+
+WORDS = "the a cat dog sat ran far down big red small old".split()
+
+
+def workspace_with_data():
+    """An untrained GRU seq2seq with sharpened output logits: its outputs differ between greedy
+    and beam search on some inputs (a trained model does too, but training takes too long here)."""
+    rng = random.Random(0)
+    sources = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 5))) for _ in range(16)]
+    tok = WordTokenizer.train(WORDS)
+    torch.manual_seed(0)
+    model = build_model(make_config("seq2seq", "tiny", vocab_size=tok.vocab_size,
+                                    src_vocab_size=tok.vocab_size))
+    with torch.no_grad():
+        model.head.weight.mul_(3.0)
+    data = Splits(train=[], val=[(s, s) for s in sources], test=[])
+    return Workspace(model=model, tokenizer=tok, src_tokenizer=tok, data=data)
+
+
+@pytest.fixture
+def panel(qtbot):
+    bus = AppBus()
+    panel = ComparePanel(bus)
+    qtbot.addWidget(panel)
+    panel.resize(1000, 600)
+    panel.show()
+    panel.max_len_box.setValue(8)
+    panel.width_box.setValue(3)
+    with qtbot.waitSignal(panel.compared, timeout=10000):
+        bus.set_workspace(workspace_with_data())
+    yield panel
+    panel.worker.stop()
+
+
+def teacher_forced_logprobs(model, context, target_ids):
+    src = torch.tensor([context])
+    tgt_in = torch.tensor([[BOS_ID] + target_ids[:-1]])
+    model.eval()
+    with torch.no_grad():
+        return torch.log_softmax(model(src, tgt_in)[0].double(), dim=-1).numpy()  # (T, V)
+
+
+def test_find_an_example_where_beam_beats_greedy(panel, qtbot):
+    with qtbot.waitSignal(panel.example_found, timeout=20000) as blocker:
+        panel.find_button.click()
+    example = blocker.args[0]
+    assert example is not None and example.margin > 0
+    ws = panel.workspace
+    context = encode_context(ws, example.source)
+    # Both scores are the model's own teacher-forced log-probabilities.
+    for hyp in (example.greedy, example.beam):
+        assert score_ids(ws.model, context, hyp.token_ids).total == pytest.approx(hyp.score, abs=1e-4)
+    # Greedy really took the most probable token at every step...
+    greedy_lp = teacher_forced_logprobs(ws.model, context, example.greedy.token_ids)
+    assert list(greedy_lp.argmax(axis=1)) == example.greedy.token_ids
+    # ...so where the two part, greedy's word was locally better, yet beam's sentence wins.
+    i = example.divergence
+    assert example.greedy.token_ids[:i] == example.beam.token_ids[:i]
+    assert greedy_lp[i, example.greedy.token_ids[i]] > greedy_lp[i, example.beam.token_ids[i]]
+    assert example.beam.score > example.greedy.score
+    assert "greedy took" in panel.explanation.text()
+    # The panel then shows that input decoded three ways, beam's output being the more probable.
+    qtbot.waitUntil(lambda: panel.source_box.text() == example.source and panel.outputs
+                    and panel.outputs[1].hypothesis.token_ids == example.beam.token_ids,
+                    timeout=10000)
+    shown = {o.strategy: o.hypothesis for o in panel.outputs}
+    assert shown["greedy"].token_ids == example.greedy.token_ids
+    assert "(most probable)" not in panel.cells["greedy"].text()
+
+
+def test_sentence_bleu_matches_sacrebleu_and_matches_are_highlighted(panel, qtbot):
+    greedy_text = panel.outputs[0].hypothesis.text
+    reference = greedy_text + " the cat"
+    with qtbot.waitSignal(panel.compared, timeout=10000):
+        panel.set_source(panel.source_box.text(), reference)
+    for output in panel.outputs:
+        expected = sacrebleu.sentence_bleu(output.hypothesis.text, [reference])
+        assert output.bleu.score == pytest.approx(expected.score, abs=1e-6)
+        assert output.bleu.counts == list(expected.counts)
+        assert len(output.matched) == sum(expected.counts)
+        assert f"{output.bleu.score:.1f}" in panel.cells[output.strategy].text()
+    greedy = panel.outputs[0]
+    # Every greedy token is in the reference, so every token is highlighted.
+    assert panel.cells["greedy"].text().count("background-color") == len(greedy.bleu_tokens)
+    header, rows = panel.tables()["outputs"]
+    assert [r[0] for r in rows] == ["greedy", "beam", "sample"]
+    np.testing.assert_allclose(panel.score_chart.values,
+                               [-o.hypothesis.score for o in panel.outputs])
+
+
+def test_highlight_uses_the_longest_matching_ngram():
+    html = highlight_matches(["a", "b", "c"], [(1, 0, ("a",)), (2, 0, ("a", "b")), (1, 2, ("c",))])
+    assert html.count("#ffd280") == 2  # a, b inside a matched bigram
+    assert html.count("#fff2a8") == 1  # c matched as a unigram only
