@@ -1,0 +1,139 @@
+"""Positional-encoding analysis for the positional panel and `explorer export`. Qt-free, numpy only.
+
+The lecture notes' sinusoidal encoding (Vaswani et al.):
+
+    PE[n, i] = sin(n / L^(i/D))        i even
+    PE[n, i] = cos(n / L^((i-1)/D))    i odd
+
+and its relative-position property: PE(n+k) is a fixed linear map of PE(n) whose coefficients depend
+only on k (each (sin, cos) pair is rotated by the angle k * frequency). `fit_shift_map` fits
+that map by least squares, so a learned table can be held against the same test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+DEFAULT_BASE = 10000.0
+
+
+def frequencies(dim: int, base: float = DEFAULT_BASE) -> np.ndarray:
+    """Angular frequency of each (sin, cos) pair: 1 / base^(2j/dim), shape (ceil(dim/2),)."""
+    even_dims = np.arange(0, dim, 2, dtype=np.float64)
+    return 1.0 / base ** (even_dims / dim)
+
+
+def sinusoidal(num_positions: int, dim: int, base: float = DEFAULT_BASE) -> np.ndarray:
+    """The sinusoidal table, positions x dimensions: (num_positions, dim), float64."""
+    positions = np.arange(num_positions, dtype=np.float64)[:, None]  # (N, 1)
+    angles = positions * frequencies(dim, base)[None, :]  # (N, ceil(D/2))
+    table = np.empty((num_positions, dim), dtype=np.float64)
+    table[:, 0::2] = np.sin(angles)
+    table[:, 1::2] = np.cos(angles[:, : dim // 2])
+    return table
+
+
+def similarity(table: np.ndarray, kind: str = "cosine") -> np.ndarray:
+    """Similarity between every pair of positions (rows of `table`): (N, N)."""
+    if kind == "dot":
+        return table @ table.T
+    if kind == "cosine":
+        norms = np.linalg.norm(table, axis=1, keepdims=True)  # (N, 1)
+        unit = table / np.maximum(norms, 1e-12)
+        return unit @ unit.T
+    raise ValueError(f"unknown similarity {kind!r}; choose 'dot' or 'cosine'")
+
+
+def similarity_by_distance(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and spread of similarity[n, n+k] over n, for each distance k: two (N,) arrays.
+
+    For the sinusoidal table the spread is tiny: similarity depends on distance, not position.
+    """
+    size = matrix.shape[0]
+    means = np.array([np.diagonal(matrix, offset=k).mean() for k in range(size)])
+    spreads = np.array([np.diagonal(matrix, offset=k).std() for k in range(size)])
+    return means, spreads
+
+
+@dataclass
+class ShiftFit:
+    shift: int  # k
+    matrix: np.ndarray  # M_k, (D, D): PE(n+k) ~= PE(n) @ M_k
+    residual: float  # RMS of PE[k:] - PE[:-k] @ M_k
+    relative_residual: float  # residual / RMS of PE[k:]
+    rows_used: int  # how many (n, n+k) pairs the fit saw
+
+
+def fit_shift_map(table: np.ndarray, shift: int) -> ShiftFit:
+    """Least-squares M_k with table[n + k] ~= table[n] @ M_k for every n that has a partner.
+
+    The fit is only a test when there are more pairs than dimensions; with fewer, any table fits.
+    """
+    num_positions, dim = table.shape
+    if not 0 < shift < num_positions:
+        raise ValueError(f"shift {shift} must be between 1 and {num_positions - 1}")
+    table = np.asarray(table, dtype=np.float64)
+    before, after = table[:-shift], table[shift:]  # (N-k, D) each
+    shift_map, *_ = np.linalg.lstsq(before, after, rcond=None)  # (D, D)
+    error = before @ shift_map - after
+    residual = float(np.sqrt(np.mean(error**2)))
+    scale = float(np.sqrt(np.mean(after**2)))
+    return ShiftFit(shift, shift_map, residual, residual / max(scale, 1e-300), len(before))
+
+
+def exact_shift_map(dim: int, shift: int, base: float = DEFAULT_BASE) -> np.ndarray:
+    """The analytic M_k of the sinusoidal table: a 2x2 rotation by k * frequency on each pair."""
+    shift_map = np.zeros((dim, dim), dtype=np.float64)
+    for pair, omega in enumerate(frequencies(dim, base)):
+        s, c = np.sin(shift * omega), np.cos(shift * omega)
+        i = 2 * pair
+        if i + 1 < dim:
+            # row vector [sin(a), cos(a)] @ [[c, -s], [s, c]] = [sin(a + kw), cos(a + kw)]
+            shift_map[i : i + 2, i : i + 2] = [[c, -s], [s, c]]
+        else:  # odd dim: the last sin has no cos partner, so no exact linear map exists for it
+            shift_map[i, i] = c
+    return shift_map
+
+
+def shift_residuals(table: np.ndarray, shifts) -> np.ndarray:
+    """Relative residual of the fitted M_k for each k in `shifts`."""
+    return np.array([fit_shift_map(table, k).relative_residual for k in shifts])
+
+
+@dataclass
+class ModelPositions:
+    """What a loaded model uses for positions, as a positions x dimensions table."""
+
+    kind: str  # "sinusoidal", "learned" or "rope"
+    table: np.ndarray  # (N, D): the learned table, the sinusoidal buffer, or RoPE's cos/sin angles
+    description: str
+
+
+def model_positions(model, num_positions: int | None = None) -> ModelPositions | None:
+    """The positional table a Transformer-family model actually uses, or None if it has none.
+
+    Learned: the trained table. Sinusoidal: the fixed buffer the model adds. RoPE: nothing is added;
+    each (even, odd) pair of a head's query/key is rotated by n * theta_j, shown as
+    [sin(n theta_j), cos(n theta_j)] columns so it lines up with the sinusoidal reference.
+    """
+    from models.positional import LearnedPositional, RotaryEmbedding, SinusoidalPositional
+
+    for module in model.modules():
+        if isinstance(module, LearnedPositional):
+            table = module.weight.detach().cpu().double().numpy()[:num_positions].copy()
+            size = f"{table.shape[0]} x {table.shape[1]}"
+            return ModelPositions("learned", table, f"learned table, {size}")
+        if isinstance(module, SinusoidalPositional):
+            table = module.table.detach().cpu().double().numpy()[:num_positions].copy()
+            size = f"{table.shape[0]} x {table.shape[1]}"
+            return ModelPositions("sinusoidal", table, f"sinusoidal table, {size}")
+        if isinstance(module, RotaryEmbedding):
+            sin = module.sin.detach().cpu().double().numpy()[:num_positions]  # (N, head_dim/2)
+            cos = module.cos.detach().cpu().double().numpy()[:num_positions]
+            table = np.empty((sin.shape[0], 2 * sin.shape[1]), dtype=np.float64)
+            table[:, 0::2] = sin
+            table[:, 1::2] = cos
+            return ModelPositions("rope", table, f"RoPE rotation angles, head dim {module.dim}")
+    return None

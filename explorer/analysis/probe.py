@@ -1,0 +1,205 @@
+"""The probe: run one input through a model with tracing and return what the panels draw.
+
+`probe(workspace, source, target, step)` works for every family: it runs `forward(..., trace=True)`
+on a batch of one, turns each attention map into an `AttentionSnapshot` with token labels, and
+back-propagates the teacher-forced loss to every traced hidden state:
+
+* RNNs: ||dL/dh_t|| for every time step t of every layer (vanishing / exploding through time);
+* Transformers: ||dL/d(block output)|| for every block, bottom to top (gradient through depth).
+
+Gradients are taken with `torch.autograd.grad`, so the parameters' `.grad` (the trainer's) is never
+touched, and the model is put back in the mode it was in. Everything returned is numpy.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from explorer.analysis.gradients import gradient_norms_by_name, gradient_norms_per_layer
+from explorer.events import AttentionSnapshot, ProbeSnapshot
+from models.config import BOS_ID, CELLS, EOS_ID, make_config
+
+# Panels probe from worker threads; one probe at a time, so no probe sees another's model.eval()
+# half-undone (each puts back the train/eval mode it found).
+_PROBE_LOCK = threading.Lock()
+
+
+@dataclass
+class _Encoded:
+    """The probe input as model tensors plus the label of every position."""
+
+    inputs: tuple  # positional arguments of model.forward
+    targets: torch.Tensor  # (1, T) ids the loss predicts
+    labels: dict[str, list[str]]  # "source", "target_in", "target_out" or "tokens" -> tokens
+
+
+def _tokens(tokenizer, ids: list[int]) -> list[str]:
+    return [str(t) for t in tokenizer.tokens(ids)]
+
+
+def _encode(workspace, source: str, target: str) -> _Encoded:
+    config = workspace.model.config
+    family = config.family
+    if family in ("seq2seq", "transformer"):
+        src_tokenizer = workspace.src_tokenizer or workspace.tokenizer
+        limit = getattr(config, "max_len", None) or getattr(config, "max_src_len", None)
+        src = (src_tokenizer.encode(source) + [EOS_ID])[:limit]
+        tgt = workspace.tokenizer.encode(target)
+        tgt_in, tgt_out = ([BOS_ID] + tgt)[:limit], (tgt + [EOS_ID])[:limit]
+        return _Encoded(
+            inputs=(torch.tensor([src]), torch.tensor([tgt_in])),
+            targets=torch.tensor([tgt_out]),
+            labels={
+                "source": _tokens(src_tokenizer, src),
+                "target_in": _tokens(workspace.tokenizer, tgt_in),
+                "target_out": _tokens(workspace.tokenizer, tgt_out),
+            },
+        )
+    text = source or target
+    ids = workspace.tokenizer.encode(text)
+    limit = getattr(config, "max_len", None)
+    if family == "bert":
+        # every position predicts its own token: a loss to send gradients down every block
+        ids = ids[:limit] if limit else ids
+        if not ids:
+            raise ValueError("the probe text is empty")
+        tokens = torch.tensor([ids])
+        return _Encoded((tokens,), tokens, {"tokens": _tokens(workspace.tokenizer, ids)})
+    # language models: predict token t+1 from tokens up to t, as in training
+    ids = ids[: limit + 1] if limit else ids
+    if len(ids) < 2:
+        raise ValueError("the probe text needs at least two tokens for a language model")
+    inputs = ids[:-1]
+    return _Encoded(
+        (torch.tensor([inputs]),),
+        torch.tensor([ids[1:]]),
+        {"tokens": _tokens(workspace.tokenizer, inputs)},
+    )
+
+
+def _attention_labels(kind: str, family: str, labels: dict[str, list[str]]):
+    """(query labels, key labels) of one attention kind. Cross-attention rows are labelled with the
+    token the decoder produces at that position, as in the alignment figures of the papers."""
+    if "tokens" in labels:
+        return labels["tokens"], labels["tokens"]
+    if kind == "encoder":
+        return labels["source"], labels["source"]
+    if kind == "decoder":
+        return labels["target_in"], labels["target_in"]
+    return labels["target_out"], labels["source"]
+
+
+def _time_labels(name: str, labels: dict[str, list[str]]) -> list[str]:
+    if "tokens" in labels:
+        return labels["tokens"]
+    return labels["source"] if name.startswith("encoder") else labels["target_in"]
+
+
+def probe(workspace, source: str, target: str = "", step: int = 0) -> ProbeSnapshot:
+    """Attention maps and gradient norms of `workspace.model` on one (source, target) pair.
+
+    Language models (`rnn-lm`, `gpt`, `bert`) read `source` (or `target` when source is empty).
+    """
+    encoded = _encode(workspace, source, target)
+    with _PROBE_LOCK:
+        return _probe_locked(workspace, encoded, source, target, step)
+
+
+def _probe_locked(workspace, encoded: _Encoded, source: str, target: str, step: int) -> ProbeSnapshot:
+    model = workspace.model
+    family = model.config.family
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()  # no dropout: the probe shows what the model computes, not a noisy sample
+    snapshot = ProbeSnapshot(step=step, source=source, target=target)
+    try:
+        with torch.enable_grad():
+            output = model(*[t.to(device) for t in encoded.inputs], trace=True)
+            logits, trace = output[0], output[-1]  # rnn-lm may put its state in between
+            loss = F.cross_entropy(logits.flatten(0, 1), encoded.targets.to(device).flatten())
+            if family in ("transformer", "gpt", "bert"):
+                names, norms = gradient_norms_per_layer(trace.hidden, loss)
+                snapshot.grad_depth, snapshot.grad_depth_labels = norms, names
+            else:
+                snapshot.grad_time = gradient_norms_by_name(trace.hidden, loss)
+                snapshot.grad_time_labels = {
+                    name: _time_labels(name, encoded.labels) for name in snapshot.grad_time
+                }
+    finally:
+        model.train(was_training)
+
+    for attention in trace.attention:
+        rows, cols = _attention_labels(attention.kind, family, encoded.labels)
+        weights = attention.weights[0].detach().float().cpu().numpy().copy()  # (H, Tq, Tk)
+        snapshot.attention.append(
+            AttentionSnapshot(attention.kind, attention.layer, weights, list(rows), list(cols))
+        )
+    return snapshot
+
+
+def make_probe_fn(workspace, probe_input):
+    """A `Trainer.probe_fn`: probe `workspace` on whatever `probe_input.text` (a (source, target)
+    tuple, e.g. the attention panel's `ProbeInput`) holds at call time.
+    A probe input the model cannot read (e.g. an LM text of one token) is skipped, not fatal."""
+
+    def probe_fn(model, step: int) -> ProbeSnapshot | None:
+        source, target = probe_input.text
+        if not (source or target):
+            return None
+        try:
+            return probe(workspace, source, target, step)
+        except ValueError:
+            return None
+
+    return probe_fn
+
+
+def default_probe_input(workspace) -> tuple[str, str]:
+    """A validation example of the workspace's data (or training example), else a fixed phrase."""
+    data = getattr(workspace, "data", None)
+    for split in ("val", "train", "test"):
+        pairs = getattr(data, split, None) if data is not None else None
+        if pairs:
+            source, target = pairs[0]
+            return source, target
+    return "the quick brown fox", "the quick brown fox"
+
+
+def compare_cells(
+    token_ids: list[int],
+    vocab_size: int,
+    hidden_size: int = 32,
+    cells: tuple[str, ...] = CELLS,
+    seed: int = 0,
+    trained: dict | None = None,
+) -> dict[str, np.ndarray]:
+    """||dl_T/dh_t|| for every t: how much the loss at the last step reaches back to each earlier
+    hidden state, for RNN language models of every cell type with the same size and data, so the
+    plain RNN's vanishing can be set beside the gated cells. Fresh weights, except for cells in
+    `trained` (cell name -> an already trained rnn-lm model)."""
+    from models import build_model
+
+    inputs = torch.tensor([token_ids[:-1]])  # (1, T)
+    targets = torch.tensor([token_ids[1:]])
+    curves = {}
+    for cell in cells:
+        if trained and cell in trained:
+            model = trained[cell]
+        else:
+            torch.manual_seed(seed)
+            config = make_config(
+                "rnn-lm", vocab_size=vocab_size, cell=cell, embed_dim=hidden_size,
+                hidden_size=hidden_size, num_layers=1,
+            )
+            model = build_model(config)
+        with torch.enable_grad():
+            output = model(inputs, trace=True)
+            logits, trace = output[0], output[-1]
+            loss = F.cross_entropy(logits[:, -1], targets[:, -1])  # the last step's loss only
+            curves[cell] = gradient_norms_by_name({"lm.l0": trace.hidden["lm.l0"]}, loss)["lm.l0"]
+    return curves

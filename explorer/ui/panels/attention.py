@@ -1,0 +1,371 @@
+"""Attention heatmaps: queries (target tokens) down, keys (source tokens) across, for every layer,
+head and kind (encoder self, decoder masked self, cross, or an RNN's alignment), and a model view
+of every layer x head as small multiples. The probe input is editable; while training, the trainer
+re-probes it on a throttled schedule and the snapshots arrive on `bus.probe`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QThreadPool
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QGridLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+)
+from superqt.utils import create_worker
+
+from explorer.events import AttentionSnapshot, ProbeSnapshot
+from explorer.export.tables import matrix_table
+from explorer.ui.bus import AppBus
+from explorer.ui.export import install_export_menu
+from explorer.ui.heatmap import HeatmapWidget, add_heatmap_plot
+from explorer.ui.panels.base import Panel
+
+MEAN_OF_HEADS = -1
+KIND_TITLES = {
+    "encoder": "encoder self-attention",
+    "decoder": "decoder masked self-attention",
+    "cross": "cross-attention (decoder → encoder)",
+}
+RNN_SCORE_NAMES = {
+    "additive": "additive (Bahdanau)",
+    "dot": "dot (Luong)",
+    "general": "general (Luong)",
+    "scaled-dot": "scaled dot",
+    "cosine": "cosine",
+    "location": "location (Luong)",
+}
+
+
+def elide(text: str, limit: int = 60) -> str:
+    """Long probe texts shortened for a one-line status."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class ProbeInput:
+    """The (source, target) the trainer probes (`explorer.analysis.probe.make_probe_fn`). Set from
+    the GUI thread, read from the training thread: one tuple assignment, atomic in Python."""
+
+    def __init__(self) -> None:
+        self.text = ("", "")
+
+    def set(self, source: str, target: str) -> None:
+        self.text = (source, target)
+
+
+class ProbeRunner:
+    """Runs `explorer.analysis.probe.probe` in a superqt worker (thread pool), never on the GUI
+    thread; only the newest request's result is delivered."""
+
+    def __init__(self, on_result, on_error) -> None:
+        self.on_result, self.on_error = on_result, on_error
+        self.generation = 0
+        self.running: list = []
+
+    def start(self, workspace, source: str, target: str) -> None:
+        from explorer.analysis.probe import probe
+
+        self.generation += 1
+        generation = self.generation
+        worker = create_worker(
+            probe, workspace, source, target, workspace.step, _ignore_errors=True
+        )
+        worker.returned.connect(lambda snapshot: self._deliver(generation, snapshot))
+        worker.errored.connect(lambda exc: self._fail(generation, exc))
+        worker.finished.connect(lambda: self.running.remove(worker))
+        self.running.append(worker)
+        worker.start()
+
+    def busy(self) -> bool:
+        return bool(self.running)
+
+    def wait(self, timeout_ms: int = 30_000) -> None:
+        """Block until our probes are done (they run on Qt's global thread pool)."""
+        if self.running:
+            QThreadPool.globalInstance().waitForDone(timeout_ms)
+
+    def _deliver(self, generation: int, snapshot: ProbeSnapshot) -> None:
+        if generation == self.generation:
+            self.on_result(snapshot)
+
+    def _fail(self, generation: int, exc: Exception) -> None:
+        if generation == self.generation:
+            self.on_error(f"probe failed: {type(exc).__name__}: {exc}")
+
+
+class AttentionPanel(Panel):
+    PANEL_ID = "attention"
+    TITLE = "Attention"
+    TOOLTIP = (
+        "Attention weights on the probe input: rows are queries (target tokens), columns are keys "
+        "(source tokens); each row sums to 1. Hover a cell for its exact weight."
+    )
+
+    def __init__(self, bus: AppBus, parent=None) -> None:
+        super().__init__(bus, parent)
+        self.workspace = None
+        self.snapshot: ProbeSnapshot | None = None
+        self.maps: dict[tuple[str, int], AttentionSnapshot] = {}
+        self.training = False
+        self.probe_holder = ProbeInput()  # what the trainer's probe_fn reads (make_probe_fn)
+        self.runner = ProbeRunner(self.show_snapshot, self._show_error)
+
+        self.source_edit = QLineEdit()
+        self.source_edit.setPlaceholderText("probe source (or the LM's text)")
+        self.target_edit = QLineEdit()
+        self.target_edit.setPlaceholderText("probe target")
+        self.probe_button = QPushButton("Probe")
+        self.kind_box = QComboBox()
+        self.layer_box = QComboBox()
+        self.head_box = QComboBox()
+        self.model_view_box = QCheckBox("Model view (all layers × heads)")
+        self.status = QLabel("Open or create a model with attention.")
+        self.status.setWordWrap(True)
+
+        controls = QGridLayout()
+        controls.addWidget(QLabel("Source"), 0, 0)
+        controls.addWidget(self.source_edit, 0, 1, 1, 3)
+        controls.addWidget(QLabel("Target"), 1, 0)
+        controls.addWidget(self.target_edit, 1, 1, 1, 3)
+        controls.addWidget(self.probe_button, 0, 4, 2, 1)
+        controls.addWidget(self.kind_box, 2, 0, 1, 2)
+        controls.addWidget(self.layer_box, 2, 2)
+        controls.addWidget(self.head_box, 2, 3)
+        controls.addWidget(self.model_view_box, 2, 4)
+
+        self.heatmap = HeatmapWidget(
+            "viridis", levels=(0.0, 1.0), row_title="query (target)", col_title="key (source)",
+            value_name="weight",
+        )
+        self.grid = pg.GraphicsLayoutWidget()
+        self.grid_items: dict[tuple[int, int], tuple[pg.PlotItem, pg.ImageItem]] = {}
+        self.grid_shape: tuple = ()
+        self.grid.scene().sigMouseClicked.connect(self._on_grid_clicked)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.heatmap)
+        self.stack.addWidget(self.grid)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(controls)
+        layout.addWidget(self.status)
+        layout.addWidget(self.stack, stretch=1)
+
+        self.probe_button.clicked.connect(self.run_probe)
+        self.source_edit.editingFinished.connect(self._on_input_edited)
+        self.target_edit.editingFinished.connect(self._on_input_edited)
+        self.kind_box.currentIndexChanged.connect(self._on_kind_changed)
+        self.layer_box.currentIndexChanged.connect(self.refresh)
+        self.head_box.currentIndexChanged.connect(self.refresh)
+        self.model_view_box.toggled.connect(self._on_model_view_toggled)
+        bus.workspace_changed.connect(self.set_workspace)
+        bus.probe.connect(self.show_snapshot)
+        bus.training_state.connect(self._on_training_state)
+        install_export_menu(self)
+
+    # -- probe input ----------------------------------------------------------------------------
+
+    def probe_input(self) -> tuple[str, str]:
+        """(source, target) the trainer should probe; plain strings, safe from any thread."""
+        return self.probe_holder.text
+
+    def set_workspace(self, workspace) -> None:
+        from explorer.analysis.probe import default_probe_input
+
+        self.workspace = workspace
+        self.snapshot, self.maps = None, {}
+        self.probe_holder.set("", "")
+        if workspace is None:
+            self.status.setText("Open or create a model with attention.")
+            return
+        source, target = default_probe_input(workspace)
+        self.source_edit.setText(source)
+        self.target_edit.setText(target)
+        self.target_edit.setEnabled(workspace.is_seq2seq)
+        self.run_probe()
+
+    def run_probe(self) -> None:
+        self.probe_holder.set(self.source_edit.text(), self.target_edit.text())
+        if self.workspace is None or self.training:
+            return  # while training the trainer probes `probe_holder` itself
+        self.status.setText("Probing…")
+        self.runner.start(self.workspace, *self.probe_holder.text)
+
+    def set_probe_input(self, source: str, target: str = "") -> None:
+        """Probe this input (`explorer export --input`), as if typed and Probe pressed."""
+        self.source_edit.setText(source)
+        self.target_edit.setText(target)
+        self.run_probe()
+
+    def busy(self) -> bool:
+        return self.runner.busy()
+
+    def shutdown(self) -> None:
+        self.runner.wait()
+        super().shutdown()
+
+    def _on_input_edited(self) -> None:
+        if (self.source_edit.text(), self.target_edit.text()) != self.probe_holder.text:
+            self.run_probe()
+
+    def _on_training_state(self, state: str) -> None:
+        self.training = state in ("running", "paused")
+
+    def _show_error(self, message: str) -> None:
+        self.status.setText(message)
+
+    # -- snapshots ------------------------------------------------------------------------------
+
+    def show_snapshot(self, snapshot: ProbeSnapshot) -> None:
+        """Show a probe result (from our worker or live from training), keeping the selection."""
+        self.snapshot = snapshot
+        self.maps = {(m.kind, m.layer): m for m in snapshot.attention}
+        if not self.maps:
+            self.status.setText("This model has no attention (seq2seq with attention='none').")
+            return
+        kinds = sorted({kind for kind, _ in self.maps}, key=list(KIND_TITLES).index)
+        if [self.kind_box.itemData(i) for i in range(self.kind_box.count())] != kinds:
+            self.kind_box.blockSignals(True)
+            self.kind_box.clear()
+            for kind in kinds:
+                self.kind_box.addItem(self._kind_title(kind), kind)
+            self.kind_box.blockSignals(False)
+        self._fill_layer_and_head_boxes()  # another model may have other layers and heads
+        where = f"step {snapshot.step}: {elide(snapshot.source)!r}"
+        self.status.setText(where + (f" → {elide(snapshot.target)!r}" if snapshot.target else ""))
+        self.refresh()
+
+    def _kind_title(self, kind: str) -> str:
+        config = self.workspace.model.config if self.workspace is not None else None
+        if kind == "cross" and config is not None and config.family == "seq2seq":
+            return f"RNN alignment, {RNN_SCORE_NAMES.get(config.attention, config.attention)}"
+        return KIND_TITLES[kind]
+
+    def _on_kind_changed(self) -> None:
+        self._fill_layer_and_head_boxes()
+        self.refresh()
+
+    def _fill_layer_and_head_boxes(self) -> None:
+        kind = self.kind_box.currentData()
+        layers = sorted(layer for k, layer in self.maps if k == kind)
+        heads = self.maps[(kind, layers[0])].weights.shape[0] if layers else 0
+        for box, items in (
+            (self.layer_box, [(f"layer {layer}", layer) for layer in layers]),
+            (self.head_box, [("mean of heads", MEAN_OF_HEADS)] * (heads > 1)
+             + [(f"head {h}", h) for h in range(heads)]),
+        ):
+            if [box.itemData(i) for i in range(box.count())] == [d for _, d in items]:
+                continue
+            box.blockSignals(True)
+            box.clear()
+            for text, data in items:
+                box.addItem(text, data)
+            box.blockSignals(False)
+
+    def select(self, kind: str, layer: int, head: int) -> None:
+        """Show one map: `head` is a head index or MEAN_OF_HEADS."""
+        self.kind_box.setCurrentIndex(self.kind_box.findData(kind))
+        self.layer_box.setCurrentIndex(self.layer_box.findData(layer))
+        self.head_box.setCurrentIndex(self.head_box.findData(head))
+        self.refresh()
+
+    def current_map(self) -> AttentionSnapshot | None:
+        return self.maps.get((self.kind_box.currentData(), self.layer_box.currentData()))
+
+    def current_matrix(self) -> np.ndarray | None:
+        attention = self.current_map()
+        if attention is None:
+            return None
+        head = self.head_box.currentData()
+        if head is None or head == MEAN_OF_HEADS:
+            return attention.weights.mean(axis=0)  # (Tq, Tk); a mean of rows summing to 1 sums to 1
+        return attention.weights[head]
+
+    def refresh(self) -> None:
+        attention, matrix = self.current_map(), self.current_matrix()
+        if attention is None:
+            return
+        self.heatmap.set_matrix(matrix, attention.rows, attention.cols)
+        title = self.kind_box.currentText()
+        if attention.weights.shape[0] > 1 or self.layer_box.count() > 1:  # an RNN has one alignment
+            title += f", layer {attention.layer}, {self.head_box.currentText()}"
+        self.heatmap.set_title(title)
+        if attention.kind == "cross":
+            self.heatmap.set_axis_titles("query (target token produced)", "key (source)")
+        else:
+            self.heatmap.set_axis_titles("query position", "key position")
+        if self.model_view_box.isChecked():
+            self._update_grid()
+
+    # -- model view -----------------------------------------------------------------------------
+
+    def _on_model_view_toggled(self, on: bool) -> None:
+        self.stack.setCurrentWidget(self.grid if on else self.heatmap)
+        if on:
+            self._update_grid()
+
+    def _update_grid(self) -> None:
+        kind = self.kind_box.currentData()
+        layers = sorted(layer for k, layer in self.maps if k == kind)
+        if not layers:
+            return
+        heads = self.maps[(kind, layers[0])].weights.shape[0]
+        shape = (kind, tuple(layers), heads)
+        if shape != self.grid_shape:  # rebuild only when the model's shape changes
+            self.grid.clear()
+            self.grid_items = {}
+            for row, layer in enumerate(layers):
+                for head in range(heads):
+                    plot, image = add_heatmap_plot(self.grid.ci, "viridis", row=row, col=head)
+                    plot.setTitle(f"layer {layer} · head {head}", size="9pt")
+                    plot.hideAxis("left")
+                    plot.hideAxis("bottom")
+                    plot.setMouseEnabled(False, False)
+                    plot.setMenuEnabled(False)
+                    self.grid_items[(layer, head)] = (plot, image)
+            self.grid_shape = shape
+        for (layer, head), (plot, image) in self.grid_items.items():
+            image.setImage(self.maps[(kind, layer)].weights[head], autoLevels=False, levels=(0, 1))
+
+    def _on_grid_clicked(self, event) -> None:
+        for (layer, head), (plot, _) in self.grid_items.items():
+            if plot.sceneBoundingRect().contains(event.scenePos()):
+                self.open_large(layer, head)
+                return
+
+    def open_large(self, layer: int, head: int) -> None:
+        """Leave the model view and show one layer/head large (what a click on a cell does)."""
+        self.model_view_box.setChecked(False)
+        self.select(self.kind_box.currentData(), layer, head)
+
+    # -- panel contract -------------------------------------------------------------------------
+
+    def has_content(self) -> bool:
+        return self.current_map() is not None
+
+    def plot_items(self) -> dict[str, object]:
+        items = {"heatmap": self.heatmap.ci}
+        if self.model_view_box.isChecked() and self.grid_items:
+            items["model_view"] = self.grid.ci
+        return items
+
+    def tables(self) -> dict[str, tuple[list[str], list[list]]]:
+        attention, matrix = self.current_map(), self.current_matrix()
+        if attention is None:
+            return {}
+        tables = {"heatmap": matrix_table(matrix, attention.rows, attention.cols, "query \\ key")}
+        rows = []
+        for (kind, layer), snap in sorted(self.maps.items()):
+            for head in range(snap.weights.shape[0]):
+                for q, query in enumerate(snap.rows):
+                    for k, key in enumerate(snap.cols):
+                        rows.append([kind, layer, head, q, query, k, key, snap.weights[head, q, k]])
+        header = ["kind", "layer", "head", "query_index", "query", "key_index", "key", "weight"]
+        tables["all_maps"] = (header, rows)
+        return tables

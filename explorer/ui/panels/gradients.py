@@ -1,0 +1,429 @@
+"""Gradient flow: ||dL/dh_t|| through time on the probe input (live), its history over training,
+the four cells side by side, the global norm against the clipping threshold τ, a scalar playground
+for the notes' a_h^k, and for Transformers the gradient norm per layer (depth).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QThreadPool
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+)
+from superqt import QLabeledDoubleSlider
+from superqt.utils import create_worker
+
+from explorer.events import ProbeSnapshot
+from explorer.export.tables import matrix_table
+from explorer.ui.bus import AppBus
+from explorer.ui.export import install_export_menu
+from explorer.ui.heatmap import HeatmapWidget, label_font, tick_levels
+from explorer.ui.panels.attention import ProbeRunner, elide
+from explorer.ui.panels.base import Panel
+
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
+CELL_COLOURS = {"rnn": "#d62728", "ugrnn": "#ff7f0e", "gru": "#2ca02c", "lstm": "#1f77b4"}
+HISTORY_ROWS = 200  # probe snapshots kept for the step x time heatmap
+PLAYGROUND_STEPS = 100
+TINY = 1e-30  # log axes cannot show 0
+
+
+def scalar_recurrence_gradient(a_h: float, steps: int = PLAYGROUND_STEPS, use_tanh: bool = False,
+                               h0: float = 0.5, x: float = 0.0) -> np.ndarray:
+    """dh_k/dh_0 for k = 0..steps of h_t = a_h h_{t-1} + x (or tanh of it): a_h^k when linear,
+    times the product of tanh'(z_t) = 1 - h_t^2 otherwise (the notes' vanishing/exploding
+    example)."""
+    derivative, h = np.empty(steps + 1), h0
+    derivative[0] = 1.0
+    for t in range(1, steps + 1):
+        z = a_h * h + x
+        h = math.tanh(z) if use_tanh else z
+        local = a_h * (1.0 - h * h) if use_tanh else a_h
+        derivative[t] = derivative[t - 1] * local
+    return derivative
+
+
+def format_gradient(value: float) -> str:
+    """As the notes print them: 1.1^100 = 13781, 0.9^100 = 0.0000266."""
+    value = abs(value)
+    if value >= 10:
+        return f"{value:.0f}"
+    if value >= 1e-7:
+        return f"{value:.3g}" if value >= 1e-3 else f"{value:.7f}".rstrip("0")
+    return f"{value:.3e}"
+
+
+def _log_plot(title: str, x: str, y: str, legend_offset=(-10, 10)):
+    """A plot with a logarithmic y axis: gradients span many orders of magnitude."""
+    widget = pg.PlotWidget()
+    plot = widget.getPlotItem()
+    plot.setTitle(title, size="11pt")
+    plot.setLabel("bottom", x)
+    plot.setLabel("left", y)
+    plot.setLogMode(y=True)
+    plot.showGrid(x=True, y=True, alpha=0.25)
+    for side in ("left", "bottom"):
+        plot.getAxis(side).setTickFont(label_font(10))
+        plot.getAxis(side).enableAutoSIPrefix(False)  # "(x0.001)" on a log axis only confuses
+    plot.getAxis("left").setWidth(62)  # room for "1e-20": labels that do not fit are dropped
+    plot.addLegend(offset=legend_offset, brush=pg.mkBrush(0, 0, 0, 140))
+    return widget, plot
+
+
+class GradientFlowPanel(Panel):
+    PANEL_ID = "gradients"
+    TITLE = "Gradient flow"
+    TOOLTIP = (
+        "How far the loss's gradient reaches back: ||∂L/∂h_t|| for every time step on the probe "
+        "input, its history over training, the four cells side by side, clipping to τ, and a_h^k."
+    )
+
+    def __init__(self, bus: AppBus, parent=None) -> None:
+        super().__init__(bus, parent)
+        self.workspace = None
+        self.snapshot: ProbeSnapshot | None = None
+        self.history_steps: list[int] = []
+        self.history_rows: list[np.ndarray] = []
+        self.cell_curves: dict[str, np.ndarray] = {}
+        self.norms = np.empty((1024, 3))  # step, norm before, norm after clipping; grows by doubling
+        self.norm_count = 0
+        self.clip: float | None = None
+        self.workers: list = []
+        self.probe_text = ("", "")
+        self.playground_derivative = np.ones(1)
+        self.runner = ProbeRunner(self.show_snapshot, self._show_error)
+
+        self.layer_box = QComboBox()
+        self.layer_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
+        self.layer_box.setToolTip("the layer whose history is drawn as step × time")
+        self.compare_button = QPushButton("Compare cells")
+        self.compare_button.setToolTip("RNN, UGRNN, GRU and LSTM: same size, same tokens")
+        self.slider = QLabeledDoubleSlider(Qt.Horizontal)
+        self.slider.setRange(0.5, 1.5)
+        self.slider.setDecimals(3)
+        self.slider.setValue(1.1)
+        self.tanh_box = QCheckBox("tanh")
+        self.playground_value = QLabel()
+        big = self.playground_value.font()
+        big.setPointSize(big.pointSize() + 3)
+        big.setBold(True)
+        self.playground_value.setFont(big)
+        self.status = QLabel("Open a model: the probe input's gradients appear here.")
+        self.status.setWordWrap(True)
+
+        controls = QHBoxLayout()
+        controls.addWidget(QLabel("history of"))
+        controls.addWidget(self.layer_box)
+        controls.addWidget(self.compare_button)
+        controls.addSpacing(20)
+        controls.addWidget(QLabel("playground a_h"))
+        controls.addWidget(self.slider, stretch=1)
+        controls.addWidget(self.tanh_box)
+        controls.addWidget(self.playground_value)
+
+        time_view, self.time_plot = _log_plot(
+            "‖∂L/∂h_t‖ through time (probe input)", "time step t", "‖∂L/∂h_t‖")
+        self.time_curves: dict[str, pg.PlotDataItem] = {}
+        cells_view, self.cells_plot = _log_plot(
+            "cells, same size and data: ‖∂ℓ_T/∂h_t‖", "time step t", "‖∂ℓ_T/∂h_t‖",
+            legend_offset=(-10, -10))
+        self.cell_items = {
+            cell: self.cells_plot.plot([], [], pen=pg.mkPen(colour, width=2), name=cell.upper())
+            for cell, colour in CELL_COLOURS.items()
+        }
+        depth_view, self.depth_plot = _log_plot(
+            "Transformers: ‖∂L/∂(block output)‖ by depth", "block", "‖∂L/∂x‖")
+        self.depth_curve = self.depth_plot.plot(
+            [], [], pen=pg.mkPen(COLOURS[0], width=2), symbol="o", symbolBrush=COLOURS[0])
+        clip_view, self.clip_plot = _log_plot("global gradient norm and clipping τ", "step",
+                                              "‖g‖")
+        self.clip_plot.setDownsampling(auto=True, mode="peak")
+        self.clip_plot.setClipToView(True)
+        self.before_curve = self.clip_plot.plot([], [], pen=pg.mkPen(COLOURS[1], width=1.5),
+                                                name="before clipping")
+        self.after_curve = self.clip_plot.plot([], [], pen=pg.mkPen(COLOURS[0], width=1.5),
+                                               name="after clipping")
+        self.tau_line = pg.InfiniteLine(
+            angle=0, pen=pg.mkPen("#dddddd", width=2, style=Qt.DashLine), label="τ",
+            labelOpts={"position": 0.5, "color": "#dddddd", "anchors": [(0.5, 1), (0.5, 1)]})
+        self.clip_plot.addItem(self.tau_line)
+        self.tau_line.setVisible(False)
+        playground_view, self.playground_plot = _log_plot("playground: h_t = a_h·h_(t−1)", "k",
+                                                          "|∂h_k/∂h_0|")
+        self.playground_curve = self.playground_plot.plot([], [], pen=pg.mkPen(COLOURS[2], width=2))
+        self.history = HeatmapWidget(
+            "inferno", levels=None, row_title="training step", col_title="time step t",
+            title="log10 ‖∂L/∂h_t‖ over training", value_name="log10 ‖∂L/∂h_t‖")
+
+        self.views = {"through_time": time_view, "cells": cells_view, "history": self.history,
+                      "clipping": clip_view, "playground": playground_view, "depth": depth_view}
+        # the depth plot takes the time plot's place for Transformers; the history runs tall
+        grid = QGridLayout()
+        grid.addWidget(time_view, 0, 0)
+        grid.addWidget(depth_view, 0, 0)
+        grid.addWidget(clip_view, 1, 0)
+        grid.addWidget(cells_view, 0, 1)
+        grid.addWidget(playground_view, 1, 1)
+        grid.addWidget(self.history, 0, 2, 2, 1)
+        self._show_views(transformer=False)
+        outer = QVBoxLayout(self)
+        outer.addLayout(controls)
+        outer.addWidget(self.status)
+        outer.addLayout(grid, stretch=1)
+
+        self.layer_box.currentIndexChanged.connect(self._draw_history)
+        self.compare_button.clicked.connect(self.compare_cells)
+        self.slider.valueChanged.connect(self._draw_playground)
+        self.tanh_box.toggled.connect(self._draw_playground)
+        bus.workspace_changed.connect(self.set_workspace)
+        bus.probe.connect(self.show_snapshot)
+        bus.step_metrics.connect(self.add_step_metrics)
+        if hasattr(bus, "train_config_changed"):
+            bus.train_config_changed.connect(self._on_train_config)
+        install_export_menu(self)
+        self._draw_playground()
+
+    # -- workspace and probes -------------------------------------------------------------------
+
+    def _show_views(self, transformer: bool) -> None:
+        """Time-step plots for recurrent models, the depth plot for Transformers."""
+        self.views["depth"].setVisible(transformer)
+        self.views["through_time"].setVisible(not transformer)
+        self.views["history"].setVisible(not transformer)
+        self.layer_box.setEnabled(not transformer)
+
+    def set_workspace(self, workspace) -> None:
+        self.workspace = workspace
+        family = getattr(getattr(getattr(workspace, "model", None), "config", None), "family", "")
+        self._show_views(transformer=family in ("transformer", "gpt", "bert"))
+        self.snapshot = None
+        self.history_steps, self.history_rows, self.norm_count = [], [], 0
+        self.before_curve.setData([], [])
+        self.after_curve.setData([], [])
+        self._on_train_config(getattr(workspace, "train_config", None))
+        if workspace is None:
+            return
+        from explorer.analysis.probe import default_probe_input
+
+        self.set_probe_input(*default_probe_input(workspace))
+
+    def set_probe_input(self, source: str, target: str = "") -> None:
+        """Probe (and compare the cells on) this input instead of the validation example."""
+        self.probe_text = (source, target)
+        if self.workspace is None:
+            return
+        self.status.setText("Probing…")
+        self.runner.start(self.workspace, source, target)
+        self.compare_cells()
+
+    def busy(self) -> bool:
+        return bool(self.workers) or self.runner.busy()
+
+    def shutdown(self) -> None:
+        if self.workers:
+            QThreadPool.globalInstance().waitForDone(30_000)
+        self.runner.wait()
+        super().shutdown()
+
+    def _show_error(self, message: str) -> None:
+        self.status.setText(message)
+
+    def show_snapshot(self, snapshot: ProbeSnapshot) -> None:
+        self.snapshot = snapshot
+        if snapshot.grad_time:
+            self._draw_time(snapshot)
+        if snapshot.grad_depth is not None and len(snapshot.grad_depth):
+            labels = snapshot.grad_depth_labels
+            self.depth_curve.setData(np.arange(len(labels)), np.maximum(snapshot.grad_depth, TINY))
+            short = [label.replace("layer", "") for label in labels]  # "encoder.0"
+            self.depth_plot.getAxis("bottom").setTicks(tick_levels(short))
+            self.depth_plot.setXRange(-0.5, len(labels) - 0.5, padding=0)
+        where = f"step {snapshot.step}, probe {elide(snapshot.source)!r}"
+        depth_note = "" if snapshot.grad_time else " (Transformer: see the depth plot)"
+        self.status.setText(where + depth_note)
+
+    def _draw_time(self, snapshot: ProbeSnapshot) -> None:
+        names = list(snapshot.grad_time)
+        for index, name in enumerate(names):
+            if name not in self.time_curves:
+                pen = pg.mkPen(COLOURS[len(self.time_curves) % len(COLOURS)], width=2)
+                self.time_curves[name] = self.time_plot.plot([], [], pen=pen, name=name)
+            norms = snapshot.grad_time[name]
+            self.time_curves[name].setData(np.arange(len(norms)), np.maximum(norms, TINY))
+        for name, curve in self.time_curves.items():
+            if name not in snapshot.grad_time:
+                curve.setData([], [])
+        if [self.layer_box.itemText(i) for i in range(self.layer_box.count())] != names:
+            self.layer_box.blockSignals(True)
+            self.layer_box.clear()
+            self.layer_box.addItems(names)
+            self.layer_box.blockSignals(False)
+        self._label_time_axis()
+        length = max(len(v) for v in snapshot.grad_time.values())
+        self.time_plot.setXRange(-0.5, length - 0.5, padding=0)
+        row = np.log10(np.maximum(np.stack([snapshot.grad_time[n] for n in names]), TINY))  # (L, T)
+        if self.history_rows and self.history_rows[-1].shape != row.shape:
+            self.history_steps, self.history_rows = [], []  # a new probe input: a new history
+        self.history_steps.append(snapshot.step)
+        self.history_rows.append(row)
+        del self.history_steps[:-HISTORY_ROWS], self.history_rows[:-HISTORY_ROWS]
+        self._draw_history()
+
+    def _label_time_axis(self) -> None:
+        """Token labels of the chosen layer (encoder and decoder read different tokens)."""
+        name = self.layer_box.currentText()
+        labels = self.snapshot.grad_time_labels.get(name, []) if self.snapshot else []
+        self.time_plot.getAxis("bottom").setTicks(tick_levels(labels, 30) if labels else None)
+        title = f"time step t (tokens of {name})" if labels else "time step t"
+        self.time_plot.setLabel("bottom", title)
+
+    def _draw_history(self) -> None:
+        self._label_time_axis()
+        layer = max(self.layer_box.currentIndex(), 0)
+        if not self.history_rows or self.snapshot is None:
+            return
+        matrix = np.stack([row[layer] for row in self.history_rows])  # (steps, T)
+        name = self.layer_box.currentText()
+        labels = self.snapshot.grad_time_labels.get(name) or [str(t) for t in range(len(matrix[0]))]
+        self.history.set_matrix(matrix, [str(s) for s in self.history_steps], labels)
+        self.history.set_title(f"log10 ‖∂L/∂h_t‖ of {name} over training")
+
+    # -- cells side by side ---------------------------------------------------------------------
+
+    def _cell_tokens(self) -> tuple[list[int], int, int, dict]:
+        """Token ids of the probe text (repeated to 60 tokens), vocab size, hidden size, and the
+        workspace's own trained model when it is an RNN language model."""
+        workspace = self.workspace
+        source, target = self.probe_text
+        ids = workspace.tokenizer.encode(source or target) or [5, 6]
+        ids = (ids * (60 // len(ids) + 1))[:60]
+        config = workspace.model.config
+        hidden = getattr(config, "hidden_size", 32)
+        trained = {config.cell: workspace.model} if config.family == "rnn-lm" else {}
+        return ids, workspace.tokenizer.vocab_size, hidden, trained
+
+    def compare_cells(self) -> None:
+        """Build an RNN, UGRNN, GRU and LSTM of the same size in a worker and draw their curves."""
+        from explorer.analysis.probe import compare_cells
+
+        if self.workspace is None:
+            return
+        ids, vocab, hidden, trained = self._cell_tokens()
+        self.trained_cells = set(trained)
+        worker = create_worker(compare_cells, ids, vocab, hidden, trained=trained,
+                               _ignore_errors=True)
+        worker.returned.connect(self.show_cell_curves)
+        worker.errored.connect(lambda exc: self.status.setText(f"cell comparison failed: {exc}"))
+        worker.finished.connect(lambda: self.workers.remove(worker))
+        self.workers.append(worker)
+        worker.start()
+
+    def show_cell_curves(self, curves: dict[str, np.ndarray]) -> None:
+        self.cell_curves = curves
+        for cell, item in self.cell_items.items():
+            norms = curves.get(cell)
+            if norms is None:
+                item.setData([], [])
+                continue
+            item.setData(np.arange(len(norms)), np.maximum(norms, TINY))
+            trained = cell in getattr(self, "trained_cells", ())
+            name = cell.upper() + (" (trained)" if trained else "")
+            self.cells_plot.legend.getLabel(item).setText(name)
+
+    # -- clipping -------------------------------------------------------------------------------
+
+    def add_step_metrics(self, steps: list) -> None:
+        rows = np.array([(m.step, m.grad_norm, m.grad_norm_clipped) for m in steps], float)
+        needed = self.norm_count + len(rows)
+        if needed > len(self.norms):  # amortised O(1) per step however long training runs
+            grown = np.empty((max(needed, 2 * len(self.norms)), 3))
+            grown[: self.norm_count] = self.norms[: self.norm_count]
+            self.norms = grown
+        self.norms[self.norm_count : needed] = rows
+        self.norm_count = needed
+        data = self.norms[:needed]  # (N, 3), a view
+        self.before_curve.setData(data[:, 0], np.maximum(data[:, 1], TINY))
+        self.after_curve.setData(data[:, 0], np.maximum(data[:, 2], TINY))
+
+    def _on_train_config(self, config) -> None:
+        self.clip = getattr(config, "clip", None) if config is not None else None
+        on = bool(self.clip)
+        self.tau_line.setVisible(on)
+        if on:
+            self.tau_line.setValue(math.log10(self.clip))  # the y axis is logarithmic
+            self.tau_line.label.setFormat(f"τ = {self.clip:g}")
+        clipping = f"to τ = {self.clip:g}" if on else "off"
+        self.clip_plot.setTitle(f"global gradient norm, clipping {clipping}", size="11pt")
+
+    # -- playground -----------------------------------------------------------------------------
+
+    def _draw_playground(self) -> None:
+        a_h = self.slider.value()
+        derivative = scalar_recurrence_gradient(a_h, use_tanh=self.tanh_box.isChecked())
+        self.playground_derivative = derivative
+        steps = np.arange(len(derivative))
+        self.playground_curve.setData(steps, np.maximum(np.abs(derivative), TINY))
+        self.playground_value.setText(f"a_h^100 = {a_h:.3g}^100 = {format_gradient(derivative[-1])}"
+                                      if not self.tanh_box.isChecked()
+                                      else f"∂h_100/∂h_0 = {format_gradient(derivative[-1])}")
+
+    # -- panel contract -------------------------------------------------------------------------
+
+    def has_content(self) -> bool:
+        return self.snapshot is not None
+
+    def plot_items(self) -> dict[str, object]:
+        items = {
+            "through_time": self.time_plot,
+            "cells": self.cells_plot,
+            "history": self.history.ci,
+            "clipping": self.clip_plot,
+            "playground": self.playground_plot,
+            "depth": self.depth_plot,
+        }
+        return {name: item for name, item in items.items() if not self.views[name].isHidden()}
+
+    def tables(self) -> dict[str, tuple[list[str], list[list]]]:
+        tables = {}
+        snapshot = self.snapshot
+        if snapshot is not None and snapshot.grad_time:
+            names = list(snapshot.grad_time)
+            length = max(len(v) for v in snapshot.grad_time.values())
+            labels = snapshot.grad_time_labels.get(names[0], [])
+            rows = []
+            for t in range(length):
+                norms = [snapshot.grad_time[n][t] if t < len(snapshot.grad_time[n]) else ""
+                         for n in names]
+                rows.append([t, labels[t] if t < len(labels) else "", *norms])
+            tables["through_time"] = (["t", f"token ({names[0]})", *names], rows)
+        if snapshot is not None and snapshot.grad_depth is not None:
+            depth = zip(snapshot.grad_depth_labels, snapshot.grad_depth)
+            tables["depth"] = (["block", "grad_norm"], [[n, v] for n, v in depth])
+        if self.cell_curves:
+            cells = list(self.cell_curves)
+            length = len(self.cell_curves[cells[0]])
+            rows = [[t, *[self.cell_curves[c][t] for c in cells]] for t in range(length)]
+            tables["cells"] = (["t", *cells], rows)
+        if self.norm_count:
+            rows = [[int(s), before, after, self.clip or ""]
+                    for s, before, after in self.norms[: self.norm_count].tolist()]
+            tables["clipping"] = (["step", "grad_norm", "grad_norm_clipped", "tau"], rows)
+        setting = f"a_h={self.slider.value():g}, tanh={self.tanh_box.isChecked()}"
+        tables["playground"] = (["k", f"dh_k/dh_0 ({setting})"],
+                                [[k, v] for k, v in enumerate(self.playground_derivative)])
+        if self.history_rows:
+            layer = max(self.layer_box.currentIndex(), 0)
+            matrix = np.stack([row[layer] for row in self.history_rows])  # (steps, T)
+            tables["history"] = matrix_table(
+                matrix, [str(s) for s in self.history_steps],
+                [str(t) for t in range(matrix.shape[1])], "step \\ t (log10)")
+        return tables

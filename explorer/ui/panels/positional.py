@@ -1,0 +1,316 @@
+"""Positional encodings: the sinusoidal matrix (positions x dimensions), its sinusoids, the
+position-similarity matrix, what a loaded model learned, and the relative-position property
+PE(n+k) = PE(n) M_k fitted by least squares with its residual.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QComboBox,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QVBoxLayout,
+)
+
+from explorer.analysis import positional as pe
+from explorer.export.tables import matrix_table
+from explorer.ui.bus import AppBus
+from explorer.ui.export import install_export_menu
+from explorer.ui.heatmap import HeatmapWidget, label_font
+from explorer.ui.panels.base import Panel
+
+KIND_NAMES = {"learned": "learned table", "rope": "RoPE angles", "sinusoidal": "sinusoidal"}
+CURVE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
+
+
+def _parse_dims(text: str, dim: int) -> list[int]:
+    dims = []
+    for part in text.replace(";", ",").split(","):
+        part = part.strip()
+        if part.isdigit() and int(part) < dim and int(part) not in dims:
+            dims.append(int(part))
+    return dims[: len(CURVE_COLOURS)]
+
+
+def _line_plot(title: str, x_label: str, y_label: str) -> pg.PlotWidget:
+    widget = pg.PlotWidget(title=title)
+    plot = widget.getPlotItem()
+    plot.setLabel("bottom", x_label)
+    plot.setLabel("left", y_label)
+    plot.showGrid(x=True, y=True, alpha=0.25)
+    for side in ("left", "bottom"):
+        plot.getAxis(side).setTickFont(label_font())
+        plot.getAxis(side).enableAutoSIPrefix(False)  # "(x1e-09)" on a log axis misleads
+    plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(0, 0, 0, 160))
+    return widget
+
+
+class PositionalPanel(Panel):
+    PANEL_ID = "positional"
+    TITLE = "Positional encodings"
+    TOOLTIP = (
+        "Sinusoidal positional encodings and what the loaded model uses: the matrix, its "
+        "sinusoids, the similarity of positions, and the linear map M_k with PE(n+k) ≈ PE(n)·M_k."
+    )
+
+    def __init__(self, bus: AppBus, parent=None) -> None:
+        super().__init__(bus, parent)
+        self.model_positions: pe.ModelPositions | None = None
+        self.workspace = None
+        self.residuals: dict[str, tuple[list[int], np.ndarray]] = {}
+
+        self.positions_box = QSpinBox()
+        self.positions_box.setRange(8, 1024)
+        self.positions_box.setValue(128)
+        self.dims_box = QSpinBox()
+        self.dims_box.setRange(2, 1024)
+        self.dims_box.setSingleStep(2)
+        self.dims_box.setValue(64)
+        self.base_box = QSpinBox()
+        self.base_box.setRange(2, 1_000_000)
+        self.base_box.setValue(int(pe.DEFAULT_BASE))
+        self.curve_dims = QLineEdit("0, 2, 8, 20")
+        self.curve_dims.setToolTip("dimensions to draw as curves, comma separated")
+        self.similarity_kind = QComboBox()
+        self.similarity_kind.addItems(["cosine", "dot"])
+        self.table_choice = QComboBox()
+        self.table_choice.addItem("sinusoidal", "sinusoidal")
+        self.shift_box = QSpinBox()
+        self.shift_box.setRange(1, 1023)
+        self.shift_box.setValue(4)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        font = self.status.font()
+        font.setPointSize(font.pointSize() + 1)
+        self.status.setFont(font)
+
+        controls = QHBoxLayout()
+        for text, widget in (
+            ("positions", self.positions_box), ("d", self.dims_box), ("base L", self.base_box),
+            ("curves of dims", self.curve_dims), ("similarity", self.similarity_kind),
+            ("of", self.table_choice), ("shift k", self.shift_box),
+        ):
+            controls.addWidget(QLabel(text))
+            controls.addWidget(widget)
+
+        self.matrix_map = HeatmapWidget(
+            "CET-D1", levels=(-1.0, 1.0), row_title="position n", col_title="dimension i",
+            title="sinusoidal PE", value_name="PE",
+        )
+        self.model_map = HeatmapWidget(
+            "CET-D1", levels=None, symmetric=True, row_title="position n", col_title="dimension i",
+            title="the loaded model", value_name="value",
+        )
+        self.similarity_map = HeatmapWidget(
+            "viridis", levels=None, row_title="position n", col_title="position m",
+            title="similarity", value_name="similarity",
+        )
+        self.shift_map = HeatmapWidget(
+            "CET-D1", levels=None, symmetric=True, row_title="dimension of PE(n)",
+            col_title="dimension of PE(n+k)", title="fitted M_k", value_name="M_k",
+        )
+        self.curves = _line_plot("PE[n, i] against position", "position n", "PE[n, i]")
+        self.curve_items: list[pg.PlotDataItem] = []
+        self.residual_plot = _line_plot(
+            "‖PE(n)·M_k − PE(n+k)‖ / ‖PE(n+k)‖", "shift k", "relative residual"
+        )
+        self.residual_plot.getPlotItem().setLogMode(y=True)
+        self.residual_items = {
+            name: self.residual_plot.plot(
+                [], [], pen=pg.mkPen(colour, width=2), symbol="o", symbolSize=6,
+                symbolBrush=colour, name=name,
+            )
+            for name, colour in (("sinusoidal", CURVE_COLOURS[0]), ("model", CURVE_COLOURS[1]))
+        }
+        self.k_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888888", style=Qt.DashLine))
+        self.residual_plot.addItem(self.k_line)
+
+        grid = QGridLayout()
+        grid.addWidget(self.matrix_map, 0, 0)
+        grid.addWidget(self.model_map, 0, 1)
+        grid.addWidget(self.similarity_map, 0, 2)
+        grid.addWidget(self.curves, 1, 0)
+        grid.addWidget(self.shift_map, 1, 1)
+        grid.addWidget(self.residual_plot, 1, 2)
+        layout = QVBoxLayout(self)
+        layout.addLayout(controls)
+        layout.addWidget(self.status)
+        layout.addLayout(grid, stretch=1)
+
+        for box in (self.positions_box, self.dims_box, self.base_box, self.shift_box):
+            box.valueChanged.connect(self.refresh)
+        self.curve_dims.editingFinished.connect(self.refresh)
+        self.similarity_kind.currentIndexChanged.connect(self.refresh)
+        self.table_choice.currentIndexChanged.connect(self.refresh)
+        bus.workspace_changed.connect(self.set_workspace)
+        install_export_menu(self)
+        self.refresh()
+
+    # -- data -----------------------------------------------------------------------------------
+
+    def set_workspace(self, workspace) -> None:
+        """Take d_model and max_len from a Transformer, and read its positional table."""
+        self.workspace = workspace
+        model = getattr(workspace, "model", None)
+        config = getattr(model, "config", None)
+        self.model_positions = None
+        if config is not None and hasattr(config, "d_model"):
+            for box, value in ((self.dims_box, config.d_model),
+                               (self.positions_box, min(config.max_len, 256))):
+                box.blockSignals(True)
+                box.setValue(value)
+                box.blockSignals(False)
+            self.model_positions = pe.model_positions(model, self.positions_box.value())
+        self.table_choice.blockSignals(True)
+        self.table_choice.clear()
+        self.table_choice.addItem("sinusoidal", "sinusoidal")
+        if self.model_positions is not None:
+            self.table_choice.addItem(f"model ({self.model_positions.kind})", "model")
+            self.model_map.setToolTip(self.model_positions.description)
+            self.table_choice.setCurrentIndex(1)
+        self.table_choice.blockSignals(False)
+        self.refresh()
+
+    def sinusoidal_table(self) -> np.ndarray:
+        return pe.sinusoidal(
+            self.positions_box.value(), self.dims_box.value(), self.base_box.value())
+
+    def chosen_table(self) -> np.ndarray:
+        if self.table_choice.currentData() == "model" and self.model_positions is not None:
+            return self.model_positions.table
+        return self.sinusoidal_table()
+
+    def shifts(self, table: np.ndarray) -> list[int]:
+        """Shifts worth fitting: more (n, n+k) pairs than dimensions, else any table fits."""
+        largest = table.shape[0] - table.shape[1] - 1
+        return sorted({k for k in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96) if k <= largest})
+
+    # -- drawing --------------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        table = self.sinusoidal_table()
+        positions, dims = table.shape
+        self.matrix_map.set_matrix(table)
+        self.matrix_map.set_title(f"sinusoidal PE ({positions} × {dims})")
+        self._draw_curves(table)
+        self._draw_model()
+        chosen = self.chosen_table()
+        kind = self.similarity_kind.currentText()
+        self.similarity_matrix = pe.similarity(chosen, kind)
+        self.similarity_map.set_matrix(self.similarity_matrix)
+        self.similarity_map.set_title(f"{kind} similarity, {self._source_name()}")
+        self._draw_relative(table, chosen)
+
+    def _draw_curves(self, table: np.ndarray) -> None:
+        dims = _parse_dims(self.curve_dims.text(), table.shape[1])
+        positions = np.arange(table.shape[0])
+        while len(self.curve_items) < len(dims):
+            colour = CURVE_COLOURS[len(self.curve_items)]
+            self.curve_items.append(self.curves.plot([], [], pen=pg.mkPen(colour, width=2)))
+        legend = self.curves.getPlotItem().legend
+        legend.clear()
+        for index, item in enumerate(self.curve_items):
+            if index < len(dims):
+                item.setData(positions, table[:, dims[index]])
+                legend.addItem(item, f"i = {dims[index]}")
+            else:
+                item.setData([], [])
+        self.curve_dims_shown = dims
+
+    def _draw_model(self) -> None:
+        found = self.model_positions
+        if found is None:
+            self.model_map.set_matrix(np.zeros((1, 1)))
+            self.model_map.set_title("no positional table (not a Transformer)")
+            return
+        self.model_map.set_matrix(found.table)
+        self.model_map.set_title(f"the model: {KIND_NAMES[found.kind]}")
+
+    def _draw_relative(self, sinusoid: np.ndarray, chosen: np.ndarray) -> None:
+        k = self.shift_box.value()
+        lines = []
+        for name, table in (("sinusoidal", sinusoid), ("model", self._model_table())):
+            shifts = self.shifts(table) if table is not None else []
+            residuals = pe.shift_residuals(table, shifts) if shifts else np.array([])
+            # a residual of exactly 0 has no logarithm: floor it at double precision's epsilon
+            self.residual_items[name].setData(shifts, np.maximum(residuals, 1e-17))
+            self.residuals[name] = (shifts, residuals)
+        self.k_line.setPos(k)
+        if k < chosen.shape[0] and chosen.shape[0] - k > chosen.shape[1]:
+            self.fit = pe.fit_shift_map(chosen, k)
+            self.shift_map.set_matrix(self.fit.matrix)
+            self.shift_map.set_title(f"fitted M_{k}, {self._source_name()}")
+            lines.append(
+                f"PE(n+{k}) ≈ PE(n)·M_{k} fitted on {self.fit.rows_used} positions "
+                f"({self._source_name()}): relative residual {self.fit.relative_residual:.2e}"
+            )
+        else:
+            self.fit = None
+            lines.append(f"shift {k} leaves too few positions to fit a {chosen.shape[1]}-d map")
+        lines.append("≈1e-15: an exact rotation of each (sin, cos) pair; a learned table is not.")
+        self.status.setText("  ".join(lines))
+
+    def _source_name(self) -> str:
+        if self.table_choice.currentData() == "model" and self.model_positions is not None:
+            return f"model ({self.model_positions.kind})"
+        return "sinusoidal"
+
+    def _model_table(self) -> np.ndarray | None:
+        return None if self.model_positions is None else self.model_positions.table
+
+    # -- panel contract -------------------------------------------------------------------------
+
+    def has_content(self) -> bool:
+        return self.matrix_map.matrix.shape == (self.positions_box.value(), self.dims_box.value())
+
+    def plot_items(self) -> dict[str, object]:
+        return {
+            "matrix": self.matrix_map.ci,
+            "model": self.model_map.ci,
+            "similarity": self.similarity_map.ci,
+            "curves": self.curves.getPlotItem(),
+            "shift_map": self.shift_map.ci,
+            "relative": self.residual_plot.getPlotItem(),
+        }
+
+    def tables(self) -> dict[str, tuple[list[str], list[list]]]:
+        table = self.sinusoidal_table()
+        positions = [str(n) for n in range(table.shape[0])]
+        dims = [f"dim{i}" for i in range(table.shape[1])]
+        tables = {
+            "matrix": matrix_table(table, positions, dims, "position"),
+            "curves": (
+                ["position", *[f"dim{i}" for i in self.curve_dims_shown]],
+                [[n, *table[n, self.curve_dims_shown].tolist()] for n in range(table.shape[0])],
+            ),
+            "similarity": matrix_table(
+                self.similarity_matrix, [str(n) for n in range(len(self.similarity_matrix))],
+                [str(n) for n in range(len(self.similarity_matrix))], "position",
+            ),
+        }
+        if self.model_positions is not None:
+            found = self.model_positions.table
+            tables["model"] = matrix_table(
+                found, [str(n) for n in range(found.shape[0])],
+                [f"dim{i}" for i in range(found.shape[1])], "position",
+            )
+        if self.fit is not None:
+            size = len(self.fit.matrix)
+            tables["shift_map"] = matrix_table(
+                self.fit.matrix, [f"dim{i}" for i in range(size)], [f"dim{i}" for i in range(size)],
+                f"M_{self.fit.shift}",
+            )
+        shifts, sinusoidal_residuals = self.residuals["sinusoidal"]
+        model_shifts, model_residuals = self.residuals["model"]
+        model_by_shift = dict(zip(model_shifts, model_residuals))
+        tables["relative"] = (
+            ["shift_k", "relative_residual_sinusoidal", "relative_residual_model"],
+            [[k, r, model_by_shift.get(k, "")] for k, r in zip(shifts, sinusoidal_residuals)],
+        )
+        return tables

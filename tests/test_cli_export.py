@@ -1,0 +1,88 @@
+"""`explorer export`: headless panels from a checkpoint to PNG/SVG/CSV, opened and checked."""
+
+import csv
+import xml.etree.ElementTree as ElementTree
+
+import numpy as np
+import pytest
+
+from explorer.cli import main
+
+pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    import torch
+
+    from explorer.training import DataSpec, build_workspace, save_checkpoint
+
+    torch.manual_seed(0)
+    workspace = build_workspace(DataSpec(task="reverse", n_train=32, n_val=4), "transformer", seed=0,
+                                d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0, max_len=64)
+    return save_checkpoint(workspace, tmp_path_factory.mktemp("ckpt") / "reverse", optimizer=False)
+
+
+def read_csv(path):
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))
+
+
+def test_export_attention_positional_gradients(qapp, checkpoint, tmp_path, capsys):
+    from PySide6.QtGui import QImage
+
+    from explorer.analysis.positional import sinusoidal
+    from explorer.analysis.probe import probe
+    from explorer.training import load_checkpoint
+
+    out = tmp_path / "figures"
+    code = main(["export", "--checkpoint", str(checkpoint), "--out", str(out), "--input", "abcd",
+                 "--target", "dcba", "--plots", "attention,positional,gradients",
+                 "--format", "png,svg,csv", "--width", "800", "--dpi", "150"])
+    assert code == 0
+    printed = capsys.readouterr().out.split()
+    for name in ("attention_heatmap", "positional_matrix", "gradients_depth"):
+        for ext in ("png", "svg"):
+            assert str(out / f"{name}.{ext}") in printed
+    image = QImage(str(out / "attention_heatmap.png"))
+    assert image.width() == 800 and image.height() > 100
+    assert round(image.dotsPerMeterX() * 0.0254) == 150
+    colours = {image.pixel(x, y) for x in range(0, 800, 7) for y in range(0, image.height(), 7)}
+    assert len(colours) > 20  # a drawn heatmap with labels, not a blank canvas
+    for svg in out.glob("*.svg"):
+        assert ElementTree.parse(svg).getroot().tag.endswith("svg")
+
+    # the CSV holds the numbers shown: the probe's attention, and the sinusoidal table
+    workspace = load_checkpoint(checkpoint)
+    snapshot = probe(workspace, "abcd", "dcba")
+    shown = read_csv(out / "attention_heatmap.csv")
+    first = snapshot.attention[0]  # the panel opens on the first kind, layer 0, mean of heads
+    assert shown[0][1:] == first.cols and [row[0] for row in shown[1:]] == first.rows
+    np.testing.assert_allclose(np.array([row[1:] for row in shown[1:]], float),
+                               first.weights.mean(axis=0), atol=1e-6)
+    table = read_csv(out / "positional_matrix.csv")
+    values = np.array([row[1:] for row in table[1:]], float)
+    np.testing.assert_allclose(values, sinusoidal(len(values), 16), atol=1e-6)
+
+
+def test_export_rejects_bad_requests(checkpoint, tmp_path, capsys):
+    assert main(["export", "--checkpoint", str(checkpoint), "--out", str(tmp_path), "--plots", "pie"]) == 2
+    assert "unknown plot(s) pie" in capsys.readouterr().err
+    assert main(["export", "--checkpoint", str(checkpoint), "--out", str(tmp_path), "--format", "gif"]) == 2
+    assert main(["export", "--checkpoint", str(tmp_path / "none"), "--out", str(tmp_path)]) == 2
+    assert "no such checkpoint" in capsys.readouterr().err
+
+
+def test_a_model_without_attention_has_no_attention_plot(qapp, tmp_path, capsys):
+    from explorer.training import DataSpec, build_workspace, save_checkpoint
+
+    workspace = build_workspace(DataSpec(task="brackets", n_train=16, n_val=4), "rnn-lm", seed=0,
+                                embed_dim=8, hidden_size=8)
+    checkpoint = save_checkpoint(workspace, tmp_path / "lm", optimizer=False)
+    args = ["export", "--checkpoint", str(checkpoint), "--out", str(tmp_path / "out"), "--format", "csv"]
+    assert main([*args, "--plots", "attention"]) == 2
+    assert "nothing to export" in capsys.readouterr().err
+    assert main([*args, "--plots", "attention,gradients"]) == 0  # skipped with a note, the rest written
+    captured = capsys.readouterr()
+    assert "attention: nothing to draw" in captured.err
+    assert str(tmp_path / "out" / "gradients_through_time.csv") in captured.out.split()

@@ -1,0 +1,132 @@
+"""The probe: attention snapshots with the right labels and orientation, and gradient norms that
+match autograd, for every family; plus the live probe_fn and the cell comparison."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from explorer.analysis.probe import compare_cells, default_probe_input, make_probe_fn, probe
+from explorer.data.tasks import make_task
+from explorer.data.tokenizers import CharTokenizer
+from explorer.workspace import Workspace
+from models import build_model, make_config
+
+TINY_TRANSFORMER = dict(d_model=16, num_heads=2, num_layers=2, d_ff=32, dropout=0.1)
+
+
+def workspace_for(family, **overrides):
+    torch.manual_seed(0)
+    data = make_task("reverse", n_train=10, n_val=3, n_test=1)
+    tokenizer = CharTokenizer.train([s for pair in data.train + data.val for s in pair])
+    sizes = dict(vocab_size=tokenizer.vocab_size)
+    if family in ("seq2seq", "transformer"):
+        sizes["src_vocab_size"] = tokenizer.vocab_size
+    preset = TINY_TRANSFORMER if family in ("transformer", "gpt", "bert") else {}
+    model = build_model(make_config(family, "tiny", **{**preset, **sizes, **overrides}))
+    src_tokenizer = tokenizer if family in ("seq2seq", "transformer") else None
+    return Workspace(model, tokenizer, src_tokenizer, task="reverse", data=data)
+
+
+def test_transformer_snapshot_labels_orientation_and_depth():
+    workspace = workspace_for("transformer")
+    workspace.model.train()
+    snapshot = probe(workspace, "abc", "cb", step=5)
+    assert workspace.model.training  # the probe puts the mode back
+    kinds = {(a.kind, a.layer): a for a in snapshot.attention}
+    assert sorted(kinds) == [(k, l) for k in ("cross", "decoder", "encoder") for l in (0, 1)]
+    cross = kinds[("cross", 1)]
+    assert cross.weights.shape == (2, 3, 4)  # heads, target_out (c b <eos>), source (a b c <eos>)
+    assert cross.rows == ["c", "b", "<eos>"] and cross.cols == ["a", "b", "c", "<eos>"]
+    decoder = kinds[("decoder", 0)]
+    assert decoder.rows == decoder.cols == ["<bos>", "c", "b"]
+    for attention in snapshot.attention:
+        np.testing.assert_allclose(attention.weights.sum(axis=-1), 1.0, atol=1e-5)
+    assert np.abs(np.triu(decoder.weights, k=1)).max() < 1e-7  # masked: no looking ahead
+    assert snapshot.grad_depth_labels == ["encoder.layer0", "encoder.layer1", "decoder.layer0", "decoder.layer1"]
+    assert snapshot.grad_depth.shape == (4,) and (snapshot.grad_depth > 0).all()
+    assert snapshot.step == 5 and snapshot.grad_time == {}
+
+
+def test_rnn_seq2seq_gradients_through_time_match_autograd():
+    workspace = workspace_for("seq2seq", attention="additive")
+    model = workspace.model
+    snapshot = probe(workspace, "abcd", "dcba")
+    (alignment,) = snapshot.attention
+    assert alignment.kind == "cross" and alignment.weights.shape == (1, 5, 5)
+    # the reference: the same forward, gradients taken by hand
+    src = torch.tensor([workspace.src_tokenizer.encode("abcd") + [2]])
+    tgt = workspace.tokenizer.encode("dcba")
+    logits, trace = model(src, torch.tensor([[1] + tgt]), trace=True)
+    loss = F.cross_entropy(logits[0], torch.tensor(tgt + [2]))
+    for name in ("encoder.l0", "decoder.l0"):
+        grads = torch.autograd.grad(loss, trace.hidden[name], retain_graph=True)
+        np.testing.assert_allclose(snapshot.grad_time[name], [float(g.norm()) for g in grads], rtol=1e-5)
+    assert snapshot.grad_time_labels["encoder.l0"] == ["a", "b", "c", "d", "<eos>"]
+    assert snapshot.grad_time_labels["decoder.l0"] == ["<bos>", "d", "c", "b", "a"]
+    assert all(p.grad is None for p in model.parameters())  # the trainer's .grad is left alone
+
+
+@pytest.mark.parametrize("family", ["rnn-lm", "gpt", "bert"])
+def test_language_models(family):
+    workspace = workspace_for(family)
+    snapshot = probe(workspace, "abcabc")
+    if family == "rnn-lm":
+        assert snapshot.attention == [] and list(snapshot.grad_time) == ["lm.l0"]
+        assert len(snapshot.grad_time["lm.l0"]) == 5  # predicts tokens 2..6 from tokens 1..5
+    else:
+        kind = "decoder" if family == "gpt" else "encoder"
+        assert {a.kind for a in snapshot.attention} == {kind}
+        expected = list("abcab") if family == "gpt" else list("abcabc")
+        assert snapshot.attention[0].rows == expected
+        assert len(snapshot.grad_depth) == 2
+
+
+def test_probe_fn_reads_the_current_input_and_skips_unusable_text():
+    workspace = workspace_for("gpt")
+
+    class Holder:
+        text = ("", "")
+
+    holder = Holder()
+    probe_fn = make_probe_fn(workspace, holder)
+    assert probe_fn(workspace.model, 1) is None
+    holder.text = ("a", "")  # one token: nothing for a language model to predict
+    assert probe_fn(workspace.model, 2) is None
+    holder.text = ("abca", "")
+    assert probe_fn(workspace.model, 3).attention[0].rows == ["a", "b", "c"]
+    assert default_probe_input(workspace) == workspace.data.val[0]
+
+
+def test_compare_cells_matches_a_hand_built_model_and_uses_trained_ones():
+    ids = [5, 6, 7, 8, 9, 10, 5, 6, 7, 8]
+    curves = compare_cells(ids, vocab_size=12, hidden_size=8, seed=3)
+    assert set(curves) == {"rnn", "ugrnn", "gru", "lstm"}
+    torch.manual_seed(3)
+    model = build_model(make_config("rnn-lm", vocab_size=12, cell="gru", embed_dim=8, hidden_size=8))
+    logits, trace = model(torch.tensor([ids[:-1]]), trace=True)
+    loss = F.cross_entropy(logits[:, -1], torch.tensor([ids[-1]]))
+    grads = torch.autograd.grad(loss, trace.hidden["lm.l0"])
+    np.testing.assert_allclose(curves["gru"], [float(g.norm()) for g in grads], rtol=1e-5)
+    assert curves["gru"][-1] > 0
+    trained = compare_cells(ids, 12, 8, cells=("gru",), seed=99, trained={"gru": model})
+    np.testing.assert_allclose(trained["gru"], curves["gru"], rtol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["copy", "reverse"])
+def test_trained_attention_is_diagonal_for_copy_and_anti_diagonal_for_reverse(task):
+    from explorer.training import DataSpec, TrainConfig, Trainer, build_workspace
+
+    torch.manual_seed(0)
+    workspace = build_workspace(DataSpec(task=task, n_train=2000, n_val=8), "seq2seq", seed=0,
+                                embed_dim=32, hidden_size=64, attention="dot")
+    config = TrainConfig(steps=300, batch_size=32, lr=1e-2, eval_every=0, bleu_examples=0,
+                         device="cpu", num_threads=1)
+    for _ in Trainer(workspace, config).run():
+        pass
+    for source, target in workspace.data.val[:3]:
+        (alignment,) = probe(workspace, source, target).attention
+        focus = alignment.weights[0].argmax(axis=1)[: len(source)]  # each output character's source
+        expected = np.arange(len(source)) if task == "copy" else np.arange(len(source))[::-1]
+        assert (focus == expected).mean() >= 0.8, (source, target, focus)

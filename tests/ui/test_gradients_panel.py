@@ -1,0 +1,101 @@
+"""The gradient-flow panel: probe curves against autograd, history, cells, clipping τ, playground."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from explorer.analysis.probe import probe
+from explorer.events import StepMetrics
+from explorer.ui.bus import AppBus
+from explorer.ui.panels.gradients import GradientFlowPanel, format_gradient, scalar_recurrence_gradient
+
+from test_attention_panel import char_workspace
+
+pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
+
+
+def make_panel(qtbot):
+    bus = AppBus()
+    panel = GradientFlowPanel(bus)
+    qtbot.addWidget(panel)
+    panel.resize(1200, 700)
+    panel.show()
+    return bus, panel
+
+
+def test_rnn_lm_curve_is_dl_dh_t_and_cells_are_compared(qtbot):
+    bus, panel = make_panel(qtbot)
+    workspace = char_workspace("rnn-lm", cell="rnn")
+    bus.set_workspace(workspace)
+    qtbot.waitUntil(lambda: panel.has_content() and bool(panel.cell_curves) and not panel.busy(), timeout=15_000)
+    source = panel.snapshot.source
+    # independent reference: the per-step hidden states' gradients straight from autograd
+    ids = workspace.tokenizer.encode(source)
+    logits, trace = workspace.model(torch.tensor([ids[:-1]]), trace=True)
+    loss = F.cross_entropy(logits[0], torch.tensor(ids[1:]))
+    grads = torch.autograd.grad(loss, trace.hidden["lm.l0"])
+    expected = np.array([float(g.norm()) for g in grads])
+    np.testing.assert_allclose(panel.time_curves["lm.l0"].yData, expected, rtol=1e-5)
+    assert set(panel.cell_curves) == {"rnn", "ugrnn", "gru", "lstm"}
+    assert "(trained)" in panel.cells_plot.legend.getLabel(panel.cell_items["rnn"]).text
+    # the plain RNN's gradient from the last step's loss fades towards the start
+    rnn = panel.cell_curves["rnn"]
+    assert rnn[0] < rnn[-1] * 1e-3
+
+
+def test_history_grows_one_row_per_probe_and_clipping_shows_tau(qtbot):
+    bus, panel = make_panel(qtbot)
+    workspace = char_workspace("seq2seq", attention="additive")
+    bus.set_workspace(workspace)
+    qtbot.waitUntil(lambda: panel.has_content() and not panel.busy(), timeout=15_000)
+    source, target = workspace.data.val[0]
+    for step in (10, 20, 30):
+        bus.probe.emit(probe(workspace, source, target, step))
+    assert panel.history_steps[-3:] == [10, 20, 30]
+    matrix = panel.history.image.image
+    assert matrix.shape == (len(panel.history_steps), len(source) + 1)  # source tokens + <eos>
+    assert [panel.layer_box.itemText(i) for i in range(panel.layer_box.count())] == list(panel.snapshot.grad_time)
+
+    class Config:
+        clip = 1.0
+
+    bus.train_config_changed.emit(Config())
+    bus.step_metrics.emit([StepMetrics(s, 1.0, 1e-3, 2.0 + s, 1.0, 10, 100.0, 0.1) for s in (1, 2, 3)])
+    assert panel.tau_line.isVisible() and panel.tau_line.value() == pytest.approx(0.0)  # log10(1)
+    np.testing.assert_allclose(panel.before_curve.yData, [3.0, 4.0, 5.0])
+    assert panel.tables()["clipping"][1][0] == [1, 3.0, 1.0, 1.0]
+
+
+def test_transformer_shows_gradient_per_layer(qtbot):
+    bus, panel = make_panel(qtbot)
+    bus.set_workspace(char_workspace("transformer"))
+    qtbot.waitUntil(lambda: panel.has_content() and not panel.busy(), timeout=15_000)
+    labels = panel.snapshot.grad_depth_labels
+    assert labels == ["encoder.layer0", "encoder.layer1", "decoder.layer0", "decoder.layer1"]
+    np.testing.assert_allclose(panel.depth_curve.yData, panel.snapshot.grad_depth)
+    assert (panel.snapshot.grad_depth > 0).all()
+
+
+def test_playground_reproduces_the_notes_numbers(qtbot):
+    bus, panel = make_panel(qtbot)
+    panel.slider.setValue(1.1)
+    assert panel.playground_value.text().endswith("= 13781")
+    assert panel.playground_derivative[-1] == pytest.approx(1.1**100)
+    panel.slider.setValue(0.9)
+    assert panel.playground_value.text().endswith("= 0.0000266")
+    panel.tanh_box.setChecked(True)
+    with_tanh = panel.playground_derivative
+    # tanh' <= 1 only shrinks the product
+    assert with_tanh[-1] < 0.9**100
+    assert format_gradient(1.1**100) == "13781" and format_gradient(0.9**100) == "0.0000266"
+
+
+def test_scalar_recurrence_with_tanh_matches_autograd():
+    a_h = 1.3
+    h0 = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+    h = h0
+    for _ in range(20):
+        h = torch.tanh(a_h * h)
+    (grad,) = torch.autograd.grad(h, h0)
+    assert scalar_recurrence_gradient(a_h, steps=20, use_tanh=True)[-1] == pytest.approx(float(grad), rel=1e-9)
