@@ -16,6 +16,9 @@ class Workspace:
     train_config: Any | None = None  # explorer.training.TrainConfig used so far
     step: int = 0
     history: list[dict] = field(default_factory=list)  # metrics.jsonl rows, oldest first
+    # optimizer (and RNN-LM carried state) to resume exactly; a checkpoint's optimizer.pt
+    training_state: dict | None = None
+    data_spec: Any | None = None  # explorer.training.setup.DataSpec the data was built from
 
     @property
     def family(self) -> str:

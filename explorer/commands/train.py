@@ -1,0 +1,290 @@
+"""`explorer train`: train a model headless and write a checkpoint.
+
+    explorer train --task dates --arch seq2seq --attention additive --steps 2000 --out runs/dates
+    explorer train --data input.txt --arch gpt --context 64 --steps 2000 --out runs/shakespeare
+    explorer train --resume runs/dates --steps 4000
+
+A progress line (step, loss, tokens/s) is redrawn on stderr; evaluations print on lines of their
+own; a summary ends the run. `--config FILE.json` holds any of the options below under their
+long names (`{"task": "dates", "arch": "seq2seq", "batch_size": 64}`); flags override it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+ARCHS = ("rnn-lm", "seq2seq", "transformer", "gpt", "bert")
+# option name -> (model config field, families it applies to)
+MODEL_FLAGS = {
+    "cell": ("cell", ("rnn-lm", "seq2seq")),
+    "attention": ("attention", ("seq2seq",)),
+    "layers": ("num_layers", ARCHS),
+    "hidden": ("hidden_size", ("rnn-lm", "seq2seq")),
+    "d_model": ("d_model", ("transformer", "gpt", "bert")),
+    "heads": ("num_heads", ("transformer", "gpt", "bert")),
+    "dropout": ("dropout", ARCHS),
+}
+DATA_FLAGS = ("task", "data", "src", "tgt", "val_src", "val_tgt", "tokenizer", "vocab_size")
+TRAIN_FLAGS = {  # option name -> TrainConfig field
+    "steps": "steps", "epochs": "epochs", "batch_size": "batch_size", "lr": "lr", "clip": "clip",
+    "seed": "seed", "device": "device", "optimizer": "optimizer", "schedule": "schedule",
+    "warmup": "warmup", "label_smoothing": "label_smoothing", "eval_every": "eval_every",
+    "precision": "precision", "threads": "num_threads", "context": "context",
+}
+OTHER_FLAGS = ("arch", "preset", "out", "resume")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # Defaults are None so that flags given on the command line can override --config.
+    data = parser.add_argument_group("data (one of --task, --data, --src/--tgt)")
+    data.add_argument("--task", help="built-in task: copy reverse sort addition dates "
+                      "translate-toy brackets")
+    data.add_argument("--data", metavar="FILE", help="plain text (language models) or "
+                      "source<TAB>target lines (seq2seq, transformer); .gz is fine")
+    data.add_argument("--src", metavar="FILE", help="source side of line-aligned parallel files")
+    data.add_argument("--tgt", metavar="FILE", help="target side of line-aligned parallel files")
+    data.add_argument("--val-src", metavar="FILE", help="validation sources (else 10%% held out)")
+    data.add_argument("--val-tgt", metavar="FILE", help="validation targets")
+    data.add_argument("--tokenizer", help="char, word or bpe (default: the task's, char for text, "
+                      "word for pairs)")
+    data.add_argument("--vocab-size", type=int, help="largest vocabulary (bpe: its target size)")
+
+    model = parser.add_argument_group("model")
+    model.add_argument("--arch", help=f"{' | '.join(ARCHS)} (default: seq2seq for pairs, gpt "
+                       "for text)")
+    model.add_argument("--cell", help="rnn | ugrnn | gru | lstm (RNN models)")
+    model.add_argument("--attention", help="none | dot | general | scaled-dot | additive | cosine "
+                       "| location (seq2seq)")
+    model.add_argument("--preset", help="tiny or small (default: tiny)")
+    model.add_argument("--layers", type=int, help="layers (per stack)")
+    model.add_argument("--hidden", type=int, help="RNN hidden size")
+    model.add_argument("--d-model", type=int, help="Transformer width (d_ff = 4 x d_model)")
+    model.add_argument("--heads", type=int, help="attention heads")
+    model.add_argument("--context", type=int, help="LM block length in tokens (default: 64)")
+    model.add_argument("--dropout", type=float, help="dropout probability")
+
+    train = parser.add_argument_group("training")
+    train.add_argument("--steps", type=int, help="train until this step (default: 1000)")
+    train.add_argument("--epochs", type=float, help="passes over the training data instead")
+    train.add_argument("--batch-size", type=int, help="examples per step (default: 32)")
+    train.add_argument("--lr", type=float, help="peak learning rate (default: 1e-3)")
+    train.add_argument("--optimizer", help="sgd | adam | adamw (default: adamw)")
+    train.add_argument("--schedule", help="constant | noam | cosine (default: constant)")
+    train.add_argument("--warmup", type=int, help="warm-up steps (noam: steps to the peak)")
+    train.add_argument("--clip", type=float, help="clip the global gradient norm to this "
+                       "(default: 1.0; 0 = off)")
+    train.add_argument("--label-smoothing", type=float, help="label smoothing (default: 0)")
+    train.add_argument("--eval-every", type=int, help="steps between evaluations (default: 100)")
+    train.add_argument("--seed", type=int, help="random seed (default: 0)")
+    train.add_argument("--device", help="auto | cpu | cuda | mps (default: auto)")
+    train.add_argument("--precision", help="fp32 | bf16 | fp16 (autocast, CUDA only)")
+    train.add_argument("--threads", type=int, help="CPU threads (default: torch's choice)")
+
+    checkpoint = parser.add_argument_group("checkpoint")
+    checkpoint.add_argument("--out", metavar="DIR", help="write the checkpoint here")
+    checkpoint.add_argument("--resume", metavar="DIR", help="continue training this checkpoint "
+                            "(and save to it unless --out is given)")
+    checkpoint.add_argument("--config", metavar="FILE.json", help="options as JSON; flags win")
+
+
+def _options(args: argparse.Namespace) -> dict:
+    """Options from --config, overridden by the flags given on the command line."""
+    import json
+    from pathlib import Path
+
+    from explorer.errors import UserError
+
+    known = set(MODEL_FLAGS) | set(DATA_FLAGS) | set(TRAIN_FLAGS) | set(OTHER_FLAGS)
+    options: dict = {}
+    if args.config:
+        path = Path(args.config)
+        try:
+            options = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise UserError(f"{path}: no such file") from None
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise UserError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(options, dict):
+            raise UserError(f"{path}: expected a JSON object of options")
+        options = {k.replace("-", "_"): v for k, v in options.items()}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise UserError(f"{path}: unknown options: {', '.join(unknown)}")
+    flags = {k: v for k, v in vars(args).items() if k in known and v is not None}
+    return {**options, **flags}
+
+
+def _choose(name: str, value, choices) -> None:
+    from explorer.errors import UserError
+
+    if value is not None and value not in choices:
+        raise UserError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
+
+
+def _data_spec(options: dict):
+    from explorer.training.setup import DataSpec
+
+    pairs = options.get("arch") in ("seq2seq", "transformer")  # --data is a TSV file of pairs
+    return DataSpec(
+        task=options.get("task"),
+        text=None if pairs else options.get("data"),
+        tsv=options.get("data") if pairs else None,
+        src=options.get("src"), tgt=options.get("tgt"),
+        val_src=options.get("val_src"), val_tgt=options.get("val_tgt"),
+        tokenizer=options.get("tokenizer"), vocab_size=options.get("vocab_size"),
+        seed=options.get("seed") or 0,
+    )
+
+
+def _model_overrides(options: dict, family: str) -> dict:
+    from explorer.errors import UserError
+
+    overrides = {}
+    for flag, (field, families) in MODEL_FLAGS.items():
+        if options.get(flag) is None:
+            continue
+        if family not in families:
+            raise UserError(f"--{flag.replace('_', '-')} does not apply to {family} models")
+        overrides[field] = options[flag]
+    if "d_model" in overrides:
+        overrides["d_ff"] = 4 * overrides["d_model"]
+    if family in ("gpt", "bert"):
+        overrides["max_len"] = options.get("context") or 64
+    return overrides
+
+
+def _train_config(options: dict, base):
+    import dataclasses
+
+    from explorer.training.config import TrainConfig
+
+    changes = {field: options[flag] for flag, field in TRAIN_FLAGS.items() if flag in options}
+    if changes.get("clip") == 0:
+        changes["clip"] = None
+    if "epochs" in changes and "steps" not in changes:
+        changes["steps"] = None  # --epochs replaces a step count saved in a resumed checkpoint
+    # torch's own thread count unless --threads: this process trains in the foreground
+    changes.setdefault("num_threads", None)
+    if base is None:
+        return TrainConfig(**changes)
+    return dataclasses.replace(base, **changes)
+
+
+def _new_workspace(options: dict):
+    from explorer.training.setup import build_workspace
+
+    spec = _data_spec(options)
+    family = options.get("arch") or ("gpt" if spec.kind == "lm" else "seq2seq")
+    preset = options.get("preset", "tiny")
+    return build_workspace(spec, family, preset, seed=options.get("seed") or 0,
+                           **_model_overrides(options, family))
+
+
+class ProgressPrinter:
+    """A progress bar redrawn in place with `\r` on stderr; evaluations get lines of their own."""
+
+    def __init__(self, stream=None, width: int = 24, min_interval_s: float = 0.1) -> None:
+        import sys
+
+        self.stream = stream or sys.stderr
+        self.width, self.min_interval_s = width, min_interval_s
+        self.last_draw = 0.0
+        self.last_step = None  # the newest StepMetrics
+        self.last_eval = None
+        self.tokens = 0
+
+    def _bar(self, metrics) -> str:
+        total = metrics.total_steps or metrics.step
+        filled = round(self.width * metrics.step / max(total, 1))
+        bar = "#" * filled + "." * (self.width - filled)
+        return (f"\rstep {metrics.step}/{total} [{bar}] loss {metrics.loss:.4f} "
+                f"lr {metrics.lr:.2e} {metrics.tokens_per_s:,.0f} tok/s")
+
+    def show(self, event):
+        """Print one event; returns it when it is the TrainingFinished that ends the run."""
+        import time
+
+        from explorer.events import EvalMetrics, StepMetrics, TrainingFinished
+
+        if isinstance(event, StepMetrics):
+            self.last_step = event
+            self.tokens += event.tokens
+            now = time.perf_counter()
+            if now - self.last_draw >= self.min_interval_s or event.step == event.total_steps:
+                self.last_draw = now
+                self.stream.write(self._bar(event))
+                self.stream.flush()
+        elif isinstance(event, EvalMetrics):
+            self.last_eval = event
+            self.stream.write("\n" + format_eval(event) + "\n")
+            self.stream.flush()
+        elif isinstance(event, TrainingFinished):
+            self.stream.write("\n")
+            if event.message:
+                self.stream.write(event.message + "\n")
+            self.stream.flush()
+            return event
+        return None
+
+    def summary(self, workspace, out) -> None:
+        steps = self.last_step
+        if steps is None:
+            self.stream.write(f"nothing to train: the model is already at step {workspace.step}; "
+                              f"checkpoint written to {out}\n")
+            return
+        rate = self.tokens / steps.elapsed_s if steps.elapsed_s else 0.0
+        line = (f"trained to step {steps.step} in {steps.elapsed_s:.1f} s ({rate:,.0f} tok/s), "
+                f"last loss {steps.loss:.4f}")
+        if self.last_eval is not None:
+            line += f"; {format_eval(self.last_eval)}"
+        self.stream.write(f"{line}\ncheckpoint written to {out}\n")
+        self.stream.flush()
+
+
+def format_eval(metrics) -> str:
+    text = (f"step {metrics.step}: val loss {metrics.val_loss:.4f}, perplexity "
+            f"{metrics.perplexity:.2f}, token accuracy {100 * metrics.token_accuracy:.1f}%")
+    if metrics.bleu is not None:
+        text += f", BLEU {metrics.bleu:.2f}"
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    import dataclasses
+    from pathlib import Path
+
+    from explorer.errors import UserError
+    from explorer.training import TrainConfig, Trainer, load_checkpoint, save_checkpoint
+
+    options = _options(args)
+    out = options.get("out") or options.get("resume")
+    if options.get("resume"):
+        given = [k for k in (*DATA_FLAGS, *MODEL_FLAGS, "arch", "preset") if k in options]
+        if given:
+            flag = given[0].replace("_", "-")
+            raise UserError(f"--resume keeps the checkpoint's data and model; drop --{flag}")
+        workspace = load_checkpoint(options["resume"])
+        if workspace.data is None:
+            raise UserError(f"{options['resume']}: its training data can no longer be found")
+        config = _train_config(options, workspace.train_config)
+    else:
+        if not any(options.get(k) for k in ("task", "data", "src", "tgt")):
+            raise UserError("no data: give --task NAME, --data FILE, or --src FILE --tgt FILE")
+        _choose("arch", options.get("arch"), ARCHS)
+        config = _train_config(options, None)  # bad options fail before any data is read
+        if not out:
+            raise UserError("say where to write the checkpoint: --out DIR")
+        workspace = _new_workspace(options)
+    trainer = Trainer(workspace, config)
+    printer = ProgressPrinter()
+    finished = None
+    for event in trainer.run():
+        finished = printer.show(event) or finished
+    if finished.reason in ("nan", "oom"):
+        raise UserError(finished.message)
+    # the checkpoint keeps the app's background thread count unless --threads was given
+    threads = options.get("threads", TrainConfig.num_threads)
+    workspace.train_config = dataclasses.replace(workspace.train_config, num_threads=threads)
+    save_checkpoint(workspace, Path(out))
+    printer.summary(workspace, out)
+    return 0

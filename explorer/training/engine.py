@@ -1,0 +1,300 @@
+"""The training engine: `Trainer.run()` is a generator of explorer.events, consumed by the app's
+worker thread and by `explorer train` alike.
+
+One step: wait for the TrainerControl, set the scheduled lr, draw the step's batch, forward (under
+autocast on CUDA), check the loss is finite, backward, measure and clip the global gradient norm,
+remember the weights that gave this finite loss, update. Everything random in a step is seeded from
+(seed, step), so two runs with one seed agree, and a resumed run continues exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import time
+from typing import Any, Callable, Generator, Iterator
+
+import torch
+
+from explorer.events import EvalMetrics, ProbeSnapshot, StepMetrics, TrainingFinished
+from explorer.training.config import TrainConfig
+from explorer.training.control import LIVE_OPTIONS, TrainerControl
+from explorer.training.evaluation import evaluate_feed, resolve_device
+from explorer.training.feeds import make_feed, step_seed
+from explorer.training.objectives import compute_loss
+from explorer.training.schedules import learning_rate
+
+DEFAULT_STEPS = 1000
+Event = StepMetrics | EvalMetrics | ProbeSnapshot | TrainingFinished
+
+
+def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    """SGD, Adam or AdamW; AdamW decays matrices only, never biases, norms or gains (nanoGPT)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum)
+    if config.optimizer == "adam":
+        return torch.optim.Adam(params, lr=config.lr, betas=config.betas)
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    groups = [
+        {"params": decay, "weight_decay": config.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas)
+
+
+def total_steps(config: TrainConfig, steps_per_epoch: int) -> int:
+    """`steps` is the number of the last step (like nanoGPT's max_iters), so a resumed run stops
+    where an uninterrupted one would; `epochs` counts passes over the training data."""
+    if config.steps is not None:
+        return config.steps
+    if config.epochs is not None:
+        return max(1, math.ceil(config.epochs * steps_per_epoch))
+    return DEFAULT_STEPS
+
+
+def grad_norm(parameters: list[torch.Tensor]) -> torch.Tensor:
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return torch.zeros(())
+    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in str(exc).lower()
+
+
+class Trainer:
+    """Trains `workspace.model` on `workspace.data` under `config`; see the module docstring."""
+
+    def __init__(
+        self,
+        workspace,
+        config: TrainConfig | None = None,
+        control: TrainerControl | None = None,
+        probe_fn: Callable[[Any, int], ProbeSnapshot] | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.config = config or workspace.train_config or TrainConfig()
+        self.control = control or TrainerControl()
+        self.probe_fn = probe_fn
+        self.device = resolve_device(self.config.device)
+        self.feed = None  # built by run(), in the thread that trains: encoding data takes a while
+        self.total_steps: int | None = self.config.steps
+        self.good_step = workspace.step  # the step whose weights the NaN guard keeps
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.scaler: torch.amp.GradScaler | None = None
+        self.lm_state: Any = None  # RNN LMs: the hidden state carried into the next batch
+
+    # -- set-up --------------------------------------------------------------------------------
+
+    def _autocast(self):
+        precision = self.config.precision
+        if self.device.type != "cuda" or precision == "fp32":
+            return contextlib.nullcontext()
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+        return torch.autocast(device_type="cuda", dtype=dtype)
+
+    def _prepare(self) -> None:
+        self.feed = make_feed(self.workspace, self.config)
+        self.total_steps = total_steps(self.config, self.feed.steps_per_epoch)
+        model = self.workspace.model.to(self.device)
+        model.train()
+        self.optimizer = make_optimizer(model, self.config)
+        use_scaler = self.device.type == "cuda" and self.config.precision == "fp16"
+        self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
+        saved = self.workspace.training_state
+        if saved and saved.get("optimizer_name") == self.config.optimizer:
+            self.optimizer.load_state_dict(saved["optimizer"])
+            if self.scaler is not None and saved.get("scaler"):
+                self.scaler.load_state_dict(saved["scaler"])
+            lm_state = saved.get("lm_state")
+            self.lm_state = None if lm_state is None else _to_device(lm_state, self.device)
+
+    def training_state(self) -> dict[str, Any]:
+        """What `save_checkpoint` writes to optimizer.pt so a resumed run continues exactly."""
+        return {
+            "optimizer_name": self.config.optimizer,
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": None if self.scaler is None else self.scaler.state_dict(),
+            "lm_state": None if self.lm_state is None else _to_device(self.lm_state, "cpu"),
+        }
+
+    def _apply_live_changes(self) -> None:
+        changes = {k: v for k, v in self.control.take_changes().items() if k in LIVE_OPTIONS}
+        if changes:
+            self.config = dataclasses.replace(self.config, **changes)
+            self.total_steps = total_steps(self.config, self.feed.steps_per_epoch)
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self) -> Iterator[Event]:
+        threads_before = torch.get_num_threads()
+        if self.device.type == "cpu" and self.config.num_threads:
+            torch.set_num_threads(self.config.num_threads)
+        try:
+            yield from self._run()
+        finally:
+            torch.set_num_threads(threads_before)
+
+    def _run(self) -> Iterator[Event]:
+        self._prepare()
+        workspace = self.workspace
+        params = [p for p in workspace.model.parameters() if p.requires_grad]
+        last_good = [p.detach().clone() for p in params]  # the weights the NaN guard restores
+        self.good_step = workspace.step
+        try:
+            finished = yield from self._loop(params, last_good)
+        except Exception as exc:  # out of memory in a step or an evaluation; nothing else
+            if not _is_out_of_memory(exc):
+                raise
+            finished = self._out_of_memory(workspace.step)
+        workspace.train_config = self.config
+        if finished.reason not in ("nan", "oom"):
+            workspace.training_state = self.training_state()
+        workspace.model.eval()
+        yield finished
+
+    def _loop(self, params, last_good) -> Generator[Event, None, TrainingFinished]:
+        workspace, model = self.workspace, self.workspace.model
+        step = workspace.step
+        active_s, last_probe = 0.0, -math.inf
+        while True:
+            if step >= self.total_steps:
+                return TrainingFinished(step, "done")
+            if not self.control.wait_for_turn():
+                return TrainingFinished(step, "stopped", f"stopped at step {step}")
+            self._apply_live_changes()
+            config = self.config
+            step += 1
+            started = time.perf_counter()
+            metrics = self._step(step, params, last_good)
+            if metrics is None:
+                return self._diverged(step, params, last_good)
+            duration = time.perf_counter() - started
+            active_s += duration
+            metrics.tokens_per_s = metrics.tokens / max(duration, 1e-9)
+            metrics.elapsed_s = active_s
+            workspace.step = step
+            workspace.history.append(_history_row(metrics))
+            yield metrics
+            last_step = step >= self.total_steps
+            if (config.eval_every and step % config.eval_every == 0) or last_step:
+                evaluation = self._evaluate(step)
+                workspace.history[-1].update(_eval_row(evaluation))
+                yield evaluation
+            if self.probe_fn is not None:
+                now = time.perf_counter()
+                if now - last_probe >= config.probe_every_s or last_step:
+                    last_probe = now
+                    snapshot = self.probe_fn(model, step)
+                    if snapshot is not None:
+                        yield snapshot
+
+    def _step(self, step: int, params, last_good) -> StepMetrics | None:
+        """One optimisation step; None when the loss or the gradient is not finite."""
+        config, optimizer, model = self.config, self.optimizer, self.workspace.model
+        lr = learning_rate(config, step, self.total_steps)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        torch.manual_seed(step_seed(config.seed, step))  # dropout and masks: a function of the step
+        if getattr(self.feed, "carries_state", False) and self.feed.starts_epoch(step):
+            self.lm_state = None  # a new pass over the stream starts from a zero state
+        batch = self.feed.train_batch(step).to(self.device)
+        with self._autocast():
+            output = compute_loss(
+                model, batch, config.label_smoothing, state=self.lm_state, bptt=config.bptt
+            )
+        loss = output.loss.item()
+        if not math.isfinite(loss):
+            return None
+        optimizer.zero_grad(set_to_none=True)
+        scaler = self.scaler
+        if scaler is not None:
+            scaler.scale(output.loss).backward()
+            scaler.unscale_(optimizer)
+        else:
+            output.loss.backward()
+        norm = float(grad_norm(params))
+        if not math.isfinite(norm) and scaler is None:
+            return None  # with fp16 the scaler skips this step and lowers its scale instead
+        clipped = norm
+        if config.clip is not None and norm > config.clip:
+            scale = config.clip / (norm + 1e-6)
+            torch._foreach_mul_([p.grad for p in params if p.grad is not None], scale)
+            clipped = norm * scale
+        with torch.no_grad():
+            torch._foreach_copy_(last_good, [p.detach() for p in params])
+        self.good_step = step - 1
+        if scaler is not None:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
+        self.lm_state = output.state
+        tokens = batch.num_target_tokens if batch.tokens is None else batch.tokens.numel()
+        return StepMetrics(
+            step=step, loss=loss, lr=lr, grad_norm=norm, grad_norm_clipped=clipped,
+            tokens=int(tokens), tokens_per_s=0.0, elapsed_s=0.0, total_steps=self.total_steps,
+        )
+
+    def _evaluate(self, step: int) -> EvalMetrics:
+        config = self.config
+        with self._autocast():
+            return evaluate_feed(
+                self.workspace, self.feed, step, config.bleu_examples, config.batch_size
+            )
+
+    # -- faults --------------------------------------------------------------------------------
+
+    def _diverged(self, step: int, params, last_good) -> TrainingFinished:
+        """Put back the weights of the last step whose loss was finite, and say what happened."""
+        with torch.no_grad():
+            torch._foreach_copy_(params, last_good)
+        good_step = self.good_step
+        self.workspace.step = good_step
+        self.workspace.history[:] = [r for r in self.workspace.history if r["step"] <= good_step]
+        self.workspace.training_state = None  # the optimizer's moments saw the exploding step
+        self.lm_state = None
+        return TrainingFinished(
+            good_step, "nan",
+            f"the loss became NaN or infinite at step {step}; restored the weights of step "
+            f"{good_step}. Try a lower learning rate (now {self.config.lr:g}) or clipping.",
+        )
+
+    def _out_of_memory(self, step: int) -> TrainingFinished:
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        return TrainingFinished(
+            step, "oom",
+            f"out of memory on {self.device.type} at step {step + 1} with batch size "
+            f"{self.config.batch_size}; try a smaller --batch-size (or --context / model size).",
+        )
+
+
+def _to_device(state: Any, device) -> Any:
+    from models.state import map_state
+
+    return map_state(state, lambda t: t.detach().to(device))
+
+
+def _history_row(metrics: StepMetrics) -> dict[str, Any]:
+    return {
+        "step": metrics.step, "loss": metrics.loss, "lr": metrics.lr,
+        "grad_norm": metrics.grad_norm, "grad_norm_clipped": metrics.grad_norm_clipped,
+        "tokens": metrics.tokens, "tokens_per_s": metrics.tokens_per_s,
+        "elapsed_s": metrics.elapsed_s,
+    }
+
+
+def _eval_row(metrics: EvalMetrics) -> dict[str, Any]:
+    row = {
+        "val_loss": metrics.val_loss, "perplexity": metrics.perplexity,
+        "token_accuracy": metrics.token_accuracy,
+    }
+    if metrics.bleu is not None:
+        row["bleu"] = metrics.bleu
+    return row

@@ -1,0 +1,71 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from explorer.cli import main
+
+FAST = ["--threads", "1", "--device", "cpu", "--batch-size", "8"]
+
+
+def explorer(*args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "-m", "explorer", *args], capture_output=True,
+                            timeout=120)
+    # decoded by hand: text=True would turn the progress bar's "\r" into "\n"
+    result.stdout, result.stderr = result.stdout.decode(), result.stderr.decode()
+    return result
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "no data"),
+        (["--task", "copy", "--arch", "lstm"], "unknown arch 'lstm'"),
+        (["--task", "brackets", "--arch", "gpt", "--cell", "gru"], "--cell does not apply to gpt"),
+        (["--data", "/no/such/file.txt"], "/no/such/file.txt"),
+        (["--task", "copy", "--lr", "-1"], "learning rate must be positive"),
+        (["--task", "copy", "--optimizer", "adagrad"], "unknown optimizer"),
+        (["--resume", "/no/such/checkpoint"], "no such checkpoint"),
+        (["--task", "copy", "--steps", "1"], "--out DIR"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_code_2(args, message, capsys, tmp_path):
+    out = [] if message == "--out DIR" else ["--out", str(tmp_path / "ck")]
+    code = main(["train", *args, *out, *FAST])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("explorer train: error: ") and message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bad_config_file_is_a_user_error(capsys, tmp_path):
+    config = tmp_path / "run.json"
+    config.write_text(json.dumps({"task": "copy", "learning_rate": 3}))
+    assert main(["train", "--config", str(config)]) == 2
+    assert "unknown options: learning_rate" in capsys.readouterr().err
+
+
+def test_train_writes_a_checkpoint_resumes_and_takes_a_config_file(tmp_path):
+    out = tmp_path / "ck"
+    config = tmp_path / "run.json"
+    config.write_text(json.dumps({"task": "copy", "arch": "seq2seq", "hidden": 16, "steps": 50,
+                                  "eval_every": 3, "attention": "dot"}))
+    result = explorer("train", "--config", str(config), "--steps", "6", "--out", str(out), *FAST)
+    assert result.returncode == 0, result.stderr
+    assert "\rstep 6/6 [" in result.stderr and "tok/s" in result.stderr
+    assert "val loss" in result.stderr and "BLEU" in result.stderr
+    assert f"checkpoint written to {out}" in result.stderr
+    saved = json.loads((out / "config.json").read_text())
+    assert saved["step"] == 6 and saved["model"]["hidden_size"] == 16  # the flag beat the file
+    assert saved["model"]["attention"] == "dot"
+
+    result = explorer("train", "--resume", str(out), "--steps", "8", *FAST)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((out / "config.json").read_text())["step"] == 8
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line)["step"] for line in lines] == list(range(1, 9))
+
+    result = explorer("train", "--resume", str(out), "--cell", "lstm")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0 and "drop --cell" in result.stderr

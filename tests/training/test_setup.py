@@ -1,0 +1,76 @@
+import gzip
+
+import pytest
+
+from explorer.errors import UserError
+from explorer.training import DataSpec, build_workspace, read_data
+from models.config import UNK_ID
+
+
+def test_task_workspace_sizes_the_model_from_its_tokenizers():
+    workspace = build_workspace(DataSpec(task="copy", n_train=50, n_val=10), "seq2seq",
+                                preset="tiny", attention="dot", cell="lstm")
+    config = workspace.model.config
+    assert config.attention == "dot" and config.cell == "lstm" and config.hidden_size == 64
+    assert config.vocab_size == workspace.tokenizer.vocab_size
+    assert config.src_vocab_size == workspace.src_tokenizer.vocab_size
+    assert workspace.task == "copy" and len(workspace.data.train) == 50
+
+
+def test_tokenizers_are_fitted_on_the_training_split_only(tmp_path):
+    path = tmp_path / "pairs.tsv"
+    rows = [f"a b c {i % 3}\tx y z" for i in range(9)] + ["zebra\tquokka"]
+    path.write_text("\n".join(rows) + "\n")
+    spec = DataSpec(tsv=str(path), val_src=None, tokenizer="word", val_fraction=0.1, seed=1)
+    splits = read_data(spec)
+    assert len(splits.train) == 9 and len(splits.val) == 1
+    workspace = build_workspace(spec, "transformer", preset="tiny")
+    held_out_src, held_out_tgt = splits.val[0]
+    train_words = {w for s, _ in splits.train for w in s.split()}
+    for word in held_out_src.split():
+        if word not in train_words:
+            assert workspace.src_tokenizer.encode(word) == [UNK_ID]
+
+
+def test_text_file_holds_out_its_last_lines_for_validation(tmp_path):
+    path = tmp_path / "corpus.txt.gz"
+    lines = [f"line number {i}" for i in range(20)]
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    splits = read_data(DataSpec(text=str(path)))
+    assert [s for s, _ in splits.val] == lines[-2:] and splits.kind == "lm"
+    workspace = build_workspace(DataSpec(text=str(path)), "rnn-lm", preset="tiny")
+    assert workspace.tokenizer.kind == "char"
+
+
+def test_parallel_files_with_their_own_validation(tmp_path):
+    for name, text in {"train.de": "ein hund\nzwei katzen\n", "train.en": "a dog\ntwo cats\n",
+                       "val.de": "ein hund\n", "val.en": "a dog\n"}.items():
+        (tmp_path / name).write_text(text)
+    spec = DataSpec(src=str(tmp_path / "train.de"), tgt=str(tmp_path / "train.en"),
+                    val_src=str(tmp_path / "val.de"), val_tgt=str(tmp_path / "val.en"))
+    splits = read_data(spec)
+    assert splits.train == [("ein hund", "a dog"), ("zwei katzen", "two cats")]
+    assert splits.val == [("ein hund", "a dog")]
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: DataSpec(), "exactly one data source"),
+        (lambda: DataSpec(task="copy", text="x.txt"), "exactly one data source"),
+        (lambda: DataSpec(src="a.txt"), "go together"),
+        (lambda: build_workspace(DataSpec(task="copy"), "gpt"), "gpt model needs"),
+        (lambda: build_workspace(DataSpec(task="brackets", n_train=5, n_val=2), "seq2seq"),
+         "seq2seq model needs"),
+        (lambda: build_workspace(DataSpec(task="nope"), "seq2seq"), "unknown task"),
+        (lambda: build_workspace(DataSpec(task="copy", n_train=5, n_val=2), "lstm"),
+         "unknown model family"),
+        (lambda: build_workspace(DataSpec(task="copy", n_train=5, n_val=2), "seq2seq",
+                                 attention="psychic"), "unknown attention"),
+        (lambda: build_workspace(DataSpec(text="/no/such/file.txt"), "gpt"), "file.txt"),
+    ],
+)
+def test_bad_specs_are_user_errors(make, message):
+    with pytest.raises(UserError, match=message):
+        make()
