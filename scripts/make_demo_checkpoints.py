@@ -1,4 +1,4 @@
-"""Train the two demo checkpoints that ship with the app (explorer/resources/demo/).
+"""Train the two demo checkpoints that ship with the app (resources/demo/, installed as explorer.resources).
 
     python scripts/make_demo_checkpoints.py            # both, ~3 min each on one CPU thread
     python scripts/make_demo_checkpoints.py --only dates-gru-additive --minutes 1

@@ -22,6 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import importlib.resources
+
 from explorer.errors import UserError
 
 FORMAT = "sequence-model-explorer/checkpoint/1"
@@ -32,8 +34,8 @@ METRICS_FILE = "metrics.jsonl"
 
 
 def demo_dir() -> Path:
-    """Shipped inside the package (explorer/resources/demo), so installs carry it."""
-    return Path(__file__).resolve().parent.parent / "resources" / "demo"
+    """The repo's resources/demo, installed as the package data of explorer.resources."""
+    return Path(str(importlib.resources.files("explorer.resources") / "demo"))
 
 
 def demo_checkpoints() -> dict[str, Path]:

@@ -11,6 +11,7 @@ class AppBus(QObject):
     eval_metrics = Signal(object)  # explorer.events.EvalMetrics
     probe = Signal(object)  # explorer.events.ProbeSnapshot
     training_state = Signal(str)  # "idle", "running", "paused" or "stopped"
+    train_config_changed = Signal(object)  # the TrainConfig in use (lr, clip τ, ...)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)

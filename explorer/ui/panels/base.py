@@ -26,6 +26,11 @@ class Panel(QWidget):
         """True once the panel draws real data (used by `explorer gui --smoke`)."""
         raise NotImplementedError
 
+    def shutdown(self) -> None:
+        """Stop and wait for the panel's own workers. The main window calls it before it closes;
+        the default closes the panel, so a panel that cleans up in closeEvent is covered too."""
+        self.close()
+
     def plot_items(self) -> dict[str, object]:
         """Name -> pyqtgraph item (PlotItem, GraphicsLayout or scene) exported as PNG and SVG."""
         raise NotImplementedError

@@ -1,0 +1,188 @@
+"""GUI benchmarks: throughput, responsiveness and start-up of the desktop app.
+
+    python benchmarks/bench_gui.py [--steps 300] [--repeats 3] [--rounds 3]
+
+1. throughput: tokens/s of training inside the app (worker thread, every panel live, the probe
+   on) against headless training (`Trainer.run()` on the main thread) of the same model, data,
+   config and seed. Target: >= 0.9.
+2. responsiveness: while the app trains, a 10 ms QTimer on the GUI thread; how late each tick
+   comes. Target: 99th percentile < 50 ms.
+3. start-up: seconds from process start to the main window's first paint, against a bare
+   PySide6 + pyqtgraph window's first paint (median of --repeats child processes). Target: <= 1.5x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def make_workspace(steps: int):
+    import torch
+
+    from explorer.training.config import TrainConfig
+    from explorer.training.setup import DataSpec, build_workspace
+
+    torch.manual_seed(0)
+    workspace = build_workspace(DataSpec(task="reverse", n_train=2000, n_val=64), "transformer",
+                                preset="tiny", seed=0)
+    workspace.train_config = TrainConfig(batch_size=32, steps=steps, eval_every=0, bleu_examples=16,
+                                         seed=0, device="cpu")
+    return workspace
+
+
+def headless_tokens_per_s(steps: int) -> float:
+    from explorer.events import StepMetrics
+    from explorer.training.engine import Trainer
+
+    workspace = make_workspace(steps)
+    tokens, started = 0, time.perf_counter()
+    for event in Trainer(workspace, workspace.train_config).run():
+        if isinstance(event, StepMetrics):
+            tokens += event.tokens
+    return tokens / (time.perf_counter() - started)
+
+
+def app_run(steps: int) -> dict:
+    """Train in the real main window; measure tokens/s and the lateness of a 10 ms GUI timer."""
+    from PySide6.QtCore import QSettings, QTimer
+    import tempfile
+
+    from explorer.ui.app import create_application
+    from explorer.ui.main_window import MainWindow
+
+    app = create_application()
+    tmp = tempfile.mkdtemp(prefix="bench-gui-")
+    window = MainWindow(settings=QSettings(f"{tmp}/settings.ini", QSettings.Format.IniFormat),
+                        load_demo=False)
+    window.resize(1400, 900)
+    window.show()
+    workspace = make_workspace(steps)
+    window.controller.set_workspace(workspace)
+    while window.controller.jobs:  # the first evaluation lands before the clock starts
+        app.processEvents()
+    result: dict = {"tokens": 0, "lateness_ms": []}
+    window.bus.step_metrics.connect(lambda batch: result.__setitem__(
+        "tokens", result["tokens"] + sum(s.tokens for s in batch)))
+    timer = QTimer()
+    timer.setInterval(10)
+    last = [time.perf_counter()]
+
+    def tick() -> None:
+        now = time.perf_counter()
+        result["lateness_ms"].append(max(0.0, (now - last[0]) * 1000 - 10))
+        last[0] = now
+
+    timer.timeout.connect(tick)
+    window.controller.training_finished.connect(lambda _: app.quit())
+    started = time.perf_counter()
+    timer.start()
+    window.controller.train()
+    app.exec()
+    elapsed = time.perf_counter() - started
+    timer.stop()
+    result["tokens_per_s"] = result["tokens"] / elapsed
+    window.close()
+    return result
+
+
+FIRST_PAINT_CHILD = r"""
+import os, sys
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, os.getcwd())
+from explorer.ui.smoke import process_age_s
+from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtWidgets import QApplication, QMainWindow
+
+class FirstFrame(QObject):
+    # the first Paint event starts the first frame; the frame is done when the event loop is
+    # next idle (every widget of one frame paints in the same backing-store flush)
+    seen = False
+    def eventFilter(self, obj, event):
+        if event.type() == QEvent.Type.Paint and not self.seen:
+            self.seen = True
+            QTimer.singleShot(0, self.done)
+        return False
+    def done(self):
+        print(process_age_s(), flush=True)
+        QApplication.instance().quit()
+
+if sys.argv[1] == "bare":
+    import pyqtgraph as pg
+    app = QApplication(sys.argv)
+    window = QMainWindow()
+    window.setCentralWidget(pg.PlotWidget())
+else:
+    import tempfile
+    from PySide6.QtCore import QSettings
+    from explorer.ui.app import create_application
+    from explorer.ui.main_window import MainWindow
+    app = create_application()
+    settings = QSettings(tempfile.mkdtemp() + "/s.ini", QSettings.Format.IniFormat)
+    window = MainWindow(settings=settings, load_demo=False)
+first_frame = FirstFrame()
+app.installEventFilter(first_frame)
+window.resize(1400, 900)
+window.show()
+app.exec()
+window.close()
+"""
+
+
+def first_paint_s(which: str, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        out = subprocess.run([sys.executable, "-c", FIRST_PAINT_CHILD, which], capture_output=True,
+                             text=True, timeout=120, cwd=os.path.dirname(os.path.dirname(__file__)))
+        times.append(float(out.stdout.strip().splitlines()[-1]))
+    return statistics.median(times)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=3, help="start-up measurements")
+    parser.add_argument("--rounds", type=int, default=3, help="headless + in-app training pairs")
+    args = parser.parse_args()
+
+    bare = first_paint_s("bare", args.repeats)
+    app_paint = first_paint_s("app", args.repeats)
+    # the machine is shared: alternate headless and in-app runs and compare medians
+    headless_runs, app_runs = [], []
+    for _ in range(args.rounds):
+        headless_runs.append(headless_tokens_per_s(args.steps))
+        app_runs.append(app_run(args.steps))
+    headless = statistics.median(headless_runs)
+    in_app_tokens = statistics.median(run["tokens_per_s"] for run in app_runs)
+    lateness = sorted(tick for run in app_runs for tick in run["lateness_ms"])
+    p99 = lateness[min(len(lateness) - 1, int(0.99 * len(lateness)))] if lateness else float("nan")
+    report = {
+        "headless_tokens_per_s": round(headless),
+        "app_tokens_per_s": round(in_app_tokens),
+        "throughput_ratio": round(in_app_tokens / headless, 3),
+        "rounds": args.rounds,
+        "timer_ticks": len(lateness),
+        "timer_late_p50_ms": round(statistics.median(lateness), 2) if lateness else None,
+        "timer_late_p99_ms": round(p99, 2),
+        "bare_first_paint_s": round(bare, 3),
+        "app_first_paint_s": round(app_paint, 3),
+        "first_paint_ratio": round(app_paint / bare, 3),
+    }
+    report["pass"] = {
+        "throughput >= 0.9": report["throughput_ratio"] >= 0.9,
+        "p99 lateness < 50 ms": p99 < 50,
+        "first paint <= 1.5x": report["first_paint_ratio"] <= 1.5,
+    }
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

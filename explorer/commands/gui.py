@@ -1,0 +1,29 @@
+"""`explorer gui`: open the desktop app (also what `explorer` alone does)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--checkpoint", metavar="DIR",
+        help="open this checkpoint folder instead of the built-in demo",
+    )
+    parser.add_argument(
+        "--smoke", action="store_true",
+        help="start, open the demo, train 20 steps, draw and export every panel, print a JSON "
+        "report and exit (0 only if every panel drew real content without a Qt warning)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from explorer.errors import UserError
+
+    if args.checkpoint and not (Path(args.checkpoint) / "config.json").is_file():
+        raise UserError(f"{args.checkpoint} is not a checkpoint folder (no config.json in it)")
+    from explorer.ui.app import run_app
+
+    return run_app(smoke=args.smoke, checkpoint=args.checkpoint)

@@ -1,0 +1,105 @@
+"""Every QAction of the main window, with its shortcut and tooltip, in one place."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from PySide6.QtGui import QAction, QKeySequence
+
+# name -> (text, shortcut, standard icon name or None, tooltip)
+ACTIONS = {
+    "open": (
+        "&Open…", "Ctrl+O", "document-open",
+        "Open a text or parallel corpus, or a checkpoint folder",
+    ),
+    "open_checkpoint": (
+        "Open &checkpoint…", "Ctrl+Shift+O", None,
+        "Open a checkpoint folder",
+    ),
+    "save_checkpoint": (
+        "&Save checkpoint…", "Ctrl+S", "document-save",
+        "Save the model, tokenizers, optimiser and history",
+    ),
+    "export_all": (
+        "Export &all…", "Ctrl+E", None,
+        "Export every panel as PNG, SVG and CSV into one folder",
+    ),
+    "quit": (
+        "&Quit", "Ctrl+Q", None,
+        "Stop training and close the app",
+    ),
+    "new_model": (
+        "&New model…", "Ctrl+N", "document-new",
+        "Choose an architecture, cell, attention and size, then build it",
+    ),
+    "data": (
+        "&Data…", "Ctrl+D", None,
+        "Pick a built-in task or open files; preview pairs, tokens and vocabulary",
+    ),
+    "summary": (
+        "Model &summary", "Ctrl+I", None,
+        "The model's configuration and parameter count",
+    ),
+    "train": (
+        "&Train", "Ctrl+T", "media-playback-start",
+        "Train the model in the background (resumes when paused)",
+    ),
+    "pause": (
+        "&Pause", "Space", "media-playback-pause",
+        "Pause or resume training between two steps",
+    ),
+    "step": (
+        "S&tep", "Ctrl+Right", "media-skip-forward",
+        "Run exactly one optimisation step",
+    ),
+    "stop": (
+        "St&op", "Ctrl+.", "media-playback-stop",
+        "Stop training after the current step; nothing trained is lost",
+    ),
+    "resume": (
+        "&Resume from checkpoint…", "Ctrl+R", None,
+        "Open a checkpoint and continue training it",
+    ),
+    "reset_layout": (
+        "&Reset layout", None, None,
+        "Put every panel back where it started",
+    ),
+    "about": (
+        "&About", None, None,
+        "About Sequence Model Explorer",
+    ),
+    "shortcuts": (
+        "&Keyboard shortcuts", "F1", None,
+        "Every keyboard shortcut of the app",
+    ),
+}
+
+
+def build_actions(window) -> SimpleNamespace:
+    from PySide6.QtGui import QIcon
+
+    actions = {}
+    for name, (text, shortcut, icon, tooltip) in ACTIONS.items():
+        action = QAction(text, window)
+        action.setObjectName(f"action_{name}")
+        if shortcut:
+            action.setShortcut(QKeySequence(shortcut))
+            keys = QKeySequence(shortcut).toString(QKeySequence.SequenceFormat.NativeText)
+            tooltip = f"{tooltip} ({keys})"
+        action.setToolTip(tooltip)
+        action.setStatusTip(tooltip)
+        if icon and QIcon.hasThemeIcon(icon):
+            action.setIcon(QIcon.fromTheme(icon))
+        actions[name] = action
+    actions["pause"].setCheckable(True)
+    actions["quit"].setShortcut(QKeySequence(QKeySequence.StandardKey.Quit))
+    return SimpleNamespace(**actions)
+
+
+def shortcut_rows() -> list[tuple[str, str]]:
+    """(action, keys) for the keyboard-shortcuts dialog."""
+    return [
+        (text.replace("&", "").rstrip("…"), shortcut)
+        for text, shortcut, _, _ in ACTIONS.values()
+        if shortcut
+    ]

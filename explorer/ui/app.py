@@ -1,0 +1,111 @@
+"""The QApplication: names for QSettings, high-DPI policy, the light/dark theme, and `run_app`."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+ORGANISATION = "SequenceModelExplorer"
+APPLICATION = "Sequence Model Explorer"
+
+
+def ensure_display() -> None:
+    """No X11/Wayland display (CI, ssh): render offscreen rather than abort."""
+    if sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def create_application(argv: list[str] | None = None):
+    from PySide6.QtCore import QCoreApplication, Qt
+    from PySide6.QtGui import QGuiApplication
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance()
+    if app is None:
+        # fractional scale factors (125%, 150%) as they are: crisp text instead of rounding to 1x/2x
+        QGuiApplication.setHighDpiScaleFactorRoundingPolicy(
+            Qt.HighDpiScaleFactorRoundingPolicy.PassThrough
+        )
+        app = QApplication(list(argv or [sys.argv[0]]))
+    QCoreApplication.setOrganizationName(ORGANISATION)
+    QCoreApplication.setApplicationName(APPLICATION)
+    apply_theme(app)
+    app.styleHints().colorSchemeChanged.connect(lambda *_: apply_theme(app))
+    return app
+
+
+def is_dark(app) -> bool:
+    from PySide6.QtGui import QPalette
+
+    return app.palette().color(QPalette.ColorRole.Window).lightness() < 128
+
+
+def apply_theme(app) -> None:
+    """pyqtgraph follows the system palette: plots new and old get its background and text."""
+    import pyqtgraph as pg
+    from PySide6.QtGui import QPalette
+
+    palette = app.palette()
+    background = palette.color(QPalette.ColorRole.Base)
+    foreground = palette.color(QPalette.ColorRole.Text)
+    pg.setConfigOptions(background=background, foreground=foreground, antialias=True)
+    for widget in app.allWidgets():
+        if isinstance(widget, pg.GraphicsView):
+            widget.setBackground(background)
+
+
+# The offscreen platform (no display) cannot apply size hints and warns on every dialog resize;
+# it says nothing about the app, so it is not counted.
+PLATFORM_NOISE = ("This plugin does not support propagateSizeHints()",)
+
+
+class QtMessageLog:
+    """Records Qt's warnings (smoke runs fail on any) and passes every message on to stderr."""
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+        self._previous = None
+
+    def install(self) -> None:
+        from PySide6.QtCore import qInstallMessageHandler
+
+        self._previous = qInstallMessageHandler(self._handle)
+
+    def uninstall(self) -> None:
+        from PySide6.QtCore import qInstallMessageHandler
+
+        qInstallMessageHandler(self._previous)
+
+    def _handle(self, mode, context, message: str) -> None:
+        from PySide6.QtCore import QtMsgType
+
+        if message in PLATFORM_NOISE:
+            return
+        if mode in (QtMsgType.QtWarningMsg, QtMsgType.QtCriticalMsg, QtMsgType.QtFatalMsg):
+            self.warnings.append(message)
+        if mode != QtMsgType.QtDebugMsg:
+            print(message, file=sys.stderr)
+
+
+def run_app(
+    argv: list[str] | None = None, smoke: bool = False, checkpoint: str | None = None
+) -> int:
+    """Show the main window (opening `checkpoint`, or the built-in demo) and run the event loop."""
+    ensure_display()
+    if smoke:
+        from explorer.ui.smoke import run_smoke
+
+        return run_smoke(checkpoint=checkpoint)
+    app = create_application(argv)
+    log = QtMessageLog()
+    log.install()
+    from explorer.ui.main_window import MainWindow
+
+    window = MainWindow(checkpoint=checkpoint, load_demo=checkpoint is None)
+    window.show()
+    try:
+        return app.exec()
+    finally:
+        log.uninstall()

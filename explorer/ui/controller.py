@@ -1,0 +1,316 @@
+"""The glue between a workspace, the worker threads and the AppBus.
+
+The controller owns the one workspace and at most one training thread. While training runs the
+model belongs to the worker thread: the GUI thread only sees the plain-data events the worker
+sends (at most ~30 batches a second) and re-emits them on the bus for the panels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, Signal
+
+from explorer.ui.bus import AppBus
+from explorer.ui.training_worker import JobWorker, TrainingWorker, WorkerThread, one_line
+
+
+def _core():
+    """The training engine, imported on first use so the window paints before torch loads."""
+    from types import SimpleNamespace
+
+    from explorer.training.checkpoint import load_checkpoint, save_checkpoint
+    from explorer.training.config import TrainConfig
+    from explorer.training.control import LIVE_OPTIONS, TrainerControl
+    from explorer.training.engine import Trainer
+    from explorer.training.evaluation import evaluate
+
+    return SimpleNamespace(
+        Trainer=Trainer, TrainerControl=TrainerControl, TrainConfig=TrainConfig,
+        LIVE_OPTIONS=LIVE_OPTIONS, evaluate=evaluate, load_checkpoint=load_checkpoint,
+        save_checkpoint=save_checkpoint,
+    )
+
+
+PROBE_EVERY_S = 1.0
+
+
+class FixedProbeInput:
+    """A probe input that never changes: the workspace's first validation example."""
+
+    def __init__(self, workspace) -> None:
+        from explorer.analysis.probe import default_probe_input
+
+        self.text = default_probe_input(workspace)
+
+
+class Controller(QObject):
+    error = Signal(str)  # one line, shown as a dialog by the main window
+    stats = Signal(object)  # the newest StepMetrics, for the status bar
+    busy = Signal(str)  # "" when idle, else what runs in the background
+    device_changed = Signal(str)  # where the model trains, e.g. "cpu" or "cuda:0"
+    training_finished = Signal(object)  # explorer.events.TrainingFinished
+
+    def __init__(self, bus: AppBus, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.bus = bus
+        self.workspace = None
+        self.train_config = None
+        self.control = None
+        self.training: WorkerThread | None = None
+        self.jobs: list[WorkerThread] = []
+        self.state = "idle"
+        self.finished_runs = 0
+        self._target_steps: int | None = None
+        # what the trainer probes: an object whose `.text` is (source, target), read between steps
+        # from the training thread (the attention panel's editable ProbeInput, when there is one)
+        self.probe_input = None
+        self._resume_steps: int | None = None
+
+    # -- workspace -------------------------------------------------------------------------------
+
+    def set_workspace(self, workspace) -> None:
+        self.stop_training()
+        self.workspace = workspace
+        self.train_config = getattr(workspace, "train_config", None) or _core().TrainConfig()
+        self.bus.set_workspace(workspace)
+        self.bus.train_config_changed.emit(self.train_config)
+        self._set_state("idle")
+        if workspace is not None:
+            self.run_job(first_look, workspace, on_done=self._on_first_look, label="evaluating")
+
+    def open_checkpoint(self, folder: str | Path) -> None:
+        """Load a checkpoint directory in a worker; the current training (if any) stops first."""
+        self.stop_training()
+        self.run_job(_load_checkpoint, str(folder), on_done=self.set_workspace, label="loading")
+
+    def resume_from(self, folder: str | Path, steps: int | None = None) -> None:
+        """Open a checkpoint and go on training it (its optimiser state included)."""
+        self.stop_training()
+        self._resume_steps = steps
+        self.run_job(_load_checkpoint, str(folder), on_done=self._train_loaded, label="loading")
+
+    def _train_loaded(self, workspace) -> None:
+        self.set_workspace(workspace)
+        self.train(steps=self._resume_steps)
+
+    def save_checkpoint(self, folder: str | Path) -> Path:
+        """Save between steps: a running trainer stops (leaving its optimiser state in the
+        workspace), the checkpoint is written, and training goes on from the same step."""
+        if self.workspace is None:
+            raise _user_error("there is no model to save yet")
+        was_training = self.is_training()
+        paused = was_training and self.control.paused
+        self.stop_training()
+        self.workspace.train_config = self.train_config
+        try:
+            return Path(_core().save_checkpoint(self.workspace, Path(folder)))
+        finally:
+            if was_training:
+                self.train(steps=self._steps_left(), paused=paused)
+
+    def _steps_left(self) -> int | None:
+        if self._target_steps is None:
+            return None
+        return max(1, self._target_steps - self.workspace.step)
+
+    # -- training --------------------------------------------------------------------------------
+
+    def update_train_config(self, **changes) -> None:
+        """Change lr, batch size, clip τ, device or seed; a running trainer picks them up."""
+        changes = {k: v for k, v in changes.items() if getattr(self.train_config, k, v) != v}
+        if not changes or self.train_config is None:
+            return
+        self.train_config = dataclasses.replace(self.train_config, **changes)
+        self.bus.train_config_changed.emit(self.train_config)
+        if self.control is None or not self.is_training():
+            return
+        live = {k: v for k, v in changes.items() if k in _core().LIVE_OPTIONS}
+        if live == changes:
+            self.control.update(**live)
+            return
+        # batch size, device and seed shape the data feed and the optimiser: restart from this step
+        paused = self.control.paused
+        self.stop_training()
+        self.train(steps=self._steps_left(), paused=paused)
+
+    def is_training(self) -> bool:
+        return self.training is not None and self.training.is_running()
+
+    def train(self, steps: int | None = None, paused: bool = False) -> None:
+        """Start (or, when paused, resume) training the workspace from its current step."""
+        if self.workspace is None:
+            self.error.emit("Create or open a model first (Model ▸ New model, or File ▸ Open).")
+            return
+        if self.is_training():
+            self.resume()
+            return
+        for job in list(self.jobs):  # an evaluation still reading the weights finishes first
+            job.wait()
+        core = _core()
+        config = self.train_config
+        if steps is not None:
+            config = dataclasses.replace(config, steps=self.workspace.step + steps)
+        # a probe costs the attention and gradient panels a full repaint: at most one a second
+        # keeps the GUI thread (and the GIL) free for a steady frame rate
+        config = dataclasses.replace(config, probe_every_s=max(config.probe_every_s, PROBE_EVERY_S))
+        self._target_steps = config.steps
+        self.control = core.TrainerControl()
+        if paused:
+            self.control.pause()
+        try:  # e.g. a device that is not there: say so, keep the model
+            trainer = core.Trainer(self.workspace, config, control=self.control)
+        except Exception as exc:  # noqa: BLE001
+            self.error.emit(one_line(exc))
+            return
+        self.device_changed.emit(str(trainer.device))
+        from explorer.analysis.probe import make_probe_fn
+
+        probe_input = self.probe_input or FixedProbeInput(self.workspace)
+        trainer.probe_fn = make_probe_fn(self.workspace, probe_input)
+        worker = TrainingWorker(trainer, self.control)
+        worker.batch.connect(self._on_batch)
+        worker.failed.connect(self.error)
+        worker.finished.connect(self._on_finished)
+        self.training = WorkerThread(worker, [worker.finished], self)
+        self.training.start()
+        self._set_state("paused" if paused else "running")
+
+    def pause(self) -> None:
+        if self.is_training():
+            self.control.pause()
+            self._set_state("paused")
+
+    def resume(self) -> None:
+        if self.is_training():
+            self.control.resume()
+            self._set_state("running")
+
+    def step_once(self) -> None:
+        """One optimisation step: from idle, a paused run is started and stepped."""
+        if not self.is_training():
+            self.train(paused=True)
+            if not self.is_training():
+                return
+        self.control.step_once()
+        self._set_state("paused")
+
+    def stop_training(self) -> None:
+        """Stop and join the training thread; safe to call at any time."""
+        if self.training is None:
+            return
+        self.training.stop(self.control)
+        self.training.wait()
+        # deliver what the worker queued before it ended (last steps, `finished`) now, so no
+        # signal of this run can arrive after a new run or another workspace has started
+        QCoreApplication.sendPostedEvents(self, QEvent.Type.MetaCall)
+        if self.training is not None:
+            self.training = None
+            self._set_state("stopped")
+
+    def shutdown(self) -> None:
+        """End every thread before the window goes: nothing may outlive its owner."""
+        self.stop_training()
+        for job in list(self.jobs):
+            job.stop()
+            job.wait()
+        self.jobs.clear()
+
+    # -- background jobs -------------------------------------------------------------------------
+
+    def run_job(self, fn, *args, on_done=None, label: str = "working") -> WorkerThread:
+        worker = JobWorker(fn, *args)
+        if on_done is not None:
+            worker.done.connect(on_done)
+        worker.failed.connect(self.error)
+        job = WorkerThread(worker, [worker.done, worker.failed], self)
+        job.ended.connect(lambda: self._job_ended(job))
+        self.jobs.append(job)
+        self.busy.emit(label)
+        job.start()
+        return job
+
+    def _job_ended(self, job: WorkerThread) -> None:
+        job.wait()
+        if job in self.jobs:
+            self.jobs.remove(job)
+        if not self.jobs:
+            self.busy.emit("")
+
+    def _on_first_look(self, result) -> None:
+        workspace, metrics = result
+        if workspace is self.workspace and metrics is not None:  # not replaced meanwhile
+            self.bus.eval_metrics.emit(metrics)
+
+    # -- events from the training worker ---------------------------------------------------------
+
+    def _on_batch(self, batch) -> None:
+        if batch.steps:
+            self.bus.step_metrics.emit(batch.steps)
+            self.stats.emit(batch.steps[-1])
+        for metrics in batch.evals:
+            self.bus.eval_metrics.emit(metrics)
+        if batch.probe is not None:
+            self.bus.probe.emit(batch.probe)
+
+    def _on_finished(self, finished) -> None:
+        self.finished_runs += 1
+        current = self.training is not None and self.sender() is self.training.worker
+        if current:  # not a run that stop_training() already joined and replaced
+            self.training.wait()
+            self.training = None
+            self._set_state("idle" if finished.reason == "done" else "stopped")
+        self.training_finished.emit(finished)
+
+    def _set_state(self, state: str) -> None:
+        if state != self.state:
+            self.state = state
+            self.bus.training_state.emit(state)
+
+
+def _load_checkpoint(folder: str):
+    return _core().load_checkpoint(folder)
+
+
+def first_look(workspace):
+    """What the curves and BLEU panels show before any training: a quick evaluation, with BLEU of
+    greedy decodes of a few validation sentences for seq2seq models. Runs in a worker thread."""
+    if workspace.data is None:
+        return workspace, None
+    return workspace, _core().evaluate(workspace, bleu_examples=16 if workspace.is_seq2seq else 0)
+
+
+def _user_error(message: str):
+    from explorer.errors import UserError
+
+    return UserError(message)
+
+
+DEFAULT_TASKS = {"lm": "brackets", "seq2seq": "reverse"}
+DEFAULT_FAMILIES = {"lm": "rnn-lm", "seq2seq": "seq2seq"}
+
+
+def build_workspace_job(model_config, data_spec, current):
+    """A fresh workspace (runs in a worker). A new model keeps the current data when its kind
+    fits; new data keeps the current architecture when it fits; otherwise a default fills in."""
+    from dataclasses import asdict
+
+    from explorer.training.setup import LM_FAMILIES, DataSpec, build_workspace
+
+    current_spec = getattr(current, "data_spec", None)
+    if model_config is None:  # new data, same architecture if it can read it
+        kind = data_spec.kind
+        config = getattr(getattr(current, "model", None), "config", None)
+        if config is None or (config.family in LM_FAMILIES) != (kind == "lm"):
+            return build_workspace(data_spec, DEFAULT_FAMILIES[kind], preset="tiny")
+        overrides = {k: v for k, v in asdict(config).items()
+                     if k not in ("family", "vocab_size", "src_vocab_size")}
+        return build_workspace(data_spec, config.family, **overrides)
+    kind = "lm" if model_config.family in LM_FAMILIES else "seq2seq"
+    if data_spec is None:
+        data_spec = current_spec if current_spec is not None and current_spec.kind == kind else None
+        data_spec = data_spec or DataSpec(task=DEFAULT_TASKS[kind])
+    overrides = {k: v for k, v in asdict(model_config).items()
+                 if k not in ("family", "vocab_size", "src_vocab_size")}
+    return build_workspace(data_spec, model_config.family, **overrides)

@@ -1,0 +1,1 @@
+"""Dialogs of the main window: new model, data, about and keyboard shortcuts."""

@@ -1,0 +1,498 @@
+"""The main window: one dock per panel, menus, toolbar, status bar, settings and drag-and-drop.
+
+torch is imported only after the first paint: the window shows at once, then a queued call opens
+the checkpoint (or the built-in demo) through the controller's worker thread.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+)
+
+from explorer.ui.actions import build_actions
+from explorer.ui.app import APPLICATION, ORGANISATION
+from explorer.ui.bus import AppBus
+from explorer.ui.controller import Controller
+from explorer.ui.menus import build_menus, fill_recent
+from explorer.ui.panels import PANELS, panel_class
+from explorer.ui.training_controls import TrainingControls
+
+MAX_RECENT = 10
+DATA_SUFFIXES = (".txt", ".tsv", ".gz", ".src", ".tgt", ".en", ".de", ".fr")
+
+
+class MainWindow(QMainWindow):
+    first_painted = Signal(float)  # time.perf_counter() of the first paint
+    panels_created = Signal()
+    error_shown = Signal(str)
+
+    def __init__(self, settings: QSettings | None = None, checkpoint: str | None = None,
+                 load_demo: bool = True) -> None:
+        super().__init__()
+        self.setObjectName("main_window")
+        self.setWindowTitle(APPLICATION)
+        self.settings = settings or QSettings(
+            QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORGANISATION, APPLICATION
+        )
+        self.bus = AppBus(self)
+        self.controller = Controller(self.bus, self)
+        self.first_paint_time: float | None = None
+        self.error_boxes: list[QMessageBox] = []
+        self._closing = False
+        self._sized = False
+
+        self.setDockNestingEnabled(True)
+        self.setDockOptions(
+            QMainWindow.DockOption.AnimatedDocks | QMainWindow.DockOption.AllowTabbedDocks
+            | QMainWindow.DockOption.AllowNestedDocks
+        )
+        self.panels: dict[str, object] = {}
+        self.docks: dict[str, QDockWidget] = {}
+        self.missing_panels: dict[str, str] = {}
+        self.actions = build_actions(self)
+        self._create_docks()
+        self.controls_dock = QDockWidget("Training", self)
+        self.controls_dock.setObjectName("training_controls")
+        self.controls = TrainingControls(self)
+        self.controls_dock.setWidget(self.controls)
+        self._arrange_default_layout()
+        build_menus(self)
+        self._create_status_bar()
+        self._connect()
+        self.default_state = self.saveState()
+        self.setAcceptDrops(True)
+        self.resize(1400, 900)
+        self._restore_settings()
+
+        self._startup_checkpoint = checkpoint
+        self._load_demo = load_demo
+
+    # -- construction ----------------------------------------------------------------------------
+
+    def _create_docks(self) -> None:
+        """One dock per panel, named by its id; the panel itself comes after the first paint."""
+        for panel_id, _ in PANELS:
+            dock = QDockWidget(panel_id.capitalize(), self)
+            dock.setObjectName(panel_id)
+            placeholder = QLabel("Loading…")
+            placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            dock.setWidget(placeholder)
+            self.docks[panel_id] = dock
+
+    def create_panels(self) -> None:
+        """Import and build every panel into its dock (once). Panel modules import torch, so the
+        app calls this after the window's first paint."""
+        if self.panels or self.missing_panels:
+            return
+        for panel_id, spec in PANELS:
+            dock = self.docks[panel_id]
+            try:
+                panel = panel_class(spec)(self.bus)
+            except (ImportError, AttributeError) as exc:  # a panel still being written
+                self.missing_panels[panel_id] = f"{type(exc).__name__}: {exc}"
+                dock.widget().setText(f"{panel_id} is not available: {exc}")
+                continue
+            old = dock.widget()
+            dock.setWidget(panel)
+            old.deleteLater()
+            dock.setWindowTitle(panel.TITLE or panel_id)
+            dock.setToolTip(panel.TOOLTIP)
+            self.panels[panel_id] = panel
+        attention = self.panels.get("attention")
+        self.controller.probe_input = getattr(attention, "probe_holder", None)
+        if self.missing_panels:
+            self.statusBar().showMessage("Panels not available: " + ", ".join(self.missing_panels))
+        self.panels_created.emit()
+
+    def _arrange_default_layout(self) -> None:
+        """Training controls at the far left, curves over BLEU beside them, and on the right the
+        attention-like panels tabbed above the decoding panels, tabbed too."""
+        left = Qt.DockWidgetArea.LeftDockWidgetArea
+        right = Qt.DockWidgetArea.RightDockWidgetArea
+        d = self.docks
+        self.addDockWidget(left, self.controls_dock)
+        self.splitDockWidget(self.controls_dock, d["curves"], Qt.Orientation.Horizontal)
+        self.splitDockWidget(d["curves"], d["bleu"], Qt.Orientation.Vertical)
+        placed = {"curves", "bleu"}
+        self.addDockWidget(right, d["attention"])
+        self.splitDockWidget(d["attention"], d["beam"], Qt.Orientation.Vertical)
+        for ids in (("attention", "positional", "gradients"), ("beam", "step", "compare")):
+            for panel_id in ids[1:]:
+                self.tabifyDockWidget(d[ids[0]], d[panel_id])
+            d[ids[0]].raise_()
+            placed.update(ids)
+        for panel_id, dock in d.items():  # panels added to PANELS later
+            if panel_id not in placed:
+                self.addDockWidget(right, dock)
+
+    def apply_default_sizes(self) -> None:
+        """Proportions of the default layout for the window's current size."""
+        width, height = self.width(), self.height()
+        controls = 250
+        self.resizeDocks([self.controls_dock, self.docks["curves"], self.docks["attention"]],
+                         [controls, (width - controls) * 45 // 100, (width - controls) * 55 // 100],
+                         Qt.Orientation.Horizontal)
+        self.resizeDocks([self.docks["attention"], self.docks["beam"]],
+                         [height * 50 // 100, height * 50 // 100], Qt.Orientation.Vertical)
+        self.resizeDocks([self.docks["curves"], self.docks["bleu"]],
+                         [height * 55 // 100, height * 45 // 100], Qt.Orientation.Vertical)
+
+    def _create_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.device_label = QLabel("device: –")
+        self.device_label.setToolTip("The device the model trains on")
+        self.step_label = QLabel("step: –")
+        self.step_label.setToolTip("Optimisation steps done")
+        self.speed_label = QLabel("tokens/s: –")
+        self.speed_label.setToolTip("Target tokens per second, training throughput")
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(180)
+        self.progress.setToolTip("Progress of the current training run")
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        for widget in (self.device_label, self.step_label, self.speed_label, self.progress):
+            bar.addPermanentWidget(widget)
+
+    def _connect(self) -> None:
+        a, c = self.actions, self.controller
+        a.open.triggered.connect(self.open_dialog)
+        a.open_checkpoint.triggered.connect(self.open_checkpoint_dialog)
+        a.save_checkpoint.triggered.connect(self.save_checkpoint_dialog)
+        a.export_all.triggered.connect(lambda: self.export_panels(list(self.panels)))
+        a.quit.triggered.connect(self.close)
+        a.new_model.triggered.connect(lambda: self.new_model())
+        a.data.triggered.connect(self.data_dialog)
+        a.summary.triggered.connect(self.show_summary)
+        a.train.triggered.connect(lambda: c.train(steps=self.controls.steps.value()))
+        a.pause.toggled.connect(lambda on: c.pause() if on else c.resume())
+        a.step.triggered.connect(c.step_once)
+        a.stop.triggered.connect(c.stop_training)
+        a.resume.triggered.connect(self.resume_dialog)
+        a.reset_layout.triggered.connect(self.reset_layout)
+        a.about.triggered.connect(self.show_about)
+        a.shortcuts.triggered.connect(self.show_shortcuts)
+        c.error.connect(self.show_error)
+        c.stats.connect(self._show_stats)
+        c.device_changed.connect(lambda device: self.device_label.setText(f"device: {device}"))
+        c.busy.connect(self._show_busy)
+        self.bus.training_state.connect(self._on_training_state)
+        self.bus.workspace_changed.connect(self._on_workspace)
+
+    # -- start-up --------------------------------------------------------------------------------
+
+    def paintEvent(self, event) -> None:
+        super().paintEvent(event)
+        self._painted()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._sized:  # first show: the default proportions, unless a saved layout exists
+            self._sized = True
+            if not isinstance(self.settings.value("window_state"), QByteArray):
+                self.apply_default_sizes()
+        # a window whose docks cover it may never get a paintEvent of its own: do not wait forever
+        QTimer.singleShot(500, self._painted)
+
+    def _painted(self) -> None:
+        if self.first_paint_time is None:
+            self.first_paint_time = time.perf_counter()
+            self.first_painted.emit(self.first_paint_time)
+            QTimer.singleShot(0, self._open_startup)  # after the paint: now torch may load
+
+    def _open_startup(self) -> None:
+        if self._closing:
+            return
+        self.create_panels()
+        if self._startup_checkpoint:
+            self.open_path(self._startup_checkpoint)
+        elif self._load_demo:
+            self.controller.run_job(_demo, on_done=self._open_demo, label="opening the demo")
+
+    def _open_demo(self, demo) -> None:
+        """A demo checkpoint folder, or (none installed) a fresh tiny model on a built-in task."""
+        if self._closing:
+            return
+        if isinstance(demo, Path):
+            self.controller.open_checkpoint(demo)
+        else:
+            self.controller.set_workspace(demo)
+            self.statusBar().showMessage(
+                "No demo checkpoint installed: built a fresh tiny model", 10_000
+            )
+
+    # -- files -----------------------------------------------------------------------------------
+
+    def open_path(self, path: str | Path) -> None:
+        """A checkpoint folder opens the model; a text or corpus file opens the data dialog."""
+        path = Path(path)
+        if path.is_dir():
+            if not (path / "config.json").is_file():
+                self.show_error(f"{path} is not a checkpoint folder (it has no config.json)")
+                return
+            self.add_recent(path)
+            self.controller.open_checkpoint(path)
+            return
+        if not path.is_file():
+            self.show_error(f"{path} does not exist")
+            return
+        from explorer.ui.dialogs.data import DataDialog
+
+        try:
+            dialog = DataDialog(self, files=[str(path)])
+        except Exception as exc:  # noqa: BLE001 - any unreadable file is reported, the app goes on
+            from explorer.ui.training_worker import one_line
+
+            self.show_error(one_line(exc))
+            return
+        self.add_recent(path)
+        self._show_data_dialog(dialog)
+
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open a text or corpus", self._last_folder(),
+            "Text and corpora (*.txt *.tsv *.gz *.src *.tgt);;All files (*)",
+        )
+        if path:
+            self.open_path(path)
+
+    def open_checkpoint_dialog(self) -> None:
+        folder = self._ask_folder("Open a checkpoint folder")
+        if folder:
+            self.open_path(folder)
+
+    def resume_dialog(self) -> None:
+        folder = self._ask_folder("Resume training from a checkpoint")
+        if folder:
+            self.add_recent(folder)
+            self.controller.resume_from(folder, steps=self.controls.steps.value())
+
+    def save_checkpoint_dialog(self) -> None:
+        folder = self._ask_folder("Save checkpoint into folder")
+        if folder:
+            self.save_checkpoint(folder)
+
+    def save_checkpoint(self, folder: str | Path) -> Path | None:
+        try:
+            saved = self.controller.save_checkpoint(folder)
+        except Exception as exc:  # noqa: BLE001
+            from explorer.ui.training_worker import one_line
+
+            self.show_error(one_line(exc))
+            return None
+        self.add_recent(saved)
+        self.statusBar().showMessage(f"Saved {saved}", 5000)
+        return saved
+
+    def export_panels(self, panel_ids: list[str], folder: str | None = None) -> list[Path]:
+        if folder is None:
+            folder = self._ask_folder("Export into folder")
+            if not folder:
+                return []
+        written: list[Path] = []
+        for panel_id in panel_ids:
+            try:
+                written += self.panels[panel_id].export(folder)
+            except Exception as exc:  # noqa: BLE001 - one panel failing must not stop the others
+                from explorer.ui.training_worker import one_line
+
+                self.show_error(f"export of {panel_id} failed: {one_line(exc)}")
+        self.statusBar().showMessage(f"Exported {len(written)} files to {folder}", 5000)
+        return written
+
+    def recent_files(self) -> list[str]:
+        value = self.settings.value("recent_files", [])
+        if isinstance(value, str):  # QSettings gives a single string for a one-element list
+            value = [value]
+        return list(value or [])
+
+    def add_recent(self, path: str | Path) -> None:
+        path = str(Path(path).resolve())
+        recent = [path] + [p for p in self.recent_files() if p != path]
+        self.settings.setValue("recent_files", recent[:MAX_RECENT])
+        self.settings.setValue("last_folder", str(Path(path).parent))
+
+    def fill_recent_menu(self) -> None:
+        fill_recent(self.recent_menu, self.recent_files(), self.open_path)
+
+    def _ask_folder(self, title: str) -> str:
+        return QFileDialog.getExistingDirectory(self, title, self._last_folder())
+
+    def _last_folder(self) -> str:
+        return str(self.settings.value("last_folder", str(Path.home())))
+
+    # -- dialogs ---------------------------------------------------------------------------------
+
+    def new_model(self, preset: str | None = None) -> None:
+        from explorer.ui.dialogs.new_model import NewModelDialog
+
+        workspace = self.controller.workspace
+        sizes = {}
+        if workspace is not None:
+            sizes["vocab_size"] = workspace.tokenizer.vocab_size
+            if workspace.src_tokenizer is not None:
+                sizes["src_vocab_size"] = workspace.src_tokenizer.vocab_size
+        dialog = NewModelDialog(self, preset=preset, **sizes)
+        if workspace is not None:
+            dialog.set_family(workspace.family)
+        dialog.accepted.connect(lambda: self._build_from_dialogs(dialog.model_config(), None))
+        dialog.open()
+        self.last_dialog = dialog
+
+    def data_dialog(self) -> None:
+        from explorer.ui.dialogs.data import DataDialog
+
+        self._show_data_dialog(DataDialog(self))
+
+    def _show_data_dialog(self, dialog) -> None:
+        dialog.accepted.connect(lambda: self._build_from_dialogs(None, dialog.data_spec()))
+        dialog.open()
+        self.last_dialog = dialog
+
+    def _build_from_dialogs(self, model_config, data_spec) -> None:
+        """A new workspace from a model config and/or a data spec; the missing half is kept."""
+        from explorer.ui.controller import build_workspace_job
+
+        self.controller.stop_training()
+        self.controller.run_job(
+            build_workspace_job, model_config, data_spec, self.controller.workspace,
+            on_done=self.controller.set_workspace, label="building the model",
+        )
+
+    def show_summary(self) -> None:
+        from explorer.ui.dialogs.about import model_summary
+
+        QMessageBox.information(self, "Model summary", model_summary(self.controller.workspace))
+
+    def show_about(self) -> None:
+        from explorer.ui.dialogs.about import show_about
+
+        show_about(self)
+
+    def show_shortcuts(self) -> None:
+        from explorer.ui.dialogs.about import ShortcutsDialog
+
+        self.last_dialog = ShortcutsDialog(self)
+        self.last_dialog.open()
+
+    def _forget_error_box(self, box: QMessageBox) -> None:
+        if box in self.error_boxes:
+            self.error_boxes.remove(box)
+
+    def _show_busy(self, label: str) -> None:
+        self.statusBar().showMessage(f"{label}…" if label else "Ready", 3000)
+
+    def show_error(self, message: str) -> None:
+        """A window-modal message box that does not block the caller (nor a test)."""
+        box = QMessageBox(
+            QMessageBox.Icon.Critical, APPLICATION, message, QMessageBox.StandardButton.Ok, self
+        )
+        box.setObjectName("error_box")
+        box.finished.connect(lambda *_: self._forget_error_box(box))
+        self.error_boxes.append(box)
+        box.open()
+        self.statusBar().showMessage(message, 10_000)
+        self.error_shown.emit(message)
+
+    # -- status ----------------------------------------------------------------------------------
+
+    def _show_stats(self, metrics) -> None:
+        self.step_label.setText(f"step: {metrics.step}")
+        self.speed_label.setText(f"tokens/s: {metrics.tokens_per_s:,.0f}")
+        if metrics.total_steps:
+            self.progress.setRange(0, metrics.total_steps)
+            self.progress.setValue(min(metrics.step, metrics.total_steps))
+
+    def _on_training_state(self, state: str) -> None:
+        running = state in ("running", "paused")
+        self.actions.stop.setEnabled(running)
+        self.actions.pause.blockSignals(True)
+        self.actions.pause.setChecked(state == "paused")
+        self.actions.pause.blockSignals(False)
+        self.statusBar().showMessage(f"Training {state}", 3000)
+
+    def _on_workspace(self, workspace) -> None:
+        if workspace is None:
+            return
+        config = self.controller.train_config
+        device = getattr(config, "device", "cpu")
+        try:
+            device = str(next(workspace.model.parameters()).device)
+        except (StopIteration, AttributeError):
+            pass
+        self.device_label.setText(f"device: {device}")
+        self.step_label.setText(f"step: {workspace.step}")
+        name = workspace.task or workspace.family
+        self.setWindowTitle(f"{APPLICATION} — {workspace.family} on {name}")
+
+    # -- layout, settings, drag-and-drop, closing ------------------------------------------------
+
+    def reset_layout(self) -> None:
+        for dock in (*self.docks.values(), self.controls_dock):
+            dock.setFloating(False)
+            dock.show()
+        self.restoreState(self.default_state)
+        self.apply_default_sizes()
+
+    def _restore_settings(self) -> None:
+        geometry = self.settings.value("geometry")
+        state = self.settings.value("window_state")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        if isinstance(state, QByteArray):
+            self.restoreState(state)
+
+    def save_settings(self) -> None:
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.settings.setValue("window_state", self.saveState())
+        self.settings.sync()
+
+    def dragEnterEvent(self, event) -> None:
+        if event.mimeData().hasUrls() and all(u.isLocalFile() for u in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:
+        for url in event.mimeData().urls()[:1]:  # one workspace at a time
+            self.open_path(url.toLocalFile())
+        event.acceptProposedAction()
+
+    def closeEvent(self, event) -> None:
+        self._closing = True
+        self.save_settings()
+        self.controller.shutdown()
+        for panel in self.panels.values():
+            panel.shutdown()  # panels stop and join their own workers
+        # superqt workers run in the global pool: let them end and deliver while panels still exist
+        QThreadPool.globalInstance().waitForDone()
+        QCoreApplication.processEvents()
+        super().closeEvent(event)
+
+
+def _demo():
+    """The demo to open first (runs in a worker): a shipped checkpoint, a Transformer's if there
+    is one (it has something for every panel), else a fresh tiny Transformer on `reverse`."""
+    from explorer.training.checkpoint import demo_checkpoints
+
+    demos = [Path(d) for d in demo_checkpoints().values()]
+    for preferred in ("transformer", "seq2seq"):
+        for demo in demos:
+            if preferred in demo.name:
+                return demo
+    if demos:
+        return demos[0]
+    from explorer.training.config import TrainConfig
+    from explorer.training.setup import DataSpec, build_workspace
+
+    workspace = build_workspace(DataSpec(task="reverse", n_train=1000, n_val=50), "transformer",
+                                preset="tiny")
+    workspace.train_config = TrainConfig(batch_size=32, eval_every=50, bleu_examples=32, lr=1e-3)
+    return workspace

@@ -1,0 +1,228 @@
+"""BLEU: the live validation curve, the n-gram breakdown behind the score, and one example sentence
+with the n-grams it shares with its reference highlighted.
+
+BLEU = BP · exp(Σ_n ¼ log p_n), p_n = clipped n-gram matches / hypothesis n-grams,
+BP = min(1, exp(1 - r/c)) for hypothesis length c and reference length r.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QHeaderView,
+    QLabel,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from explorer.ui.bus import AppBus
+from explorer.ui.panels.base import Panel
+from explorer.ui.panels.curves import GrowingBuffer
+
+MAX_ORDER = 4
+# Background of a token by the longest matched n-gram covering it: 1-gram pale ... 4-gram strong.
+MATCH_COLOURS = {1: "#fde68a", 2: "#fbbf24", 3: "#f59e0b", 4: "#d97706"}
+
+
+def matched_orders(
+    hypothesis: list[str], reference: list[str], max_order: int = MAX_ORDER
+) -> list[int]:
+    """For each hypothesis token, the longest n of a clipped-matched n-gram covering it (0: none).
+
+    Clipping as in BLEU: an n-gram counts at most as often as it occurs in the reference; the
+    leftmost occurrences in the hypothesis take the matches.
+    """
+    orders = [0] * len(hypothesis)
+    for n in range(1, max_order + 1):
+        available = Counter(tuple(reference[i : i + n]) for i in range(len(reference) - n + 1))
+        for i in range(len(hypothesis) - n + 1):
+            gram = tuple(hypothesis[i : i + n])
+            if available[gram] > 0:
+                available[gram] -= 1
+                for j in range(i, i + n):
+                    orders[j] = max(orders[j], n)
+    return orders
+
+
+def highlight_html(tokens: list[str], orders: list[int]) -> str:
+    """Tokens as rich text, each matched one on the colour of its longest matched n-gram."""
+    parts = []
+    for token, order in zip(tokens, orders):
+        text = html.escape(token)
+        if order:
+            parts.append(
+                f'<span style="background-color:{MATCH_COLOURS[order]}; color:#111;" '
+                f'title="in a matched {order}-gram">{text}</span>'
+            )
+        else:
+            parts.append(text)
+    return " ".join(parts)
+
+
+def orders_from_matches(length: int, matched) -> list[int]:
+    """Per token, the longest n among BLEU's matched n-grams `(n, start, tokens)` that cover it."""
+    orders = [0] * length
+    for n, start, _ in matched:
+        for j in range(start, min(start + n, length)):
+            orders[j] = max(orders[j], n)
+    return orders
+
+
+class BleuPanel(Panel):
+    PANEL_ID = "bleu"
+    TITLE = "BLEU"
+    TOOLTIP = (
+        "Validation BLEU of greedy decodes: BP · exp(mean log p_n) over clipped n-gram "
+        "precisions p_1..p_4, with BP = min(1, exp(1 − r/c))."
+    )
+
+    def __init__(self, bus: AppBus, parent: QWidget | None = None) -> None:
+        super().__init__(bus, parent)
+        self.history = GrowingBuffer(2, capacity=64)  # (step, bleu)
+        self.breakdown = None
+        self.example = None
+        self._workspace = None
+
+        self.plot_widget = pg.PlotWidget()
+        self.plot = self.plot_widget.getPlotItem()
+        self.plot.setLabel("bottom", "step")
+        self.plot.setLabel("left", "BLEU")
+        self.plot.showGrid(x=True, y=True, alpha=0.2)
+        self.plot.setDownsampling(auto=True, mode="peak")
+        self.plot.setClipToView(True)
+        self.curve = self.plot.plot(
+            pen=pg.mkPen((150, 80, 200), width=2), symbol="o", symbolSize=5,
+            symbolBrush=(150, 80, 200), symbolPen=None,
+        )
+        self.plot_widget.setToolTip("Corpus BLEU (0-100) of greedy decodes on validation sentences")
+
+        self.table = QTableWidget(MAX_ORDER, 4)
+        self.table.setHorizontalHeaderLabels(["n", "clipped matches", "hypothesis n-grams", "p_n"])
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.resizeRowsToContents()
+        rows_height = sum(self.table.rowHeight(n) for n in range(MAX_ORDER))
+        header_height = self.table.horizontalHeader().sizeHint().height()
+        self.table.setFixedHeight(header_height + rows_height + 4)
+        self.table.setToolTip(
+            "Clipped counts: each hypothesis n-gram matches at most as often as it occurs in the "
+            "reference; p_n = clipped matches / hypothesis n-grams."
+        )
+        self.summary = QLabel("No BLEU yet: it is computed on validation sentences (seq2seq).")
+        self.summary.setWordWrap(True)
+        self.summary.setToolTip("BP = min(1, exp(1 − r/c)); c, r: hypothesis, reference length")
+        self.example_view = QTextBrowser()
+        self.example_view.setMinimumHeight(60)
+        self.example_view.setToolTip(
+            "One validation sentence: hypothesis tokens shared with the reference are highlighted "
+            "by the longest matched n-gram (pale: 1-gram … dark: 4-gram)."
+        )
+
+        details = QWidget()
+        details_layout = QVBoxLayout(details)
+        details_layout.setContentsMargins(0, 0, 0, 0)
+        details_layout.addWidget(self.table)
+        details_layout.addWidget(self.summary)
+        details_layout.addWidget(self.example_view)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.plot_widget)
+        splitter.addWidget(details)
+        splitter.setStretchFactor(0, 1)
+        splitter.setStretchFactor(1, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(splitter)
+
+        bus.eval_metrics.connect(self.add_eval)
+        bus.workspace_changed.connect(self.on_workspace)
+
+    def on_workspace(self, workspace) -> None:
+        if workspace is self._workspace:
+            return
+        self._workspace = workspace
+        self.history.clear()
+        for row in getattr(workspace, "history", None) or []:
+            if row.get("bleu") is not None and "step" in row:
+                self.history.extend(np.array([(row["step"], row["bleu"])], dtype=np.float64))
+        self.curve.setData(self.history.view()[:, 0], self.history.view()[:, 1])
+
+    def add_eval(self, metrics) -> None:
+        if metrics.bleu is None:
+            return
+        steps = self.history.view()[:, 0]
+        if not (len(steps) and steps[-1] == metrics.step):  # a re-evaluation of the same step
+            self.history.extend(np.array([(metrics.step, metrics.bleu)], dtype=np.float64))
+            self.curve.setData(self.history.view()[:, 0], self.history.view()[:, 1])
+        if metrics.bleu_detail is not None:
+            self.show_breakdown(metrics.bleu_detail)
+        if metrics.example is not None:
+            self.show_example(metrics.example)
+
+    def show_breakdown(self, breakdown) -> None:
+        self.breakdown = breakdown
+        for n in range(MAX_ORDER):
+            values = (
+                str(n + 1),
+                str(int(breakdown.counts[n])),
+                str(int(breakdown.totals[n])),
+                f"{breakdown.precisions[n]:.2f}%",
+            )
+            for col, value in enumerate(values):
+                item = QTableWidgetItem(value)
+                item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
+                self.table.setItem(n, col, item)
+        self.summary.setText(
+            f"BLEU = {breakdown.score:.2f}   BP = {breakdown.bp:.3f}   "
+            f"c (hypothesis length) = {breakdown.sys_len}   "
+            f"r (reference length) = {breakdown.ref_len}"
+        )
+
+    def show_example(self, example) -> None:
+        """An explorer.metrics.bleu.SentenceExample: BLEU tokens and the matched n-grams."""
+        self.example = example
+        hyp_tokens, ref_tokens = list(example.hyp_tokens), list(example.ref_tokens)
+        hyp_orders = orders_from_matches(len(hyp_tokens), example.matched)
+        ref_orders = matched_orders(ref_tokens, hyp_tokens)  # the matches seen from the reference
+        self.example_orders = (hyp_orders, ref_orders)
+        legend = " ".join(
+            f'<span style="background-color:{colour}; color:#111;">&nbsp;{n}-gram&nbsp;</span>'
+            for n, colour in MATCH_COLOURS.items()
+        )
+        rows = []
+        rows.append(f"<b>hypothesis</b>: {highlight_html(hyp_tokens, hyp_orders)}")
+        rows.append(f"<b>reference</b>: {highlight_html(ref_tokens, ref_orders)}")
+        rows.append(f"<small>longest match: {legend}</small>")
+        self.example_view.setHtml("<br>".join(rows))
+
+    # -- Panel contract --------------------------------------------------------------------------
+
+    def has_content(self) -> bool:
+        return self.history.size > 0 or self.breakdown is not None
+
+    def plot_items(self) -> dict[str, object]:
+        return {"bleu": self.plot}
+
+    def tables(self) -> dict[str, tuple[list[str], list[list]]]:
+        tables = {"bleu": (["step", "bleu"], self.history.view().tolist())}
+        if self.breakdown is not None:
+            b = self.breakdown
+            rows = [
+                [n + 1, int(b.counts[n]), int(b.totals[n]), float(b.precisions[n])]
+                for n in range(MAX_ORDER)
+            ]
+            tables["breakdown"] = (["n", "clipped_matches", "hypothesis_ngrams", "precision"], rows)
+            tables["summary"] = (
+                ["bleu", "bp", "sys_len", "ref_len"], [[b.score, b.bp, b.sys_len, b.ref_len]]
+            )
+        return tables

@@ -1,0 +1,296 @@
+"""Training curves: loss, perplexity, token accuracy, learning rate and gradient norm against step.
+
+Points live in growing numpy buffers (amortised doubling) and are handed to pyqtgraph as views, with
+peak downsampling and clip-to-view, so a 100,000-step run stays smooth.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QLabel, QVBoxLayout
+
+from explorer.ui.bus import AppBus
+from explorer.ui.panels.base import Panel
+
+
+class GrowingBuffer:
+    """Columns of float64 that grow by doubling; `view()` is the filled part, no copy."""
+
+    def __init__(self, columns: int, capacity: int = 1024) -> None:
+        self._data = np.empty((capacity, columns), dtype=np.float64)
+        self.size = 0
+
+    def extend(self, rows: np.ndarray) -> None:
+        needed = self.size + len(rows)
+        if needed > len(self._data):
+            grown = np.empty((max(needed, 2 * len(self._data)), self._data.shape[1]), np.float64)
+            grown[: self.size] = self._data[: self.size]
+            self._data = grown
+        self._data[self.size : needed] = rows
+        self.size = needed
+
+    def view(self) -> np.ndarray:
+        return self._data[: self.size]  # (N, columns)
+
+    def clear(self) -> None:
+        self.size = 0
+
+
+# Data arrives up to ~30 times a second, and repainting all five plots at once stalls the GUI
+# thread (and holds the GIL) for tens of milliseconds. So one stale plot is redrawn per tick,
+# in turn: every plot follows the data at 1000 / (5 * 100) = 2 frames a second, and no single
+# repaint is large enough to make the app stutter.
+REDRAW_INTERVAL_MS = 100
+
+# Columns of the per-step buffer and of the per-evaluation buffer.
+TRAIN_COLUMNS = ("step", "loss", "perplexity", "lr", "grad_norm", "grad_norm_clipped")
+EVAL_COLUMNS = ("step", "val_loss", "perplexity", "token_accuracy")
+
+
+def _perplexity(loss: float) -> float:
+    return math.exp(min(loss, 50.0))  # exp overflows past ~709; e^50 is already off any useful axis
+
+
+class DecadeAxis(pg.AxisItem):
+    """A log axis labelled at the decades (0.1, 1, 10) with unlabelled 2..9 ticks between; a
+    short span gets its 2..9 ticks labelled instead. pyqtgraph labels every minor tick of a span
+    under two decades, and the labels pile on top of each other."""
+
+    def logTickValues(self, minVal, maxVal, size, stdTicks):
+        decades = [float(v) for v in range(int(np.floor(minVal)), int(np.ceil(maxVal)) + 1)
+                   if minVal <= v <= maxVal]
+        minor = [v + np.log10(k) for v in range(int(np.floor(minVal)), int(np.ceil(maxVal)))
+                 for k in range(2, 10)]
+        minor = [v for v in minor if minVal < v < maxVal]
+        if not decades:
+            return [(None, minor)]
+        return [(None, decades), (None, minor)]
+
+
+class TrainingCurvesPanel(Panel):
+    PANEL_ID = "curves"
+    TITLE = "Training curves"
+    TOOLTIP = (
+        "Training and validation loss, perplexity (exp of the loss), token accuracy, learning rate "
+        "and the global gradient norm before and after clipping to τ."
+    )
+
+    def __init__(self, bus: AppBus, parent=None) -> None:
+        super().__init__(bus, parent)
+        self.train = GrowingBuffer(len(TRAIN_COLUMNS))
+        self.evals = GrowingBuffer(len(EVAL_COLUMNS), capacity=64)
+        self._workspace = None
+
+        self.view = pg.GraphicsLayoutWidget()
+        self.view.setToolTip(self.TOOLTIP)
+        self.plots: dict[str, pg.PlotItem] = {}
+        for name, row, col, ylabel in (
+            ("loss", 0, 0, "loss"),
+            ("perplexity", 0, 1, "perplexity"),
+            ("accuracy", 0, 2, "accuracy"),
+            ("lr", 1, 0, "lr"),
+            ("grad_norm", 1, 1, "‖g‖"),
+        ):
+            # the gradient norm gets two columns: its before/after-clipping band needs the room
+            log_axis = {"left": DecadeAxis("left")} if name in ("perplexity", "grad_norm") else None
+            plot = self.view.addPlot(row=row, col=col, colspan=2 if name == "grad_norm" else 1,
+                                     axisItems=log_axis)
+            plot.setLabel("bottom", "step")
+            plot.setLabel("left", ylabel)
+            plot.showGrid(x=True, y=True, alpha=0.2)
+            plot.setDownsampling(auto=True, mode="peak")
+            plot.setClipToView(True)
+            self.plots[name] = plot
+        for name in ("perplexity", "grad_norm"):
+            self.plots[name].setLogMode(y=True)
+            self.plots[name].getAxis("left").setStyle(maxTextLevel=0)  # text on level 0 only
+        for name in ("loss", "grad_norm"):  # the others share these colours
+            self.plots[name].addLegend(offset=(-5, 5), labelTextSize="8pt")
+        train_pen = pg.mkPen((70, 130, 230), width=1.5)
+        val_pen = pg.mkPen((230, 120, 40), width=2)
+        val_symbol = dict(symbol="o", symbolSize=5, symbolBrush=(230, 120, 40), symbolPen=None)
+        self.curves = {
+            "train_loss": self.plots["loss"].plot(pen=train_pen, name="train"),
+            "val_loss": self.plots["loss"].plot(pen=val_pen, name="validation", **val_symbol),
+            "train_ppl": self.plots["perplexity"].plot(pen=train_pen, name="train"),
+            "val_ppl": self.plots["perplexity"].plot(pen=val_pen, name="validation", **val_symbol),
+            "val_acc": self.plots["accuracy"].plot(pen=val_pen, name="validation", **val_symbol),
+            "lr": self.plots["lr"].plot(pen=pg.mkPen((60, 170, 90), width=1.5), name="lr"),
+            "grad": self.plots["grad_norm"].plot(
+                pen=pg.mkPen((200, 60, 60), width=1), name="before clipping"
+            ),
+            "grad_clipped": self.plots["grad_norm"].plot(
+                pen=pg.mkPen((70, 130, 230), width=1.5), name="after clipping"
+            ),
+        }
+        self.tau_line = pg.InfiniteLine(
+            angle=0, movable=False, pen=pg.mkPen((120, 120, 120), style=pg.QtCore.Qt.DashLine),
+            label="τ", labelOpts={"position": 0.6, "anchors": [(0, 1), (0, 1)]},
+        )
+        self.tau_line.setVisible(False)
+        self.plots["grad_norm"].addItem(self.tau_line, ignoreBounds=True)
+        self.clip: float | None = None
+
+        self.readout = QLabel("Hover over a plot to read exact values.")
+        self.readout.setToolTip("Exact values at the step under the mouse")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self.view, 1)
+        layout.addWidget(self.readout)
+        self._hover = pg.SignalProxy(
+            self.view.scene().sigMouseMoved, rateLimit=30, slot=self._on_hover
+        )
+        self._stale: list[str] = []  # plots whose curves lag behind the buffers, oldest first
+        self._redraw_timer = QTimer(self)
+        self._redraw_timer.setInterval(REDRAW_INTERVAL_MS)
+        self._redraw_timer.timeout.connect(self._redraw_next)
+
+        bus.step_metrics.connect(self.add_steps)
+        bus.eval_metrics.connect(self.add_eval)
+        bus.workspace_changed.connect(self.on_workspace)
+        bus.train_config_changed.connect(self.on_train_config)
+
+    # -- data in ---------------------------------------------------------------------------------
+
+    def add_steps(self, steps) -> None:
+        if not steps:
+            return
+        rows = np.array(
+            [
+                (s.step, s.loss, _perplexity(s.loss), s.lr, s.grad_norm, s.grad_norm_clipped)
+                for s in steps
+            ],
+            dtype=np.float64,
+        )  # (N, len(TRAIN_COLUMNS))
+        self.train.extend(rows)
+        self._schedule_redraw()
+
+    def add_eval(self, metrics) -> None:
+        row = (metrics.step, metrics.val_loss, metrics.perplexity, metrics.token_accuracy)
+        evals = self.evals.view()
+        if len(evals) and evals[-1, 0] == metrics.step:  # a re-evaluation of the same weights
+            evals[-1] = row
+        else:
+            self.evals.extend(np.array([row], dtype=np.float64))
+        self._schedule_redraw()
+
+    def on_workspace(self, workspace) -> None:
+        """A different workspace replaces the curves with its history; the same one keeps them."""
+        if workspace is self._workspace:
+            return
+        self._workspace = workspace
+        self.train.clear()
+        self.evals.clear()
+        for row in getattr(workspace, "history", None) or []:
+            self._add_history_row(row)
+        self.redraw()
+        self.on_train_config(getattr(workspace, "train_config", None))
+
+    def on_train_config(self, train_config) -> None:
+        clip = getattr(train_config, "clip", None) if train_config is not None else None
+        self.clip = float(clip) if clip else None
+        self.tau_line.setVisible(self.clip is not None)
+        if self.clip is not None:
+            self.tau_line.setValue(math.log10(self.clip))  # the axis is in log10 units
+            self.tau_line.label.setFormat(f"τ = {self.clip:.3g}")
+
+    def _add_history_row(self, row: dict) -> None:
+        """A metrics.jsonl row: a training step (has "loss") or an evaluation (has "val_loss")."""
+        if "step" not in row:
+            return
+        if "loss" in row and row.get("loss") is not None:
+            grad = row.get("grad_norm", math.nan)
+            values = (
+                row["step"], row["loss"], _perplexity(row["loss"]), row.get("lr", math.nan),
+                grad, row.get("grad_norm_clipped", grad),
+            )
+            self.train.extend(np.array([values], dtype=np.float64))
+        if row.get("val_loss") is not None:
+            values = (
+                row["step"], row["val_loss"], row.get("perplexity", _perplexity(row["val_loss"])),
+                row.get("token_accuracy", math.nan),
+            )
+            self.evals.extend(np.array([values], dtype=np.float64))
+
+    # -- drawing ---------------------------------------------------------------------------------
+
+    def _schedule_redraw(self) -> None:
+        self._stale += [name for name in self.plots if name not in self._stale]
+        if not self._redraw_timer.isActive():
+            self._redraw_timer.start()
+
+    def _redraw_next(self) -> None:
+        if self._stale:
+            self._draw(self._stale.pop(0))
+        if not self._stale:
+            self._redraw_timer.stop()
+
+    def redraw(self) -> None:
+        """Hand the buffers to every curve now (normally one plot per REDRAW_INTERVAL_MS)."""
+        self._redraw_timer.stop()
+        self._stale.clear()
+        for name in self.plots:
+            self._draw(name)
+
+    def _draw(self, plot: str) -> None:
+        train, evals = self.train.view(), self.evals.view()
+        step, eval_step = train[:, 0], evals[:, 0]
+        if plot == "loss":
+            self.curves["train_loss"].setData(step, train[:, 1])
+            self.curves["val_loss"].setData(eval_step, evals[:, 1])
+        elif plot == "perplexity":
+            self.curves["train_ppl"].setData(step, train[:, 2])
+            self.curves["val_ppl"].setData(eval_step, evals[:, 2])
+        elif plot == "accuracy":
+            self.curves["val_acc"].setData(eval_step, evals[:, 3])
+        elif plot == "lr":
+            self.curves["lr"].setData(step, train[:, 3])
+        else:  # log axis: a zero norm cannot be shown (pyqtgraph would drop it anyway)
+            self.curves["grad"].setData(step, np.maximum(train[:, 4], 1e-12))
+            self.curves["grad_clipped"].setData(step, np.maximum(train[:, 5], 1e-12))
+
+    def _on_hover(self, event) -> None:
+        position = event[0]
+        for name, plot in self.plots.items():
+            if plot.sceneBoundingRect().contains(position):
+                step = plot.vb.mapSceneToView(position).x()
+                self.readout.setText(self.describe_step(step))
+                return
+
+    def describe_step(self, step: float) -> str:
+        """The exact values at the recorded step nearest to `step`."""
+        parts = []
+        data = self.train.view()
+        if len(data):
+            i = int(np.clip(np.searchsorted(data[:, 0], step), 0, len(data) - 1))
+            if i > 0 and abs(data[i - 1, 0] - step) < abs(data[i, 0] - step):
+                i -= 1
+            s, loss, ppl, lr, g, gc = data[i]
+            parts.append(
+                f"step {int(s)}: loss {loss:.4f}, perplexity {ppl:.3f}, lr {lr:.3g}, "
+                f"‖g‖ {g:.4g} → {gc:.4g}"
+            )
+        evals = self.evals.view()
+        if len(evals):
+            j = int(np.argmin(np.abs(evals[:, 0] - step)))
+            s, vl, vp, acc = evals[j]
+            parts.append(f"val @ {int(s)}: loss {vl:.4f}, perplexity {vp:.3f}, accuracy {acc:.2%}")
+        return " | ".join(parts) or "No data yet."
+
+    # -- Panel contract --------------------------------------------------------------------------
+
+    def has_content(self) -> bool:
+        return self.train.size > 0 or self.evals.size > 0
+
+    def plot_items(self) -> dict[str, object]:
+        return {"all": self.view.ci, **self.plots}
+
+    def tables(self) -> dict[str, tuple[list[str], list[list]]]:
+        return {
+            "train": (list(TRAIN_COLUMNS), self.train.view().tolist()),
+            "validation": (list(EVAL_COLUMNS), self.evals.view().tolist()),
+        }

@@ -1,0 +1,141 @@
+"""`explorer gui --smoke`: the whole app, end to end, unattended.
+
+Start, open the demo (or a given checkpoint), train 20 steps in the worker, wait for every panel
+to draw, export every panel, close, and print one JSON object. Exit 0 only if every panel has real
+content and Qt logged no warning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SMOKE_STEPS = 20
+TIMEOUT_S = 240.0
+
+_IMPORTED_AT = time.monotonic()
+
+
+def process_age_s() -> float:
+    """Seconds since this process started (Linux: from /proc; elsewhere since this import)."""
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        started_ticks = int(fields[19])  # field 22 of stat; fields after ")" start at field 3
+        with open("/proc/uptime") as f:
+            uptime_s = float(f.read().split()[0])
+        return uptime_s - started_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.monotonic() - _IMPORTED_AT
+
+
+class SmokeRun:
+    """Drives a MainWindow through the smoke sequence with signals and timers, never blocking."""
+
+    def __init__(self, app, window, log, export_dir: Path) -> None:
+        from PySide6.QtCore import QTimer
+
+        self.app, self.window, self.log = app, window, log
+        self.export_dir = export_dir
+        self.report = {"first_paint_s": None, "ready_s": None, "trained_steps": 0, "panels": [],
+                       "exported": [], "errors": [], "qt_warnings": []}
+        self.phase = "starting"
+        self.trained = False
+        window.first_painted.connect(self._on_first_paint)
+        window.error_shown.connect(self.report["errors"].append)
+        window.bus.workspace_changed.connect(self._on_workspace)
+        window.controller.training_finished.connect(self._on_trained)
+        window.bus.step_metrics.connect(self._on_steps)
+        self.poll = QTimer()
+        self.poll.setInterval(100)
+        self.poll.timeout.connect(self._tick)
+        self.deadline = time.monotonic() + TIMEOUT_S
+
+    def _mark(self, key: str) -> None:
+        if self.report[key] is None:
+            self.report[key] = round(process_age_s(), 3)
+
+    def _on_first_paint(self, _) -> None:
+        self._mark("first_paint_s")
+        self.poll.start()
+
+    def _on_workspace(self, workspace) -> None:
+        if workspace is not None and self.phase == "starting":
+            self.phase = "loaded"
+
+    def _on_steps(self, steps) -> None:
+        self.report["trained_steps"] += len(steps)
+
+    def _on_trained(self, finished) -> None:
+        self.trained = True
+        if finished.reason not in ("done", "stopped"):
+            message = f"training ended with {finished.reason}: {finished.message}"
+            self.report["errors"].append(message)
+
+    def _tick(self) -> None:
+        controller = self.window.controller
+        if time.monotonic() > self.deadline:
+            missing = [p for p, panel in self.window.panels.items() if not panel.has_content()]
+            self.report["errors"].append(f"timed out in phase {self.phase}; empty: {missing}")
+            self._finish()
+        elif self.phase == "loaded" and not controller.jobs:  # the first look has landed
+            self._mark("ready_s")
+            self.phase = "training"
+            controller.train(steps=SMOKE_STEPS)
+        elif self.phase == "training" and self.trained and not controller.jobs:
+            self.phase = "drawing"
+        elif self.phase == "drawing" and all(p.has_content() for p in self.window.panels.values()):
+            self._finish()
+
+    def _finish(self) -> None:
+        self.poll.stop()
+        panels = self.window.panels
+        self.report["panels"] = [p for p, panel in panels.items() if panel.has_content()]
+        for panel_id, reason in self.window.missing_panels.items():
+            self.report["errors"].append(f"panel {panel_id} missing: {reason}")
+        if self.phase == "drawing":
+            self.report["exported"] = [
+                str(path) for path in self.window.export_panels(list(panels), str(self.export_dir))
+            ]
+        self.window.close()
+        self.app.quit()
+
+
+def run_smoke(checkpoint: str | None = None) -> int:
+    from PySide6.QtCore import QSettings
+
+    from explorer.ui.app import QtMessageLog, create_application
+
+    app = create_application()
+    log = QtMessageLog()
+    log.install()
+    from explorer.ui.main_window import MainWindow
+
+    with tempfile.TemporaryDirectory(prefix="explorer-smoke-") as tmp:
+        settings = QSettings(str(Path(tmp) / "settings.ini"), QSettings.Format.IniFormat)
+        export_dir = Path(tmp) / "export"
+        export_dir.mkdir()
+        window = MainWindow(settings=settings, checkpoint=checkpoint, load_demo=checkpoint is None)
+        run = SmokeRun(app, window, log, export_dir)
+        window.show()
+        app.exec()
+        window.controller.shutdown()
+        log.uninstall()
+        report = run.report
+        report["exported"] = [str(Path(p).relative_to(tmp)) for p in report["exported"]]
+        report["qt_warnings"] = list(log.warnings)
+    all_drawn = set(report["panels"]) == {pid for pid, _ in _panel_ids()}
+    ok = all_drawn and not report["qt_warnings"] and not report["errors"] and report["exported"]
+    print(json.dumps(report, indent=None))
+    sys.stdout.flush()
+    return 0 if ok else 1
+
+
+def _panel_ids():
+    from explorer.ui.panels import PANELS
+
+    return PANELS

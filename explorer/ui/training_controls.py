@@ -1,0 +1,116 @@
+"""The training dock: Train, Pause, Step, Stop, and the knobs that may change while it trains."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGridLayout,
+    QSizePolicy,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+
+class TrainingControls(QWidget):
+    def __init__(self, window) -> None:
+        super().__init__(window)
+        self.setObjectName("training_controls")
+        self.controller = window.controller
+        a = window.actions
+
+        buttons = QGridLayout()
+        for i, action in enumerate((a.train, a.pause, a.step, a.stop, a.save_checkpoint, a.resume)):
+            button = QToolButton()
+            button.setDefaultAction(action)
+            button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+            button.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+            buttons.addWidget(button, i // 2, i % 2)
+
+        self.lr = QDoubleSpinBox()
+        self.lr.setDecimals(6)
+        self.lr.setRange(1e-6, 10.0)
+        self.lr.setSingleStep(1e-4)
+        self.lr.setToolTip("Peak learning rate η of the optimiser; applies from the next step")
+        self.batch_size = QSpinBox()
+        self.batch_size.setRange(1, 4096)
+        self.batch_size.setToolTip("Sequences per optimisation step; applies from the next batch")
+        self.clip_enabled = QCheckBox("clip")
+        self.clip_enabled.setToolTip("Clip the global gradient norm: g ← g·min(1, τ/‖g‖)")
+        self.clip = QDoubleSpinBox()
+        self.clip.setDecimals(3)
+        self.clip.setRange(0.001, 1000.0)
+        self.clip.setToolTip("Gradient clipping threshold τ on the global norm (the dashed line)")
+        self.device = QComboBox()
+        self.device.addItems(DEVICES)
+        self.device.setToolTip("Where the model trains: auto picks cuda, then mps, then cpu")
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 2**31 - 1)
+        self.seed.setToolTip("Fixed random seed: the same seed, data and model train identically")
+        self.steps = QSpinBox()
+        self.steps.setRange(1, 10_000_000)
+        self.steps.setValue(1000)
+        self.steps.setToolTip("Steps to train when Train is pressed (on top of those done)")
+
+        clip_row = QWidget()
+        clip_layout = QGridLayout(clip_row)
+        clip_layout.setContentsMargins(0, 0, 0, 0)
+        clip_layout.addWidget(self.clip_enabled, 0, 0)
+        clip_layout.addWidget(self.clip, 0, 1)
+        form = QFormLayout()
+        form.addRow("learning rate", self.lr)
+        form.addRow("batch size", self.batch_size)
+        form.addRow("clip τ", clip_row)
+        form.addRow("device", self.device)
+        form.addRow("seed", self.seed)
+        form.addRow("steps", self.steps)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(buttons)
+        layout.addLayout(form)
+        layout.addStretch(1)
+
+        window.bus.train_config_changed.connect(self.show_config)
+        self.lr.editingFinished.connect(self._apply)
+        self.batch_size.editingFinished.connect(self._apply)
+        self.clip.editingFinished.connect(self._apply)
+        self.clip_enabled.toggled.connect(self._apply)
+        self.device.currentTextChanged.connect(self._apply)
+        self.seed.editingFinished.connect(self._apply)
+        self._showing = False
+
+    def show_config(self, config) -> None:
+        """Mirror the controller's TrainConfig without echoing the changes back."""
+        if config is None:
+            return
+        self._showing = True
+        try:
+            self.lr.setValue(config.lr)
+            self.batch_size.setValue(config.batch_size)
+            self.clip_enabled.setChecked(config.clip is not None)
+            self.clip.setEnabled(config.clip is not None)
+            if config.clip is not None:
+                self.clip.setValue(config.clip)
+            self.device.setCurrentText(config.device)
+            self.seed.setValue(config.seed)
+        finally:
+            self._showing = False
+
+    def _apply(self, *_) -> None:
+        if self._showing:
+            return
+        self.clip.setEnabled(self.clip_enabled.isChecked())
+        self.controller.update_train_config(
+            lr=self.lr.value(),
+            batch_size=self.batch_size.value(),
+            clip=self.clip.value() if self.clip_enabled.isChecked() else None,
+            device=self.device.currentText(),
+            seed=self.seed.value(),
+        )

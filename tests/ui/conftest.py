@@ -1,0 +1,98 @@
+"""`make_main_window`: the real main window with settings in tmp_path, closed after the test, which
+then checks that no worker thread is left running and no top-level widget leaked."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import shiboken6
+from PySide6.QtCore import QCoreApplication, QEvent, QSettings, QThread
+from PySide6.QtWidgets import QApplication, QDialog, QDockWidget, QMainWindow
+
+
+@pytest.fixture
+def isolated_settings(tmp_path, qapp):
+    """Nothing a test does may reach the user's settings."""
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "user"))
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+
+
+def _flush_deletes() -> None:
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    QCoreApplication.processEvents()
+
+
+@pytest.fixture
+def make_main_window(qtbot, isolated_settings):
+    from explorer.ui.main_window import MainWindow
+
+    _flush_deletes()
+    before = {_address(w) for w in QApplication.topLevelWidgets()}
+    windows = []
+
+    def make(create_panels: bool = True, **kwargs) -> MainWindow:
+        kwargs.setdefault("load_demo", False)
+        window = MainWindow(settings=isolated_settings, **kwargs)
+        windows.append(window)
+        if create_panels:  # the app does this after the first paint
+            window.create_panels()
+        return window
+
+    yield make
+
+    for window in windows:
+        threads = _worker_threads(window)
+        window.close()
+        for thread in threads:
+            assert not thread.isRunning(), f"{thread.objectName()} still runs"
+        assert window.controller.training is None and not window.controller.jobs
+        window.deleteLater()
+    del window
+    windows.clear()
+    _flush_deletes()
+    gc.collect()
+    _flush_deletes()
+    # pyqtgraph keeps parentless context menus alive in module-level registries, so only the
+    # app's own kinds of window count as leaks: the main window, docks, dialogs and message boxes
+    leaked = [
+        w for w in QApplication.topLevelWidgets()
+        if _address(w) not in before and isinstance(w, (QMainWindow, QDialog, QDockWidget))
+    ]
+    assert not leaked, f"widgets outlived the window: {[type(w).__name__ for w in leaked]}"
+
+
+def _address(widget) -> int:
+    return shiboken6.getCppPointer(widget)[0]
+
+
+def _worker_threads(window) -> list[QThread]:
+    controller = window.controller
+    workers = [controller.training, *controller.jobs]
+    return [w.thread for w in workers if w is not None]
+
+
+@pytest.fixture(scope="session")
+def tiny_task_spec():
+    from explorer.training.setup import DataSpec
+
+    return DataSpec(task="reverse", n_train=64, n_val=8, seed=0)
+
+
+@pytest.fixture
+def tiny_workspace(tiny_task_spec):
+    """A tiny seq2seq GRU with attention on 64 reversal pairs: a step takes milliseconds."""
+    import torch
+
+    from explorer.training.config import TrainConfig
+    from explorer.training.setup import build_workspace
+
+    torch.manual_seed(0)
+    workspace = build_workspace(
+        tiny_task_spec, "seq2seq", preset="tiny", cell="gru", attention="dot",
+        embed_dim=16, hidden_size=16,
+    )
+    workspace.train_config = TrainConfig(
+        batch_size=8, eval_every=5, eval_examples=8, bleu_examples=4, lr=3e-3, seed=0
+    )
+    return workspace

@@ -1,0 +1,176 @@
+"""The training-curves and BLEU panels, fed through the bus exactly as the controller feeds them."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from explorer.events import EvalMetrics, StepMetrics
+from explorer.ui.bus import AppBus
+from explorer.ui.panels.bleu import BleuPanel, matched_orders, orders_from_matches
+from explorer.ui.panels.curves import GrowingBuffer, TrainingCurvesPanel
+
+# The offscreen platform cannot resize windows to their size hints and says so; not a bug of ours.
+pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
+
+
+def steps(start: int, count: int, clip: float = 1.0) -> list[StepMetrics]:
+    out = []
+    for step in range(start, start + count):
+        loss = 4.0 / math.sqrt(step)
+        norm = 3.0 / step**0.25
+        out.append(StepMetrics(step, loss, 1e-3 * (1 + step % 3), norm, min(norm, clip), 100,
+                               5e4, step * 0.01))
+    return out
+
+
+def test_growing_buffer_doubles_and_keeps_every_row():
+    buffer = GrowingBuffer(2, capacity=4)
+    capacities = set()
+    expected = []
+    for i in range(1000):
+        rows = np.array([[i, 2 * i], [i, -i]], dtype=float)
+        buffer.extend(rows)
+        expected += rows.tolist()
+        capacities.add(len(buffer._data))
+    assert buffer.view().tolist() == expected
+    assert len(capacities) <= 11  # 4, 8, ... 2048: amortised doubling, not a copy per append
+    view = buffer.view()
+    assert np.shares_memory(view, buffer._data)  # setData gets a view, not a copy
+
+
+@pytest.fixture
+def bus(qapp):
+    return AppBus()
+
+
+def test_curves_show_loss_perplexity_lr_and_norms_with_the_clip_line(qtbot, bus):
+    from explorer.training.config import TrainConfig
+
+    panel = TrainingCurvesPanel(bus)
+    qtbot.addWidget(panel)
+    assert not panel.has_content()
+    bus.train_config_changed.emit(TrainConfig(clip=0.5))
+    batch = steps(1, 50, clip=0.5)
+    bus.step_metrics.emit(batch[:20])
+    bus.step_metrics.emit(batch[20:])
+    assert panel.has_content()
+    last_drawn = panel.curves["grad_clipped"]  # plots are redrawn in turn; the norms come last
+    qtbot.waitUntil(lambda: last_drawn.xData is not None and len(last_drawn.xData) == 50)
+    x, y = panel.curves["train_loss"].xData, panel.curves["train_loss"].yData
+    assert x.tolist() == list(range(1, 51))
+    assert y.tolist() == [s.loss for s in batch]
+    ppl = panel.curves["train_ppl"].yData
+    np.testing.assert_allclose(ppl, np.exp([s.loss for s in batch]))
+    lr = panel.curves["lr"].yData
+    assert lr.tolist() == [s.lr for s in batch]
+    before = panel.curves["grad"].yData
+    after = panel.curves["grad_clipped"].yData
+    assert before.tolist() == [s.grad_norm for s in batch]
+    assert after.max() <= 0.5 < before.max()  # clipped norms never exceed tau
+    assert panel.tau_line.isVisible() and panel.tau_line.value() == pytest.approx(math.log10(0.5))
+
+    bus.eval_metrics.emit(EvalMetrics(step=50, val_loss=0.7, perplexity=math.exp(0.7),
+                                      token_accuracy=0.81))
+    panel.redraw()
+    x, y = panel.curves["val_acc"].xData, panel.curves["val_acc"].yData
+    assert (x.tolist(), y.tolist()) == ([50.0], [0.81])
+    text = panel.describe_step(24.6)  # hover: the nearest recorded step, exact values
+    assert text.startswith(f"step 25: loss {batch[24].loss:.4f}")
+    assert "accuracy 81.00%" in text
+    for plot in panel.plots.values():
+        assert plot.ctrl.clipToViewCheck.isChecked()
+        assert plot.ctrl.downsampleCheck.isChecked() and plot.ctrl.peakRadio.isChecked()
+    header, rows = panel.tables()["train"]
+    assert header[:2] == ["step", "loss"] and len(rows) == 50
+
+
+def test_curves_stay_smooth_at_a_hundred_thousand_steps(qtbot, bus):
+    from PySide6.QtWidgets import QApplication
+
+    panel = TrainingCurvesPanel(bus)
+    qtbot.addWidget(panel)
+    panel.resize(900, 500)
+    panel.show()
+    qtbot.waitExposed(panel)
+    for start in range(1, 100_001, 10_000):
+        bus.step_metrics.emit(steps(start, 10_000))
+    QApplication.processEvents()
+    redraws = []
+    for start in range(100_001, 100_031, 10):  # a few more emits, each with a paint
+        started = time.perf_counter()
+        bus.step_metrics.emit(steps(start, 10))
+        panel.redraw()
+        panel.view.viewport().repaint()
+        redraws.append(time.perf_counter() - started)
+    assert panel.train.size == 100_030
+    # peak downsampling + clip-to-view: a redraw costs little even with 100k points per curve
+    assert sorted(redraws)[1] < 0.25, redraws
+
+
+def test_a_new_workspace_replaces_the_curves_with_its_history(qtbot, bus):
+    from types import SimpleNamespace
+
+    panel = TrainingCurvesPanel(bus)
+    qtbot.addWidget(panel)
+    bus.step_metrics.emit(steps(1, 5))
+    history = [{"step": 1, "loss": 2.0, "lr": 1e-3, "grad_norm": 1.5, "grad_norm_clipped": 1.0},
+               {"step": 2, "loss": 1.5, "lr": 1e-3, "grad_norm": 0.8, "grad_norm_clipped": 0.8,
+                "val_loss": 1.4, "perplexity": math.exp(1.4), "token_accuracy": 0.5}]
+    workspace = SimpleNamespace(history=history, train_config=None)
+    bus.workspace_changed.emit(workspace)
+    assert panel.curves["train_loss"].yData.tolist() == [2.0, 1.5]
+    assert panel.curves["val_loss"].yData.tolist() == [1.4]
+    bus.workspace_changed.emit(workspace)  # the same workspace again: nothing is lost
+    assert panel.train.size == 2
+
+
+def test_matched_orders_follow_the_clipped_precision_of_the_lecture_notes():
+    from explorer.metrics.bleu import matched_ngrams
+
+    # lecture example: "He He He eats tasty fruit" against "He eats a sweet apple": the first
+    # "He" matches (clipped to the reference's one "He"), and the bigram "He eats" at 2..3
+    hyp, ref = "He He He eats tasty fruit", "He eats a sweet apple"
+    orders = matched_orders(hyp.split(), ref.split())
+    assert orders == [1, 0, 2, 2, 0, 0]
+    assert orders == orders_from_matches(6, matched_ngrams(hyp, ref))
+    # a bigram match marks both of its tokens 2
+    assert matched_orders("the cat sat".split(), "a cat sat down".split()) == [0, 2, 2]
+    assert orders_from_matches(4, [(1, 0, ("a",)), (2, 2, ("b", "c"))]) == [1, 0, 2, 2]
+
+
+def test_bleu_panel_breakdown_matches_sacrebleu_and_highlights_the_example(qtbot, bus):
+    import sacrebleu
+
+    from explorer.metrics.bleu import corpus_bleu, sentence_example
+
+    hyp = "He He He eats tasty fruit"
+    refs = ["He eats a sweet apple", "He is eating a tasty apple"]
+    breakdown = corpus_bleu([hyp], [[refs[0]], [refs[1]]])
+    reference = sacrebleu.corpus_bleu([hyp], [[refs[0]], [refs[1]]])
+    assert breakdown.counts[0] == 3 and breakdown.totals[0] == 6  # the notes: clipped 3 / 6
+
+    panel = BleuPanel(bus)
+    qtbot.addWidget(panel)
+    assert not panel.has_content()
+    example = sentence_example(hyp, refs[1])
+    bus.eval_metrics.emit(EvalMetrics(step=10, val_loss=1.0, perplexity=math.e, token_accuracy=0.5,
+                                      bleu=breakdown.score, bleu_detail=breakdown, example=example))
+    assert panel.has_content()
+    for n in range(4):
+        assert panel.table.item(n, 1).text() == str(reference.counts[n])
+        assert panel.table.item(n, 2).text() == str(reference.totals[n])
+        assert panel.table.item(n, 3).text() == f"{reference.precisions[n]:.2f}%"
+    assert f"BP = {reference.bp:.3f}" in panel.summary.text()
+    assert f"c (hypothesis length) = {reference.sys_len}" in panel.summary.text()
+    assert f"r (reference length) = {reference.ref_len}" in panel.summary.text()
+    x, y = panel.curve.xData, panel.curve.yData
+    assert (x.tolist(), y.tolist()) == ([10.0], [pytest.approx(reference.score)])
+    # the first "He" and "tasty" match (1-grams) in the hypothesis, as do their partners in the
+    # reference
+    assert panel.example_orders == ([1, 0, 0, 0, 1, 0], [1, 0, 0, 0, 1, 0])
+    html = panel.example_view.toHtml()
+    assert html.count("#fde68a") == 2 + 2 + 1  # hypothesis, reference, and the legend's swatch
