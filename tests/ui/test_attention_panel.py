@@ -1,7 +1,6 @@
 """The attention panel: orientation (rows are queries), labels, hover, every architecture, live update."""
 
 import numpy as np
-import pytest
 import torch
 from PySide6.QtCore import QPointF
 
@@ -14,10 +13,6 @@ from explorer.ui.panels.attention import MEAN_OF_HEADS, AttentionPanel
 from explorer.workspace import Workspace
 from models import build_model, make_config
 
-# showing a top-level widget (or a tooltip) on the offscreen platform logs these; not our warnings
-pytestmark = pytest.mark.qt_log_ignore(
-    "This plugin does not support propagateSizeHints", "This plugin does not support raise"
-)
 
 TINY_TRANSFORMER = dict(d_model=16, num_heads=2, num_layers=2, d_ff=32, dropout=0.0)
 

@@ -14,7 +14,6 @@ from explorer.ui.panels.bleu import BleuPanel, matched_orders, orders_from_match
 from explorer.ui.panels.curves import GrowingBuffer, TrainingCurvesPanel
 
 # The offscreen platform cannot resize windows to their size hints and says so; not a bug of ours.
-pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 
 
 def steps(start: int, count: int, clip: float = 1.0) -> list[StepMetrics]:

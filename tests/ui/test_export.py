@@ -16,7 +16,6 @@ from explorer.ui.panels.base import Panel
 from explorer.ui.panels.positional import PositionalPanel
 from PySide6.QtWidgets import QVBoxLayout
 
-pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 
 
 class MatrixPanel(Panel):

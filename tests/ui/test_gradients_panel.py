@@ -12,7 +12,6 @@ from explorer.ui.panels.gradients import GradientFlowPanel, format_gradient, sca
 
 from test_attention_panel import char_workspace
 
-pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 
 
 def make_panel(qtbot):

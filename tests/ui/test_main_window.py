@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QDockWidget
@@ -10,7 +9,6 @@ from PySide6.QtWidgets import QDockWidget
 from explorer.ui.panels import PANELS
 
 # The offscreen platform cannot resize windows to their size hints and says so; not a bug of ours.
-pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 
 
 def test_one_dock_per_panel_named_by_its_id_and_actions_have_shortcuts(make_main_window):

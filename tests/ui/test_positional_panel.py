@@ -14,7 +14,6 @@ from explorer.ui.panels.positional import PositionalPanel
 from explorer.workspace import Workspace
 from models import build_model, make_config
 
-pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 
 
 def make_panel(qtbot):

@@ -14,7 +14,6 @@ from explorer.workspace import Workspace
 from models.config import BOS_ID, build_model, make_config
 
 # showing a top-level widget on the offscreen platform always logs this; it is not our warning
-pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 
 SENTENCES = ["the cat sat", "a dog ran far", "the dog sat down", "a cat ran"]
 SOURCE = "the dog ran"

@@ -11,7 +11,6 @@ from PySide6.QtCore import QObject, QThread, Slot
 from explorer.events import StepMetrics, TrainingFinished
 from explorer.ui.training_worker import MAX_EMITS_PER_S, TrainingWorker, WorkerThread
 
-pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 
 
 class FastTrainer:

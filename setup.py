@@ -1,0 +1,8 @@
+"""The package list, which pyproject.toml cannot express: resources/ installs as explorer.resources."""
+
+from setuptools import find_packages, setup
+
+setup(
+    packages=find_packages(include=["explorer*", "models*"]) + ["explorer.resources"],
+    package_dir={"explorer.resources": "resources"},
+)
