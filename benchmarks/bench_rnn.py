@@ -1,8 +1,9 @@
-"""Our step-by-step recurrent layers against torch's fused ones, and the four cells on a character LM.
+"""models.RNN's two paths against torch's fused layers, and the four cells on a character LM.
 
-1. Speed: forward + backward of models.RNN and torch.nn.RNN/GRU/LSTM with the same weights (the UGRNN
-   has no torch counterpart and is timed alone). Ours loops over time in Python so that every step can
-   be traced; the price of that, untraced and traced, is what this measures.
+1. Speed: forward + backward of torch.nn.RNN/GRU/LSTM and models.RNN with the same weights. Untraced,
+   models.RNN hands its parameters to torch's fused kernels ("fused"); traced, it loops over time in
+   Python so that every step is visible ("cells"). The UGRNN has no fused kernel and no torch
+   counterpart: its untraced and traced runs both loop over cells.
 2. Quality: an RNN language model of each cell trained for a few hundred steps on Tiny Shakespeare
    characters (truncated BPTT), reporting validation loss in nats per character.
 
@@ -25,33 +26,51 @@ DATA = Path("/work/shared/data/tinyshakespeare/input.txt")
 TORCH_LAYERS = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
 
 
-def time_layer(layer, x, repeats: int, **kwargs) -> float:
-    """Median seconds of one forward + backward pass."""
+def time_pass(run, repeats: int) -> float:
+    """Median seconds of one forward (`run()` -> output) + backward pass."""
     times = []
     for _ in range(repeats + 1):  # the first pass warms up
         start = time.perf_counter()
-        output = layer(x, **kwargs)[0]
-        output.square().mean().backward()
+        run().square().mean().backward()
         times.append(time.perf_counter() - start)
     return sorted(times[1:])[len(times[1:]) // 2]
 
 
+def torch_padded(layer, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """torch's way to skip padding: pack, run, unpack (our fused path does the same inside)."""
+    packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    output, _ = nn.utils.rnn.pad_packed_sequence(layer(packed)[0], batch_first=True, total_length=x.shape[1])
+    return output  # (B, T, H)
+
+
 def bench_speed(args) -> None:
-    print(f"forward+backward, batch {args.batch}, length {args.length}, hidden {args.hidden}, 2 layers")
-    print(f"{'cell':6} {'torch ms':>9} {'ours ms':>9} {'traced ms':>10} {'ours/torch':>11}")
+    print(f"forward+backward, batch {args.batch}, length {args.length}, hidden {args.hidden}, 2 layers; "
+          f"'padded': a pad_mask with lengths spread over 1..{args.length}")
+    print(f"{'cell':6} {'input':7} {'torch ms':>9} {'fused ms':>9} {'cells ms':>9} "
+          f"{'fused/torch':>12} {'cells/fused':>12}")
     x = torch.randn(args.batch, args.length, args.hidden)
+    lengths = torch.linspace(1, args.length, args.batch).round().long()  # (B,)
+    pad_mask = torch.arange(args.length)[None, :] >= lengths[:, None]  # (B, T), True = padding
     for cell in ("rnn", "ugrnn", "gru", "lstm"):
         torch.manual_seed(0)
         ours = RNN(cell, args.hidden, args.hidden, num_layers=2, batch_first=True)
-        ours_ms = 1000 * time_layer(ours, x, args.repeats)
-        traced_ms = 1000 * time_layer(ours, x, args.repeats, trace=True)
+        reference = None
         if cell in TORCH_LAYERS:
             reference = TORCH_LAYERS[cell](args.hidden, args.hidden, num_layers=2, batch_first=True)
             reference.load_state_dict(ours.state_dict())
-            torch_ms = 1000 * time_layer(reference, x, args.repeats)
-            print(f"{cell:6} {torch_ms:9.1f} {ours_ms:9.1f} {traced_ms:10.1f} {ours_ms / torch_ms:10.2f}x")
-        else:
-            print(f"{cell:6} {'-':>9} {ours_ms:9.1f} {traced_ms:10.1f} {'-':>11}")
+        for padded in (False, True):
+            mask = pad_mask if padded else None
+            fused_ms = 1000 * time_pass(lambda: ours(x, pad_mask=mask)[0], args.repeats)
+            cells_ms = 1000 * time_pass(lambda: ours(x, pad_mask=mask, trace=True)[0], args.repeats)
+            label = "padded" if padded else "full"
+            if reference is None:  # untraced UGRNN runs the cells too
+                print(f"{cell:6} {label:7} {'-':>9} {fused_ms:9.1f} {cells_ms:9.1f} {'-':>12} "
+                      f"{cells_ms / fused_ms:11.2f}x")
+                continue
+            run_torch = (lambda: torch_padded(reference, x, lengths)) if padded else (lambda: reference(x)[0])
+            torch_ms = 1000 * time_pass(run_torch, args.repeats)
+            print(f"{cell:6} {label:7} {torch_ms:9.1f} {fused_ms:9.1f} {cells_ms:9.1f} "
+                  f"{fused_ms / torch_ms:11.2f}x {cells_ms / fused_ms:11.2f}x")
 
 
 def bench_language_model(args) -> None:

@@ -6,6 +6,10 @@ used: `torch.autograd.grad(loss, trace.hidden["l0"])` gives the total dL/dh_t fo
 The Elman, GRU and LSTM layers use torch.nn.RNN/GRU/LSTM's parameter names, shapes, gate order and
 initialisation, so a state dict from torch's module loads into ours and computes the same function.
 A cell's weights stack its blocks row-wise: weight_ih is (blocks * H, I), weight_hh is (blocks * H, H).
+
+Without a trace, the Elman, GRU and LSTM layers hand those same parameters to torch's fused kernels
+(as torch.nn.RNNBase does), which is several times faster; the step-by-step path computes the same
+function and is kept for traces and for the UGRNN, which has no fused kernel.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor, _VF, nn
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from models.trace import Trace
 
@@ -108,6 +113,8 @@ class LSTMCell(RNNCell):
 
 
 CELLS = {"rnn": RNNCell, "ugrnn": UGRNNCell, "gru": GRUCell, "lstm": LSTMCell}
+# torch's fused multi-layer kernels, called with torch.nn.RNN/GRU/LSTM's flat weight list.
+FUSED_KERNELS = {"rnn": _VF.rnn_tanh, "gru": _VF.gru, "lstm": _VF.lstm}
 
 
 def init_uniform(parameters, hidden_size: int) -> None:
@@ -174,12 +181,52 @@ class RNN(nn.Module):
         x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
         # x: (T, B, I) from here on
         if pad_mask is not None:
-            pad_mask = pad_mask.unsqueeze(0) if unbatched else pad_mask
-            keep = (~pad_mask).transpose(0, 1).unsqueeze(-1)  # (T, B, 1), True = real token
-        else:
-            keep = None
+            pad_mask = pad_mask.unsqueeze(0) if unbatched else pad_mask  # (B, T)
+            if not pad_mask.any():
+                pad_mask = None
         h0, c0 = self.initial_state(x, hx, unbatched)
 
+        if not trace and self.cell in FUSED_KERNELS and (pad_mask is None or is_right_padding(pad_mask)):
+            x, h_n, c_n = self.run_fused(x, h0, c0, pad_mask)
+            record = None
+        else:
+            x, h_n, c_n, record = self.run_cells(x, h0, c0, pad_mask, trace)
+
+        output = x.squeeze(1) if unbatched else (x.transpose(0, 1) if self.batch_first else x)
+        h_n = h_n.squeeze(1) if unbatched else h_n
+        if is_lstm:
+            h_n = (h_n, c_n.squeeze(1) if unbatched else c_n)
+        return (output, h_n, record) if trace else (output, h_n)
+
+    def run_fused(self, x: Tensor, h0: Tensor, c0: Tensor | None, pad_mask: Tensor | None):
+        """All layers and directions in one call of torch's kernel. x (T, B, I), h0 and c0 (L * D, B, H).
+        A right-padded batch goes in packed, which is what makes padded steps keep the state.
+        -> (outputs (T, B, D * H), h_n, c_n or None)."""
+        kernel, is_lstm = FUSED_KERNELS[self.cell], self.cell_type.has_cell_state
+        suffixes = self.direction_suffixes()
+        kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+        flat_weights = [getattr(self, f"{kind}_l{layer}{suffix}")
+                        for layer in range(self.num_layers) for suffix in suffixes for kind in kinds]
+        settings = (flat_weights, True, self.num_layers, self.dropout, self.training, self.bidirectional)
+        if pad_mask is None:
+            result = kernel(x, (h0, c0) if is_lstm else h0, *settings, False)  # batch_first=False
+            return result[0], result[1], (result[2] if is_lstm else None)
+        lengths = (~pad_mask).sum(dim=1).cpu()  # (B,)
+        packed = pack_padded_sequence(x, lengths, enforce_sorted=False)
+        # The kernel reads rows longest first: reorder the initial state to match, and back after.
+        h0 = h0.index_select(1, packed.sorted_indices)
+        c0 = c0.index_select(1, packed.sorted_indices) if is_lstm else None
+        result = kernel(packed.data, packed.batch_sizes, (h0, c0) if is_lstm else h0, *settings)
+        outputs = PackedSequence(result[0], packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
+        outputs, _ = pad_packed_sequence(outputs, total_length=x.shape[0])  # (T, B, D * H), zeros at padding
+        h_n = result[1].index_select(1, packed.unsorted_indices)
+        c_n = result[2].index_select(1, packed.unsorted_indices) if is_lstm else None
+        return outputs, h_n, c_n
+
+    def run_cells(self, x: Tensor, h0: Tensor, c0: Tensor | None, pad_mask: Tensor | None, trace: bool):
+        """Layer by layer, direction by direction, step by step. -> (outputs (T, B, D * H), h_n, c_n, trace)."""
+        is_lstm = self.cell_type.has_cell_state
+        keep = None if pad_mask is None else (~pad_mask).transpose(0, 1).unsqueeze(-1)  # (T, B, 1), True = real
         record = Trace() if trace else None
         final_h, final_c = [], []
         for layer in range(self.num_layers):
@@ -195,14 +242,9 @@ class RNN(nn.Module):
             x = torch.cat(direction_outputs, dim=-1)  # (T, B, D * H)
             if layer < self.num_layers - 1 and self.dropout > 0:
                 x = F.dropout(x, self.dropout, self.training)
-
-        output = x.squeeze(1) if unbatched else (x.transpose(0, 1) if self.batch_first else x)
         h_n = torch.stack(final_h)  # (L * D, B, H)
-        h_n = h_n.squeeze(1) if unbatched else h_n
-        if is_lstm:
-            c_n = torch.stack(final_c)  # (L * D, B, H)
-            h_n = (h_n, c_n.squeeze(1) if unbatched else c_n)
-        return (output, h_n, record) if trace else (output, h_n)
+        c_n = torch.stack(final_c) if is_lstm else None  # (L * D, B, H)
+        return x, h_n, c_n, record
 
     def initial_state(self, x: Tensor, hx, unbatched: bool) -> tuple[Tensor, Tensor | None]:
         """hx as torch takes it, (L * D, B, H) (or (L * D, H) unbatched), or zeros; -> (h0, c0)."""
@@ -254,6 +296,14 @@ class RNN(nn.Module):
             if gates:
                 record.gates[name] = gates
         return torch.stack(outputs), state  # (T, B, H)
+
+
+def is_right_padding(pad_mask: Tensor) -> bool:
+    """True when every row of pad_mask (B, T) is real tokens then padding, with at least one real token:
+    the batches a packed sequence can express."""
+    lengths = (~pad_mask).sum(dim=1, keepdim=True)  # (B, 1)
+    positions = torch.arange(pad_mask.shape[1], device=pad_mask.device)  # (T,)
+    return bool(lengths.min() > 0) and torch.equal(pad_mask, positions >= lengths)
 
 
 def to_torch_state(state: dict | None):

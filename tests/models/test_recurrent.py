@@ -191,3 +191,108 @@ def test_bad_arguments():
     layer = RNN("gru", 2, 3, num_layers=2)
     with pytest.raises(ValueError, match="hidden state"):
         layer(torch.randn(4, 1, 2), torch.zeros(1, 1, 3))
+
+
+def run_both_paths(layer, x, hx, pad_mask):
+    """The fused path (no trace) and the step-by-step path (trace=True) on cloned inputs, each with a
+    backward pass of the same loss. -> two tuples (output, final states, input grads, parameter grads)."""
+    results = []
+    for trace in (False, True):
+        layer.zero_grad()
+        x_in = x.clone().requires_grad_()
+        hx_in = clone_state(hx)
+        for t in as_tuple(hx_in):
+            t.requires_grad_()
+        out, h_n = layer(x_in, hx_in, trace=trace, pad_mask=pad_mask)[:2]
+        loss = (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum()
+        loss = loss + sum(t.square().sum() for t in as_tuple(h_n))
+        loss.backward()
+        input_grads = (x_in.grad,) + tuple(t.grad for t in as_tuple(hx_in))
+        results.append((out, as_tuple(h_n), input_grads, [p.grad.clone() for p in layer.parameters()]))
+    return results
+
+
+def assert_same_results(fused, stepped):
+    for a, b in zip(fused, stepped):
+        for u, v in zip(a if isinstance(a, (tuple, list)) else (a,), b if isinstance(b, (tuple, list)) else (b,)):
+            torch.testing.assert_close(u, v, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+@pytest.mark.parametrize("num_layers,bidirectional,batch_first", [
+    (1, False, False), (1, True, True), (2, False, True), (2, True, False), (3, True, True), (3, False, False),
+])
+@pytest.mark.parametrize("padded", [False, True])
+def test_fused_path_matches_step_by_step_path(cell, num_layers, bidirectional, batch_first, padded):
+    torch.manual_seed(8)
+    I, H, T, B = 3, 4, 5, 3
+    layer = RNN(cell, I, H, num_layers, bidirectional=bidirectional, batch_first=batch_first, dropout=0.5)
+    layer.eval()  # dropout between layers is off in eval mode, in both paths
+    x = torch.randn((B, T, I) if batch_first else (T, B, I))
+    D = 2 if bidirectional else 1
+    h0 = torch.randn(num_layers * D, B, H)
+    hx = (h0, torch.randn(num_layers * D, B, H)) if cell == "lstm" else h0
+    pad_mask = torch.arange(T)[None, :] >= torch.tensor([2, 5, 4])[:, None] if padded else None  # (B, T)
+    fused, stepped = run_both_paths(layer, x, hx, pad_mask)
+    assert_same_results(fused, stepped)
+    if padded:  # padded steps output zeros in both paths
+        out = fused[0] if batch_first else fused[0].transpose(0, 1)
+        assert out[0, 2:].abs().sum() == 0 and out[0, :2].abs().sum() > 0
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+def test_fused_path_is_taken_without_trace_and_skipped_with_it(cell, monkeypatch):
+    layer = RNN(cell, 2, 3, num_layers=2, bidirectional=True, batch_first=True)
+    x, pad_mask = torch.randn(2, 4, 2), torch.tensor([[False] * 4, [False, False, True, True]])
+    traced = layer(x, pad_mask=pad_mask, trace=True)[0]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the step-by-step path ran without a trace")
+
+    monkeypatch.setattr(RNN, "run_cells", refuse)
+    torch.testing.assert_close(layer(x, pad_mask=pad_mask)[0], traced)
+    with pytest.raises(AssertionError, match="step-by-step"):
+        layer(x, trace=True)
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+def test_masks_a_packed_sequence_cannot_express_use_the_step_path(cell):
+    """Left padding, holes and all-padding rows are not right padding: no packing, same answer as traced."""
+    torch.manual_seed(9)
+    layer = RNN(cell, 2, 3, bidirectional=True, batch_first=True).eval()
+    x = torch.randn(3, 5, 2)
+    pad_mask = torch.tensor([[True, True, False, False, False],  # left padding
+                             [False, True, False, True, False],  # holes
+                             [True, True, True, True, True]])  # nothing real: the state passes through
+    out, h_n = layer(x, pad_mask=pad_mask)
+    out_traced, h_traced, _ = layer(x, pad_mask=pad_mask, trace=True)
+    torch.testing.assert_close(out, out_traced)
+    for a, b in zip(as_tuple(h_n), as_tuple(h_traced)):
+        torch.testing.assert_close(a, b)
+    assert out[2].abs().sum() == 0 and torch.equal(as_tuple(h_n)[0][:, 2], torch.zeros(2, 3))
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+def test_fused_path_unbatched_input_with_pad_mask(cell):
+    torch.manual_seed(10)
+    layer = RNN(cell, 2, 3, num_layers=2, bidirectional=True)
+    x = torch.randn(4, 2)  # (T, I): no batch dimension
+    h0 = torch.randn(4, 3)  # (L * D, H)
+    hx = (h0, torch.randn(4, 3)) if cell == "lstm" else h0
+    fused, stepped = run_both_paths(layer, x, hx, torch.tensor([False, False, False, True]))
+    assert fused[0].shape == (4, 6) and fused[0][3].abs().sum() == 0
+    assert_same_results(fused, stepped)
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+def test_fused_path_applies_dropout_between_layers_in_training(cell):
+    torch.manual_seed(11)
+    layer = RNN(cell, 2, 3, num_layers=2, dropout=1.0).train()
+    x = torch.randn(5, 2, 2)
+    # Dropout 1 zeros the second layer's input in both paths, which makes them comparable exactly.
+    fused, stepped = layer(x)[0], layer(x, trace=True)[0]
+    torch.testing.assert_close(fused, stepped)
+    top = RNN(cell, 3, 3)
+    top.load_state_dict({k.replace("_l1", "_l0"): v for k, v in layer.state_dict().items() if "_l1" in k})
+    torch.testing.assert_close(fused, top(torch.zeros(5, 2, 3))[0])
+    assert not torch.allclose(fused, layer.eval()(x)[0])

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from models import RNNLanguageModel, build_model, make_config
+from models import build_model, make_config
 from models.state import reorder_state
 
 CELLS = ["rnn", "ugrnn", "gru", "lstm"]
