@@ -136,10 +136,15 @@ def test_an_error_in_the_worker_shows_a_dialog_and_keeps_the_trained_steps(
     monkeypatch.setattr(Trainer, "_step", failing_step)
     window = make_main_window()
     window.controller.set_workspace(tiny_workspace)
-    with qtbot.waitSignal(window.error_shown, timeout=20_000) as error:
+    # `training_finished` is queued after every batch the worker sent, so once it arrives the
+    # curves have had all of them (the thread itself may end before the GUI thread drains its queue)
+    errors = []
+    window.error_shown.connect(errors.append)
+    with qtbot.waitSignal(window.controller.training_finished, timeout=20_000) as finished:
         window.controller.train(steps=10)
-    assert error.args[0] == "RuntimeError: simulated failure"  # one line
-    qtbot.waitUntil(lambda: not window.controller.is_training(), timeout=20_000)
+    assert errors == ["RuntimeError: simulated failure"]  # one line
+    assert finished.args[0].reason == "error"
+    assert not window.controller.is_training()
     assert tiny_workspace.step == 3 and len(tiny_workspace.history) == 3
     assert window.panels["curves"].train.size == 3
 
