@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.base import Panel
+from explorer.ui.plot_style import add_legend
 
 
 class GrowingBuffer:
@@ -109,7 +110,7 @@ class TrainingCurvesPanel(Panel):
             self.plots[name].setLogMode(y=True)
             self.plots[name].getAxis("left").setStyle(maxTextLevel=0)  # text on level 0 only
         for name in ("loss", "grad_norm"):  # the others share these colours
-            self.plots[name].addLegend(offset=(-5, 5), labelTextSize="8pt")
+            add_legend(self.plots[name], offset=(-5, 5), text_size="8pt")
         train_pen = pg.mkPen((70, 130, 230), width=1.5)
         val_pen = pg.mkPen((230, 120, 40), width=2)
         val_symbol = dict(symbol="o", symbolSize=5, symbolBrush=(230, 120, 40), symbolPen=None)

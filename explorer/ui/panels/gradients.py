@@ -29,6 +29,7 @@ from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, label_font, tick_levels
 from explorer.ui.panels.attention import ProbeRunner, elide
 from explorer.ui.panels.base import Panel
+from explorer.ui.plot_style import add_legend
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
 CELL_COLOURS = {"rnn": "#d62728", "ugrnn": "#ff7f0e", "gru": "#2ca02c", "lstm": "#1f77b4"}
@@ -75,7 +76,7 @@ def _log_plot(title: str, x: str, y: str, legend_offset=(-10, 10)):
         plot.getAxis(side).setTickFont(label_font(10))
         plot.getAxis(side).enableAutoSIPrefix(False)  # "(x0.001)" on a log axis only confuses
     plot.getAxis("left").setWidth(62)  # room for "1e-20": labels that do not fit are dropped
-    plot.addLegend(offset=legend_offset, brush=pg.mkBrush(0, 0, 0, 140))
+    add_legend(plot, offset=legend_offset)
     return widget, plot
 
 

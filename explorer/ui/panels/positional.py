@@ -24,6 +24,7 @@ from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, label_font
 from explorer.ui.panels.base import Panel
+from explorer.ui.plot_style import add_legend
 
 KIND_NAMES = {"learned": "learned table", "rope": "RoPE angles", "sinusoidal": "sinusoidal"}
 CURVE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
@@ -47,7 +48,7 @@ def _line_plot(title: str, x_label: str, y_label: str) -> pg.PlotWidget:
     for side in ("left", "bottom"):
         plot.getAxis(side).setTickFont(label_font())
         plot.getAxis(side).enableAutoSIPrefix(False)  # "(x1e-09)" on a log axis misleads
-    plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(0, 0, 0, 160))
+    add_legend(plot)
     return widget
 
 
