@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from explorer import __version__
@@ -54,3 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"explorer {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`explorer decode ... | head`): stop quietly, like a Unix filter.
+        # Python flushes stdout again at exit; pointing it at /dev/null keeps that flush silent too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13  # the shell's status for a process ended by SIGPIPE

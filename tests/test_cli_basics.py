@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -37,3 +38,20 @@ def test_python_dash_m_explorer_version():
     result = run_cli("--version")
     assert result.returncode == 0
     assert __version__ in result.stdout
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
+    """`explorer bleu ... | head -0`: stdout is a pipe nobody reads; no traceback, SIGPIPE's status."""
+    (tmp_path / "hyp.txt").write_text("the cat sat on the mat\n")
+    (tmp_path / "ref.txt").write_text("the cat is on the mat\n")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone before the first write
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "explorer", "bleu", "hyp.txt", "ref.txt", "--json"],
+            cwd=tmp_path, stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert result.returncode == 141
+    assert result.stderr == ""
