@@ -69,3 +69,12 @@ def test_train_writes_a_checkpoint_resumes_and_takes_a_config_file(tmp_path):
     result = explorer("train", "--resume", str(out), "--cell", "lstm")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().count("\n") == 0 and "drop --cell" in result.stderr
+
+
+def test_train_reports_the_lines_it_skipped(capsys, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("to be or not to be, that is the question\n\n" * 10)
+    code = main(["train", "--data", str(corpus), "--arch", "gpt", "--context", "8", "--steps", "1",
+                 "--eval-every", "1", "--out", str(tmp_path / "ck"), *FAST])
+    assert code == 0
+    assert f"data: {corpus}: kept 10 lines, skipped 10 (10 blank)\n" in capsys.readouterr().err

@@ -241,6 +241,16 @@ class ProgressPrinter:
         self.stream.flush()
 
 
+def report_data(splits, stream=None) -> None:
+    """One line per file read: how many lines were kept, and how many were skipped and why."""
+    import sys
+
+    stream = stream or sys.stderr
+    for report in splits.reports:
+        stream.write(f"data: {report.summary()}\n")
+    stream.flush()
+
+
 def format_eval(metrics) -> str:
     text = (f"step {metrics.step}: val loss {metrics.val_loss:.4f}, perplexity "
             f"{metrics.perplexity:.2f}, token accuracy {100 * metrics.token_accuracy:.1f}%")
@@ -275,6 +285,7 @@ def run(args: argparse.Namespace) -> int:
         if not out:
             raise UserError("say where to write the checkpoint: --out DIR")
         workspace = _new_workspace(options)
+    report_data(workspace.data)
     trainer = Trainer(workspace, config)
     printer = ProgressPrinter()
     finished = None

@@ -91,7 +91,8 @@ def _held_out(items: list, fraction: float, shuffle_seed: int | None) -> tuple[l
 
 
 def read_data(spec: DataSpec):
-    """The spec's explorer.data.tasks.Splits: (source, target) pairs, target "" for LM text."""
+    """The spec's explorer.data.tasks.Splits: (source, target) pairs, target "" for LM text, with a
+    ReadReport per file read in `splits.reports`."""
     from explorer.data import readers
     from explorer.data.tasks import DEFAULT_SIZES, Splits, make_task
 
@@ -100,14 +101,18 @@ def read_data(spec: DataSpec):
                  "n_val": spec.n_val or DEFAULT_SIZES["n_val"]}
         return make_task(spec.task, seed=spec.seed, **sizes)
     if spec.text is not None:
-        lines = readers.read_text(spec.text)
+        lines, report = readers.read_text_with_report(spec.text)
         train, val = _held_out([(line, "") for line in lines], spec.val_fraction, None)
-        return Splits(train, val, [], kind="lm")
-    pairs = readers.read_tsv(spec.tsv) if spec.tsv else readers.read_parallel(spec.src, spec.tgt)
+        return Splits(train, val, [], kind="lm", reports=[report])
+    if spec.tsv:
+        pairs, report = readers.read_tsv_with_report(spec.tsv)
+    else:
+        pairs, report = readers.read_parallel_with_report(spec.src, spec.tgt)
     if spec.val_src is not None:
-        return Splits(pairs, readers.read_parallel(spec.val_src, spec.val_tgt), [])
+        val, val_report = readers.read_parallel_with_report(spec.val_src, spec.val_tgt)
+        return Splits(pairs, val, [], reports=[report, val_report])
     train, val = _held_out(pairs, spec.val_fraction, spec.seed)
-    return Splits(train, val, [])
+    return Splits(train, val, [], reports=[report])
 
 
 def fit_tokenizers(spec: DataSpec, splits):

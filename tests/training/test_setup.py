@@ -52,6 +52,21 @@ def test_parallel_files_with_their_own_validation(tmp_path):
     splits = read_data(spec)
     assert splits.train == [("ein hund", "a dog"), ("zwei katzen", "two cats")]
     assert splits.val == [("ein hund", "a dog")]
+    assert [(r.kept, r.skipped) for r in splits.reports] == [(2, {}), (1, {})]
+
+
+def test_skipped_lines_are_reported_with_their_reasons(tmp_path):
+    """Nothing is dropped silently: every file read comes back with what was kept and skipped."""
+    text = tmp_path / "corpus.txt"
+    text.write_text("one\n\ntwo\n   \nthree\n")
+    assert [(r.kept, r.skipped) for r in read_data(DataSpec(text=str(text))).reports] == [(3, {"blank": 2})]
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("a\tb\n\tno source\nno target\t\n\nc\td\ne\tf\n")
+    (report,) = read_data(DataSpec(tsv=str(pairs))).reports
+    assert report.kept == 3
+    assert report.skipped == {"blank": 1, "blank source": 1, "blank target": 1}
+    assert report.summary() == f"{pairs}: kept 3 lines, skipped 3 (1 blank, 1 blank source, 1 blank target)"
+    assert read_data(DataSpec(task="copy", n_train=5, n_val=2)).reports == []
 
 
 @pytest.mark.parametrize(

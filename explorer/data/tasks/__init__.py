@@ -46,6 +46,9 @@ class Splits:
     val: list[Pair]
     test: list[Pair]
     kind: str = "seq2seq"
+    # Data read from files: one explorer.data.readers.ReadReport per file read (kept and skipped
+    # lines), so that no caller drops lines silently. Generated tasks skip nothing and have none.
+    reports: list = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.train) + len(self.val) + len(self.test)
