@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 from explorer.errors import UserError
 
 # The ids must agree with models.config (PAD_ID, ...); kept here so data code need not import torch.
-# tests/data/test_tokenizers.py checks that they do.
+# tests/data/test_data_tokenizers.py checks that they do.
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>", "<mask>")
 PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID = range(len(SPECIAL_TOKENS))
 NUM_SPECIAL = len(SPECIAL_TOKENS)
