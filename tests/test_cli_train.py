@@ -78,3 +78,16 @@ def test_train_reports_the_lines_it_skipped(capsys, tmp_path):
                  "--eval-every", "1", "--out", str(tmp_path / "ck"), *FAST])
     assert code == 0
     assert f"data: {corpus}: kept 10 lines, skipped 10 (10 blank)\n" in capsys.readouterr().err
+
+
+def test_data_file_of_pairs_trains_a_seq2seq_model_without_arch(capsys, tmp_path):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"w{i} x\tx w{i}\n" for i in range(20)))
+    assert main(["train", "--data", str(pairs), "--steps", "1", "--out", str(tmp_path / "ck"), *FAST]) == 0
+    saved = json.loads((tmp_path / "ck" / "config.json").read_text())
+    assert saved["model"]["family"] == "seq2seq" and saved["data"]["tsv"] == str(pairs)
+    text = tmp_path / "text.txt"
+    text.write_text("no tabs here, just a line of text to model\n" * 20)
+    assert main(["train", "--data", str(text), "--context", "8", "--steps", "1",
+                 "--out", str(tmp_path / "lm"), *FAST]) == 0
+    assert json.loads((tmp_path / "lm" / "config.json").read_text())["model"]["family"] == "gpt"

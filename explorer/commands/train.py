@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--task", help="built-in task: copy reverse sort addition dates "
                       "translate-toy brackets")
     data.add_argument("--data", metavar="FILE", help="plain text (language models) or "
-                      "source<TAB>target lines (seq2seq, transformer); .gz is fine")
+                      "source<TAB>target lines (seq2seq, transformer; the default when the first "
+                      "line has a tab); .gz is fine")
     data.add_argument("--src", metavar="FILE", help="source side of line-aligned parallel files")
     data.add_argument("--tgt", metavar="FILE", help="target side of line-aligned parallel files")
     data.add_argument("--val-src", metavar="FILE", help="validation sources (else 10%% held out)")
@@ -122,13 +123,16 @@ def _choose(name: str, value, choices) -> None:
 
 
 def _data_spec(options: dict):
+    from explorer.data.readers import looks_like_tsv
     from explorer.training.setup import DataSpec
 
-    pairs = options.get("arch") in ("seq2seq", "transformer")  # --data is a TSV file of pairs
+    arch, data = options.get("arch"), options.get("data")
+    # --data holds source<TAB>target pairs for the pair models; without --arch its first line decides
+    pairs = arch in ("seq2seq", "transformer") or (arch is None and data is not None and looks_like_tsv(data))
     return DataSpec(
         task=options.get("task"),
-        text=None if pairs else options.get("data"),
-        tsv=options.get("data") if pairs else None,
+        text=None if pairs else data,
+        tsv=data if pairs else None,
         src=options.get("src"), tgt=options.get("tgt"),
         val_src=options.get("val_src"), val_tgt=options.get("val_tgt"),
         tokenizer=options.get("tokenizer"), vocab_size=options.get("vocab_size"),

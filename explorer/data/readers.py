@@ -97,6 +97,12 @@ def read_lines(path: str | Path, allow_empty: bool = False) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
+def looks_like_tsv(path: str | Path) -> bool:
+    """True when the file's first non-blank line has a tab: source<TAB>target pairs, not plain text."""
+    first = next((line for line in read_lines(path) if line.strip()), "")
+    return "\t" in first
+
+
 def read_text_with_report(path: str | Path) -> tuple[list[str], ReadReport]:
     """Non-blank lines of a text file, for language models, and what was skipped."""
     report = ReadReport(source=str(path))

@@ -6,6 +6,7 @@ import pytest
 
 from explorer.data.readers import (
     ReadReport,
+    looks_like_tsv,
     read_lines,
     read_parallel,
     read_parallel_with_report,
@@ -122,3 +123,12 @@ def test_read_lines_keeps_blank_lines_and_line_numbers_honest(tmp_path):
 
 def test_report_without_skips():
     assert ReadReport(kept=4).summary() == "kept 4 lines, skipped none"
+
+
+def test_looks_like_tsv_reads_the_first_non_blank_line(tmp_path):
+    assert looks_like_tsv(write(tmp_path / "pairs.tsv.gz", "\n\nhello\tbonjour\n", compress=True))
+    assert not looks_like_tsv(write(tmp_path / "text.txt", "plain text\nwith a\ttab later\n"))
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("café\tcoffee\n".encode("latin-1"))
+    with pytest.raises(UserError, match="invalid UTF-8"):
+        looks_like_tsv(bad)
