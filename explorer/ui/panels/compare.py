@@ -28,7 +28,7 @@ from superqt.utils import qdebounced
 
 from explorer.ui.decode_worker import DecodeWorker, run_compare, run_find_example
 from explorer.ui.panels.base import Panel
-from explorer.ui.panels.decoding_widgets import BarChart, spin_box
+from explorer.ui.panels.decoding_widgets import BarChart, show_text, spin_box
 
 STRATEGY_TITLES = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
 NGRAM_COLORS = {1: "#fff2a8", 2: "#ffd280", 3: "#ffae5c", 4: "#ff8a50"}  # background per n
@@ -137,19 +137,21 @@ class ComparePanel(Panel):
         self.explanation = QLabel()
         self.explanation.setWordWrap(True)
         self.explanation.setTextFormat(Qt.RichText)
+        self.explanation.hide()  # shown with an example's explanation
         self.status = QLabel("No model yet: train one or open a checkpoint.")
         self.chart_widget = pg.GraphicsLayoutWidget()
         self.chart_widget.setBackground("w")
-        self.score_chart = BarChart(self.chart_widget.addPlot(row=0, col=0), "log p (output)")
-        self.score_chart.plot.setTitle("−log p of each output: the shorter bar is more probable")
-        self.bleu_chart = BarChart(self.chart_widget.addPlot(row=0, col=1), "sentence BLEU")
-        self.bleu_chart.plot.setTitle("sentence BLEU against the reference")
-        self.chart_widget.setMinimumHeight(180)
+        self.score_chart = BarChart(self.chart_widget.addPlot(row=0, col=0), "")
+        self.score_chart.set_title("−log p of each output (shorter = more probable)")
+        self.bleu_chart = BarChart(self.chart_widget.addPlot(row=0, col=1), "",
+                                   value_format="{:.1f}")
+        self.bleu_chart.set_title("sentence BLEU against the reference")
+        self.chart_widget.setMinimumHeight(110)  # three bars with their labels
 
         root = QVBoxLayout(self)
         for row in (text_row, option_row, button_row):
             root.addLayout(row)
-        root.addLayout(grid)
+        root.addLayout(grid)  # the cards take the height their text needs (_fit_cards)
         root.addWidget(self.explanation)
         root.addWidget(self.chart_widget, 1)
         root.addWidget(self.status)
@@ -160,6 +162,7 @@ class ComparePanel(Panel):
         self.workspace = workspace
         self.example = None
         self.explanation.clear()
+        self.explanation.hide()
         if workspace is None:
             self.outputs = []
             self._show()
@@ -167,13 +170,13 @@ class ComparePanel(Panel):
             return
         data = getattr(workspace, "data", None)
         if data is not None and data.val and not self.source_box.text():
-            self.source_box.setText(data.val[0][0])
-            self.reference_box.setText(data.val[0][1])
+            show_text(self.source_box, data.val[0][0])
+            show_text(self.reference_box, data.val[0][1])
         self.request_compare()
 
     def set_source(self, source: str, reference: str = "") -> None:
-        self.source_box.setText(source)
-        self.reference_box.setText(reference)
+        show_text(self.source_box, source)
+        show_text(self.reference_box, reference)
         self.compare()
 
     def compare(self) -> int:
@@ -212,6 +215,7 @@ class ComparePanel(Panel):
 
     def _on_example(self, example) -> None:
         self.example = example
+        self.explanation.show()
         self.example_found.emit(example)
         if example is None:
             self.explanation.setText("On these inputs greedy already finds the most probable output "
@@ -241,7 +245,7 @@ class ComparePanel(Panel):
                 continue
             hyp = output.hypothesis
             text = highlight_matches(output.bleu_tokens, output.matched) or "<i>(empty)</i>"
-            lines = [f"<b>{STRATEGY_TITLES[key]}</b>", f"<span style='font-size:13pt'>{text}</span>",
+            lines = [f"<b>{STRATEGY_TITLES[key]}</b>", f"<span style='font-size:11pt'>{text}</span>",
                      f"log p = {hyp.score:.3f}" + (" <b>(most probable)</b>"
                                                    if best is not None and hyp.score >= best - 1e-6
                                                    else ""),
@@ -250,15 +254,29 @@ class ComparePanel(Panel):
             if output.bleu is not None:
                 b = output.bleu
                 precisions = " / ".join(f"{p:.0f}" for p in b.precisions)
-                lines.append(f"BLEU = <b>{b.score:.1f}</b> (p1..p4 = {precisions}, BP = {b.bp:.2f})")
+                lines.append(f"BLEU = <b>{b.score:.1f}</b>")
+                lines.append(f"p1..p4 = {precisions}, BP = {b.bp:.2f}")
             cell.setText("<br>".join(lines))
         labels = [STRATEGY_TITLES[o.strategy] for o in self.outputs]
         scores = np.array([o.hypothesis.score for o in self.outputs])
         # Bars grow down from 0 for log p; the chart shows -log p so longer = less probable.
         self.score_chart.set_data(labels, -scores)
-        self.score_chart.plot.setLabel("left", "−log p (lower is more probable)")
         bleu = [o.bleu.score if o.bleu is not None else 0.0 for o in self.outputs]
-        self.bleu_chart.set_data(labels, np.array(bleu), y_max=100.0)
+        self.bleu_chart.set_data(labels, np.array(bleu), value_max=100.0)
+        self._fit_cards()
+
+    def _fit_cards(self) -> None:
+        """Every card as tall as its wrapped text at its current width: a word-wrapped rich-text
+        label inside a grid is otherwise squeezed and its last lines cut off."""
+        needed = max(cell.heightForWidth(cell.width()) for cell in self.cells.values())
+        if needed < 0:  # not laid out yet
+            return
+        for cell in self.cells.values():
+            cell.setMinimumHeight(needed)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_cards()
 
     # ---- content and export ----------------------------------------------------------------
 

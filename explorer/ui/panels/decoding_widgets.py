@@ -3,6 +3,8 @@ attention, spin boxes, and the beam tree's node detail (attention row and siblin
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
@@ -12,11 +14,10 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QVBoxLayout,
     QWidget,
 )
-
-from explorer.ui.heatmap import tick_levels
 
 BAR_COLOR = "#1f77b4"
 HIGHLIGHT_COLOR = "#ff7f0e"
@@ -32,39 +33,82 @@ def dark_on_white(plot: pg.PlotItem) -> None:
 
 
 class BarChart:
-    """One BarGraphItem on a PlotItem, updated in place, with token labels on the x axis."""
+    """Horizontal bars on a PlotItem, updated in place: one row per token, the token on the left
+    axis and its value printed at the end of its bar, so every token reads in full however long it
+    is or however many there are (rows that do not fit are a wheel-scroll away)."""
 
-    def __init__(self, plot: pg.PlotItem, y_label: str, color: str = BAR_COLOR) -> None:
+    ROW_PX = 16  # pixels one row needs for its 8 pt label
+    MAX_LABEL_CHARS = 16
+
+    def __init__(self, plot: pg.PlotItem, value_label: str, color: str = BAR_COLOR,
+                 value_format: str = "{:.3f}") -> None:
         self.plot = plot
+        self.value_format = value_format
         dark_on_white(plot)
         self.brush = pg.mkBrush(color)
         self.highlight_brush = pg.mkBrush(HIGHLIGHT_COLOR)
-        self.bars = pg.BarGraphItem(x=[], height=[], width=0.8, brush=self.brush)
+        self.bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.75, brush=self.brush)
         plot.addItem(self.bars)
-        plot.setLabel("left", y_label)
-        plot.getAxis("left").enableAutoSIPrefix(False)
-        small = QFont()
-        small.setPointSize(8)
-        plot.getAxis("bottom").setStyle(tickFont=small)
-        plot.setMouseEnabled(x=True, y=False)
-        plot.showGrid(y=True, alpha=0.3)
+        plot.invertY(True)  # the first (most probable) row on top
+        if value_label:  # a chart whose title names its values needs no axis label
+            plot.setLabel("bottom", value_label)
+        self.small_font = QFont()
+        self.small_font.setPointSize(8)
+        for name in ("left", "bottom"):
+            plot.getAxis(name).setStyle(tickFont=self.small_font)
+        plot.getAxis("bottom").enableAutoSIPrefix(False)
+        plot.setMouseEnabled(x=False, y=True)
+        plot.showGrid(x=True, alpha=0.3)
+        self.value_texts: list[pg.TextItem] = []  # a reused pool, one per row
         self.labels: list[str] = []
         self.values = np.zeros(0)
+        self.value_max = 1.0
+        plot.getViewBox().sigResized.connect(self._show_rows_that_fit)
+
+    def set_title(self, text: str) -> None:
+        self.plot.setTitle(text, size="9pt")
 
     def set_data(self, labels: list[str], values: np.ndarray, highlight: int | None = None,
-                 y_max: float | None = None) -> None:
+                 value_max: float | None = None) -> None:
         self.labels = list(labels)
         self.values = np.asarray(values, dtype=float)
-        x = np.arange(len(self.values))
-        brushes = [self.highlight_brush if i == highlight else self.brush for i in x]
-        self.bars.setOpts(x=x, height=self.values, width=0.8, brushes=brushes)
-        self.plot.getAxis("bottom").setTicks(tick_levels(self.labels))
-        self.plot.setXRange(-0.6, max(len(self.values), 1) - 0.4, padding=0)
-        top = y_max if y_max is not None else max(float(self.values.max(initial=0.0)), 1e-6)
-        self.plot.setYRange(0, top, padding=0.05)
+        rows = np.arange(len(self.values))
+        brushes = [self.highlight_brush if i == highlight else self.brush for i in rows]
+        self.bars.setOpts(x0=np.zeros(len(rows)), y=rows, width=self.values, height=0.75,
+                          brushes=brushes)
+        self.plot.getAxis("left").setTicks([[(i, shorten(str(t), self.MAX_LABEL_CHARS))
+                                             for i, t in enumerate(self.labels)]])
+        while len(self.value_texts) < len(rows):
+            text = pg.TextItem(color="#202020", anchor=(0, 0.5))
+            text.setFont(self.small_font)
+            self.plot.addItem(text, ignoreBounds=True)
+            self.value_texts.append(text)
+        for text, row, value in zip(self.value_texts, rows, self.values):
+            text.setText(" " + self.value_format.format(value))  # clear of the bar's end
+            text.setPos(max(float(value), 0.0), float(row))
+            text.setVisible(True)
+        for text in self.value_texts[len(rows):]:
+            text.setVisible(False)
+        self.value_max = value_max if value_max is not None else max(
+            float(self.values.max(initial=0.0)), 1e-6)
+        # Room right of the longest bar for its printed value.
+        self.plot.setXRange(0, self.value_max * 1.22, padding=0)
+        self._show_rows_that_fit()
+
+    def rows_that_fit(self) -> int:
+        height = self.plot.getViewBox().height()
+        return max(int(height // self.ROW_PX), 1) if height > 0 else len(self.values)
+
+    def _show_rows_that_fit(self) -> None:
+        shown = min(max(len(self.values), 1), self.rows_that_fit())
+        self.plot.setYRange(-0.5, shown - 0.5, padding=0)
 
     def clear(self) -> None:
-        self.set_data([], np.zeros(0), y_max=1.0)
+        self.set_data([], np.zeros(0), value_max=1.0)
+
+
+def shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class AttentionPicker(QWidget):
@@ -117,6 +161,14 @@ class AttentionPicker(QWidget):
         return weights.mean(axis=0) if head < 0 else weights[min(head, weights.shape[0] - 1)]
 
 
+def show_text(box: QLineEdit, text: str) -> None:
+    """Set a line edit's text showing its beginning (setText leaves the view on the end of a long
+    text), with the whole text as its tooltip."""
+    box.setText(text)
+    box.setCursorPosition(0)
+    box.setToolTip(text)
+
+
 def spin_box(cls, bounds, value, tip: str, step: float | None = None):
     """A QSpinBox / QDoubleSpinBox that reports a value only once typing is finished."""
     box = cls()
@@ -133,23 +185,27 @@ class NodeDetail(QWidget):
     """What produced one beam-tree node: its scores, the attention row over the source, and the
     candidates ranked after the same prefix (the node highlighted among its siblings)."""
 
+    MAX_CANDIDATES = 8  # the node's siblings shown, best first (the node itself always)
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.info = QLabel()
         self.info.setWordWrap(True)
         self.info.setTextFormat(Qt.RichText)
+        self.info.setStyleSheet("QLabel { font-size: 8pt; }")
         self.picker = AttentionPicker()
         self.charts = pg.GraphicsLayoutWidget()
         self.charts.setBackground("w")
         self.attention_chart = BarChart(self.charts.addPlot(row=0, col=0), "attention weight")
-        self.attention_chart.plot.setTitle("attention over the source")
+        self.attention_chart.set_title("attention over the source")
         self.candidate_chart = BarChart(self.charts.addPlot(row=1, col=0), "p(token | prefix)")
-        self.candidate_chart.plot.setTitle("candidates after the same prefix")
+        self.candidate_chart.set_title("candidates after the same prefix")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.info)
         layout.addWidget(self.picker)
         layout.addWidget(self.charts, 1)
+        self.setMinimumWidth(260)  # the chart titles and a token column fit in full
         self.clear()
 
     def clear(self) -> None:
@@ -159,15 +215,17 @@ class NodeDetail(QWidget):
 
     def show_node(self, description: str, attention, source_tokens, siblings, node_id) -> None:
         """`attention` (L, H, Tk) or None; `siblings`: BeamNodes sharing the node's parent."""
-        self.info.setText("<br>".join(description.replace("<", "&lt;").splitlines()))
+        self.info.setText("<br>".join(html.escape(line) for line in description.splitlines()))
         if attention is None:
             self.attention_chart.clear()
         else:
             self.picker.set_shape(*attention.shape[:2])
             row = self.picker.row(attention)
-            self.attention_chart.set_data(source_tokens[: len(row)], row, y_max=1.0)
-        siblings = sorted(siblings, key=lambda n: -n.logprob)
-        ids = [s.id for s in siblings]
-        self.candidate_chart.set_data([s.token for s in siblings],
-                                      np.exp([s.logprob for s in siblings]),
-                                      highlight=ids.index(node_id) if node_id in ids else None)
+            self.attention_chart.set_data(source_tokens[: len(row)], row, value_max=1.0)
+        ranked = sorted(siblings, key=lambda n: -n.logprob)
+        shown = ranked[: self.MAX_CANDIDATES]
+        if node_id not in [s.id for s in shown]:
+            shown[-1:] = [next(s for s in ranked if s.id == node_id)]
+        ids = [s.id for s in shown]
+        self.candidate_chart.set_data([s.token for s in shown], np.exp([s.logprob for s in shown]),
+                                      highlight=ids.index(node_id), value_max=1.0)

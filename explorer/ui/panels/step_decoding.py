@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QSpinBox,
+    QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -35,6 +36,7 @@ from explorer.ui.panels.decoding_widgets import (
     HIGHLIGHT_COLOR,
     AttentionPicker,
     BarChart,
+    show_text,
     spin_box,
 )
 
@@ -64,8 +66,8 @@ class StepDecodingPanel(Panel):
         root.addLayout(self.option_row)
         root.addLayout(self.button_row)
         root.addWidget(self.output_label)
-        root.addWidget(self.plots, 3)
-        root.addWidget(self.beam_table, 1)
+        root.addWidget(self.sample_caption)
+        root.addWidget(self.views, 1)
         self.timer = QTimer(self)
         self.timer.timeout.connect(self._play_tick)
         bus.workspace_changed.connect(self.set_workspace)
@@ -141,13 +143,13 @@ class StepDecodingPanel(Panel):
         self.output_label.setWordWrap(True)
         self.plots = pg.GraphicsLayoutWidget()
         self.plots.setBackground("w")
+        # Side by side: the charts are as tall as the dock allows, one readable row per token.
         self.topk_chart = BarChart(self.plots.addPlot(row=0, col=0), "p(next token)")
-        self.topk_chart.plot.setTitle("most probable next tokens")
+        self.topk_chart.set_title("most probable next tokens")
         self.attention_chart = BarChart(self.plots.addPlot(row=0, col=1), "attention weight")
-        self.attention_chart.plot.setTitle("attention over the source for the next token")
-        self.sample_chart = BarChart(self.plots.addPlot(row=1, col=0, colspan=2), "probability")
-        self.sample_chart.plot.setTitle("distribution the last token was sampled from "
-                                        "(after temperature, top-k, top-p; renormalised)")
+        self.attention_chart.set_title("attention over the source")
+        self.sample_chart = BarChart(self.plots.addPlot(row=0, col=2), "renormalised p")
+        self.sample_chart.set_title("last token drawn from")
         self.picker = AttentionPicker()
         self.picker.changed.connect(self._refresh)
         self.option_row.addWidget(self.picker)
@@ -158,6 +160,15 @@ class StepDecodingPanel(Panel):
         header.setSectionResizeMode(0, QHeaderView.Stretch)
         self.beam_table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.beam_table.setFocusPolicy(Qt.NoFocus)
+        self.sample_caption = QLabel()
+        self.sample_caption.setWordWrap(True)
+        # The charts above, the live beam below; the user drags the handle to share the height.
+        self.views = QSplitter(Qt.Vertical)
+        self.views.addWidget(self.plots)
+        self.views.addWidget(self.beam_table)
+        self.views.setStretchFactor(0, 3)
+        self.views.setStretchFactor(1, 1)
+        self.views.setChildrenCollapsible(False)
 
     # ---- decoder ---------------------------------------------------------------------------
 
@@ -169,19 +180,28 @@ class StepDecodingPanel(Panel):
         for name, widgets in self.option_widgets.items():
             for widget in widgets:
                 widget.setVisible(name in ("all", self.strategy))
-        self.sample_chart.plot.setVisible(self.strategy == "sample")
+        self._show_sample_chart(self.strategy == "sample")
         if reset:
             self.reset()
+
+    def _show_sample_chart(self, shown: bool) -> None:
+        """The third chart column only for sampling (a hidden layout item would keep its room)."""
+        plot, layout = self.sample_chart.plot, self.plots.ci
+        if shown and plot not in layout.items:
+            layout.addItem(plot, row=0, col=2)
+        elif not shown and plot in layout.items:
+            layout.removeItem(plot)
+        self.sample_caption.setVisible(shown)
 
     def set_workspace(self, workspace) -> None:
         self.workspace = workspace
         data = getattr(workspace, "data", None) if workspace is not None else None
         if data is not None and data.val and not self.source_box.text():
-            self.source_box.setText(data.val[0][0])
+            show_text(self.source_box, data.val[0][0])
         self.reset()
 
     def set_source(self, text: str) -> None:
-        self.source_box.setText(text)
+        show_text(self.source_box, text)
         self.reset()
 
     def reset(self) -> None:
@@ -257,21 +277,21 @@ class StepDecodingPanel(Panel):
             self.beam_table.setRowCount(0)
             return
         self._show_output()
-        self.topk_chart.plot.setTitle("most probable next tokens" + (
-            " after the best live hypothesis" if self.strategy == "beam" else ""))
+        self.topk_chart.set_title("next tokens after the best hypothesis" if self.strategy == "beam"
+                                  else "most probable next tokens")
         topk = decoder.topk
         if topk is None:
             self.topk_chart.clear()
         else:
             self.topk_chart.set_data(topk.tokens, topk.probs, highlight=0 if self.strategy != "sample"
-                                     else None, y_max=1.0)
+                                     else None, value_max=1.0)
         attention = decoder.attention
         if attention is None:
             self.attention_chart.clear()
         else:
             self.picker.set_shape(*attention.shape[:2])
             self.attention_chart.set_data(decoder.source_tokens[: attention.shape[-1]],
-                                          self.picker.row(attention), y_max=1.0)
+                                          self.picker.row(attention), value_max=1.0)
         last = decoder.last_distribution
         if last is None:
             self.sample_chart.clear()
@@ -280,10 +300,15 @@ class StepDecodingPanel(Panel):
             chosen = np.flatnonzero(shown == last.chosen)
             self.sample_chart.set_data(self.workspace.tokenizer.tokens([int(i) for i in shown]),
                                        last.probs[:SAMPLE_BARS],
-                                       highlight=int(chosen[0]) if len(chosen) else None, y_max=1.0)
-            self.sample_chart.plot.setTitle(
-                f"distribution the last token was drawn from: {len(last.token_ids)} tokens left "
-                f"after temperature, top-k, top-p, renormalised (top {len(shown)} shown; orange = drawn)")
+                                       highlight=int(chosen[0]) if len(chosen) else None,
+                                       value_max=1.0)
+            self.sample_chart.set_title(f"last token drawn from {len(last.token_ids)} left")
+            self.sample_caption.setText(
+                f"Sampling keeps {len(last.token_ids)} tokens after temperature, top-k and top-p, "
+                f"renormalises them to sum to 1 and draws one (orange; seed "
+                f"{self.seed_box.value()} replays it)." + (
+                    f" The {len(shown)} most probable are shown; scroll for the rest."
+                    if len(shown) < len(last.token_ids) else ""))
         self._show_beam()
         self.stepped.emit(decoder.steps_taken)
 
