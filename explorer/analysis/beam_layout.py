@@ -1,7 +1,9 @@
 """Where to draw a beam-search tree: x = decoding step, y = leaf order. Qt-free, vectorised.
 
 Every leaf (a pruned candidate, a finished hypothesis, a hypothesis alive when decoding stopped) gets
-its own row; an inner node sits on the row of its best child, so every hypothesis reads as one
+its own row, as tall as its `leaf_height` (the panel gives pruned leaves a fraction of a row, so
+the hypotheses the beam kept get the room for their labels); an inner node sits on the row of its
+best child, so every hypothesis reads as one
 horizontal line with the alternatives it beat branching off below it. Siblings are ordered best
 first and a subtree's rows are contiguous, so edges never cross and the best branch is on top.
 
@@ -23,18 +25,22 @@ class TreeLayout:
     edges: np.ndarray  # (E, 2) int: (parent index, child index), indices into the node arrays
     parent_index: np.ndarray  # (N,) int: index of the parent, -1 for roots
     leaf_count: np.ndarray  # (N,) int: leaves in the node's subtree (1 for a leaf)
+    extent: np.ndarray  # (N,) float: height of the node's subtree, the sum of its leaves' heights
     rank: np.ndarray  # (N,) int: 0 = best-scoring node among the nodes of the same step
 
     @property
-    def rows(self) -> int:
-        return int(self.leaf_count[self.parent_index < 0].sum())
+    def rows(self) -> float:
+        """Height of the whole forest (the number of leaves when every leaf is one row tall)."""
+        return float(self.extent[self.parent_index < 0].sum())
 
 
 def layout_tree(
-    ids: np.ndarray, parents: np.ndarray, steps: np.ndarray, order_key: np.ndarray
+    ids: np.ndarray, parents: np.ndarray, steps: np.ndarray, order_key: np.ndarray,
+    leaf_height: np.ndarray | None = None,
 ) -> TreeLayout:
     """Lay out a forest given per-node `ids`, `parents` (-1 or an id not in `ids` = root), `steps`
-    (a child's step is greater than its parent's) and `order_key` (higher = drawn first)."""
+    (a child's step is greater than its parent's), `order_key` (higher = drawn first) and
+    `leaf_height` (rows a node takes if it is a leaf; default 1)."""
     ids = np.asarray(ids, dtype=np.int64)
     parents = np.asarray(parents, dtype=np.int64)
     steps = np.asarray(steps, dtype=np.int64)
@@ -43,7 +49,8 @@ def layout_tree(
     if n == 0:
         empty = np.zeros(0)
         return TreeLayout(empty, empty, np.zeros((0, 2), np.int64), empty.astype(np.int64),
-                          empty.astype(np.int64), empty.astype(np.int64))
+                          empty.astype(np.int64), empty, empty.astype(np.int64))
+    leaf_height = np.ones(n) if leaf_height is None else np.asarray(leaf_height, np.float64)
 
     # Map parent ids to indices; anything unknown is a root.
     sorter = np.argsort(ids, kind="stable")
@@ -54,28 +61,30 @@ def layout_tree(
     # Bottom-up: leaves per subtree, one step (level) at a time, deepest first.
     child_count = np.bincount(parent_index[parent_index >= 0], minlength=n)
     leaf_count = (child_count == 0).astype(np.int64)
+    extent = np.where(child_count == 0, leaf_height, 0.0)
     levels = np.unique(steps)
     members = {s: np.flatnonzero(steps == s) for s in levels}
     for s in levels[::-1]:
         nodes = members[s]
         nodes = nodes[parent_index[nodes] >= 0]
         np.add.at(leaf_count, parent_index[nodes], leaf_count[nodes])
+        np.add.at(extent, parent_index[nodes], extent[nodes])
 
     # Top-down: each node's first row = its parent's first row + the rows of its better siblings.
-    first_row = np.zeros(n, dtype=np.int64)
+    first_row = np.zeros(n, dtype=np.float64)
     for s in levels:
         nodes = members[s]
         group = parent_index[nodes]  # -1 groups all roots together
         order = np.lexsort((-order_key[nodes], group))
         nodes, group = nodes[order], group[order]
-        before = np.cumsum(leaf_count[nodes]) - leaf_count[nodes]  # exclusive running total
+        before = np.cumsum(extent[nodes]) - extent[nodes]  # exclusive running total
         starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
         group_start = np.repeat(starts, np.diff(np.r_[starts, len(nodes)]))
         offset_in_group = before - before[group_start]
         base = np.where(group >= 0, first_row[group.clip(0)], 0)
         first_row[nodes] = base + offset_in_group
 
-    y = first_row.astype(np.float64)  # the first row of a subtree is its best leaf's
+    y = first_row  # the first row of a subtree is its best leaf's
     children = np.flatnonzero(parent_index >= 0)
     edges = np.stack([parent_index[children], children], axis=1)  # (E, 2)
     return TreeLayout(
@@ -84,6 +93,7 @@ def layout_tree(
         edges=edges,
         parent_index=parent_index,
         leaf_count=leaf_count,
+        extent=extent,
         rank=rank_within_step(steps, order_key),
     )
 

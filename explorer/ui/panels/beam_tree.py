@@ -34,7 +34,8 @@ from explorer.analysis.beam_layout import TreeLayout, edge_segments, layout_tree
 from explorer.decoding.types import BeamResult, length_penalty
 from explorer.ui.decode_worker import DecodeWorker, run_beam_search
 from explorer.ui.panels.base import Panel
-from explorer.ui.panels.decoding_widgets import NodeDetail, dark_on_white, spin_box
+from explorer.ui.plot_style import add_legend
+from explorer.ui.panels.decoding_widgets import NodeDetail, dark_on_white, show_text, spin_box
 
 STATUS_STYLE = {  # status -> (colour, symbol, size, edge width)
     "root": ("#000000", "o", 10, 2),
@@ -47,22 +48,13 @@ NBEST_COLOR = "#9467bd"
 SELECTED_COLOR = "#d62728"
 MAX_LABELS = 400  # token labels drawn at once; zoom in to see the rest
 MIN_LABEL_PX = 40  # below this many pixels per step not even a short token fits
-LINE_PX = 13  # labels in one column at least this many pixels apart
+PRUNED_ROW = 0.4  # rows a pruned leaf takes: the kept hypotheses get the room for their labels
 EXAMPLES_SHOWN = 50
 SCORE_TOLERANCE = 1e-4  # batched float32 steps make equal paths differ by ~1e-6 in log p
-
-
-def legend_html() -> str:
-    def swatch(color: str, text: str, shape: str = "●") -> str:
-        return f'<span style="color:{color}">{shape}</span> {text}'
-
-    return " &nbsp; ".join([
-        swatch(STATUS_STYLE["kept"][0], "kept in the beam"),
-        swatch(STATUS_STYLE["pruned"][0], "pruned"),
-        swatch(STATUS_STYLE["finished"][0], "finished (&lt;eos&gt;)", "■"),
-        swatch(NBEST_COLOR, "n-best (#1 = best)", "━"),
-        swatch(GREEDY_COLOR, "greedy path", "━"),
-    ])
+DETAIL_WIDTH = 300  # pixels the node detail takes when it opens
+LEGEND_ENTRIES = (("kept", "kept in the beam"), ("pruned", "pruned"),
+                  ("finished", "finished (&lt;eos&gt;)"), ("nbest", "n-best (#1 = best)"),
+                  ("greedy", "greedy path"))
 
 
 class BeamTreePanel(Panel):
@@ -81,6 +73,8 @@ class BeamTreePanel(Panel):
         self.visible_ids = np.zeros(0, dtype=np.int64)  # node ids in the layout, layout order
         self.selected: int | None = None
         self.error = ""
+        self._nbest_ends: list[tuple[int, float, float]] = []  # (rank, x, y) of n-best last nodes
+        self._ghosts: list[tuple[int, float]] = []  # greedy positions drawn outside the beam
         self._build_controls()
         self._build_plots()
         self.worker = DecodeWorker(self)
@@ -92,7 +86,11 @@ class BeamTreePanel(Panel):
         root.addWidget(self.status)
         self.request_decode = qdebounced(self.decode, timeout=250, parent=self)
         self._update_labels_soon = qthrottled(self._update_labels, timeout=50, parent=self)
-        self.plot.getViewBox().sigRangeChanged.connect(lambda *_: self._update_labels_soon())
+        self._auto_fit = True  # the view follows Fit until the user pans or zooms
+        view = self.plot.getViewBox()
+        view.sigRangeChanged.connect(lambda *_: self._update_labels_soon())
+        view.sigRangeChangedManually.connect(self._on_range_changed_manually)
+        view.sigResized.connect(self._on_view_resized)
         bus.workspace_changed.connect(self.set_workspace)
         if bus.workspace is not None:
             self.set_workspace(bus.workspace)
@@ -117,6 +115,11 @@ class BeamTreePanel(Panel):
         self.pruned_box.setChecked(True)
         self.pruned_box.setToolTip("Pruned candidates take a row each; hide them for a compact tree")
         self.pruned_box.toggled.connect(lambda _: self._redraw())
+        self.details_button = QPushButton("Node details")
+        self.details_button.setCheckable(True)
+        self.details_button.setToolTip("Show or hide the clicked node's attention and the "
+                                       "candidates it was chosen from")
+        self.details_button.clicked.connect(self.set_detail_open)
         fit = QPushButton("Fit")
         fit.setToolTip("Show the whole tree (drag to pan, wheel to zoom)")
         fit.clicked.connect(self.fit)
@@ -135,6 +138,7 @@ class BeamTreePanel(Panel):
             numbers.addWidget(box)
         numbers.addWidget(self.pruned_box)
         numbers.addWidget(fit)
+        numbers.addWidget(self.details_button)
         numbers.addStretch(1)
         self.controls = QVBoxLayout()
         self.controls.addLayout(top)
@@ -151,7 +155,6 @@ class BeamTreePanel(Panel):
         item.setLabel("bottom", "decoding step")
         item.setLabel("left", "hypotheses (leaf order)")
         item.getAxis("left").setTicks([[]])  # rows are an order, not a quantity
-        item.setTitle(legend_html())
         self.edge_items = {s: item.plot([], [], connect="pairs",
                                         pen=pg.mkPen(STATUS_STYLE[s][0], width=STATUS_STYLE[s][3]))
                            for s in ("pruned", "kept", "finished")}
@@ -176,19 +179,48 @@ class BeamTreePanel(Panel):
         self.selection_ring = pg.ScatterPlotItem(symbol="o", size=20, brush=None,
                                                  pen=pg.mkPen(SELECTED_COLOR, width=3))
         item.addItem(self.selection_ring)
+        self._build_legend(item)
         self.text_pool: list[pg.TextItem] = []
         self._label_font = QFont(self.font())
         self._label_font.setPointSizeF(max(self.font().pointSizeF() - 1.5, 6.5))
+        self._marker_font = QFont(self._label_font)
+        self._marker_font.setBold(True)
         self._metrics = QFontMetricsF(self._label_font)
+        self.line_px = self._metrics.height() + 2  # labels in one column at least this far apart
         self.marker_items: list[pg.TextItem] = []  # n-best numbers and greedy tokens
 
         self.detail = NodeDetail()
         self.detail.picker.changed.connect(lambda: self._show_detail(self.selected))
+        # The tree gets the whole width until a node is clicked; the detail then opens beside it
+        # and can be dragged wider or collapsed again.
         self.splitter = QSplitter(Qt.Horizontal)
         self.splitter.addWidget(self.plot)
         self.splitter.addWidget(self.detail)
-        self.splitter.setStretchFactor(0, 3)
-        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setStretchFactor(1, 0)
+        self.splitter.setCollapsible(0, False)
+        self.splitter.splitterMoved.connect(lambda *_: self.details_button.setChecked(
+            self.detail_open()))
+        self.set_detail_open(False)
+
+    def _build_legend(self, item: pg.PlotItem) -> None:
+        """The shared legend style, in one row under the x axis: outside the tree, and exported
+        with it."""
+        self.legend = add_legend(item, offset=None, text_size="8pt")
+        samples = {"nbest": self.nbest_line, "greedy": self.greedy_line, **self.node_items}
+        for key, text in LEGEND_ENTRIES:
+            self.legend.addItem(samples[key], text)
+        self.legend.setColumnCount(len(LEGEND_ENTRIES))
+        item.layout.addItem(self.legend, 4, 1)
+
+    def detail_open(self) -> bool:
+        return self.splitter.sizes()[1] > 0
+
+    def set_detail_open(self, shown: bool) -> None:
+        total = max(sum(self.splitter.sizes()), self.splitter.width())
+        width = max(DETAIL_WIDTH, self.detail.minimumSizeHint().width()) if shown else 0
+        self.splitter.setSizes([max(total - width, 1), width])
+        self.details_button.setChecked(shown)
 
     # ---- workspace and decoding ------------------------------------------------------------
 
@@ -203,15 +235,15 @@ class BeamTreePanel(Panel):
         sources = [pair[0] for pair in getattr(data, "val", [])[:EXAMPLES_SHOWN]] if data else []
         self.example_box.addItems(sources)
         if sources and not self.source_box.text():
-            self.source_box.setText(sources[0])
+            show_text(self.source_box, sources[0])
         self.request_decode()
 
     def _use_example(self, index: int) -> None:
-        self.source_box.setText(self.example_box.itemText(index))
+        show_text(self.source_box, self.example_box.itemText(index))
         self.decode()
 
     def set_source(self, text: str) -> None:
-        self.source_box.setText(text)
+        show_text(self.source_box, text)
         self.decode()
 
     def decode(self) -> int:
@@ -286,7 +318,7 @@ class BeamTreePanel(Panel):
             line.setData([], [])
         self.greedy_ghosts.setData(x=[], y=[])
         self.selection_ring.setData(x=[], y=[])
-        self._set_markers([])
+        self._nbest_ends, self._ghosts = [], []
         self._update_labels()
 
     def _redraw(self) -> None:
@@ -297,9 +329,11 @@ class BeamTreePanel(Panel):
             keep = self._status != "pruned"
         index = np.flatnonzero(keep)
         self.visible_ids = self._id[index]
+        status = self._status[index]
         self.layout_ = layout_tree(self._id[index], self._parent[index], self._step[index],
-                                   self._score[index])
-        lay, status = self.layout_, self._status[index]
+                                   self._score[index],
+                                   leaf_height=np.where(status == "pruned", PRUNED_ROW, 1.0))
+        lay = self.layout_
         for name, scatter in self.node_items.items():
             chosen = np.flatnonzero(status == name)
             scatter.setData(x=lay.x[chosen], y=lay.y[chosen], data=self.visible_ids[chosen])
@@ -309,52 +343,47 @@ class BeamTreePanel(Panel):
         self._row_of = {int(i): k for k, i in enumerate(self.visible_ids)}
         self._draw_paths()
         self.fit()
-        self._update_labels()
 
     def _xy(self, node_id: int) -> tuple[float, float]:
         k = self._row_of[node_id]
         return float(self.layout_.x[k]), float(self.layout_.y[k])
 
     def _draw_paths(self) -> None:
-        result, markers = self.result, []
+        """The n-best and greedy paths; their text markers are placed with the labels."""
         pairs = []
+        self._nbest_ends = []  # (rank, x, y) of each n-best hypothesis' last node
         for rank, path in enumerate(self.nbest_nodes, start=1):
             chain = [0, *path]
             for a, b in zip(chain[:-1], chain[1:]):
                 pairs += [self._xy(a), self._xy(b)]
             if path:
-                x, y = self._xy(path[-1])
-                markers.append((f"#{rank}", x - 0.05, y, NBEST_COLOR, (1, 0)))  # below-left: free
+                self._nbest_ends.append((rank, *self._xy(path[-1])))
         xy = np.array(pairs, dtype=float).reshape(-1, 2)  # (2 * edges, 2)
         self.nbest_line.setData(xy[:, 0], xy[:, 1], connect="pairs")
 
-        greedy = result.greedy
+        greedy = self.result.greedy
         chain = [self._xy(n) for n in [0, *self.greedy_nodes]]
         ghosts = []
         if greedy is not None and len(self.greedy_nodes) < len(greedy.token_ids):
             # The greedy path left the beam: draw the rest on its own row below the tree.
             row = self.layout_.rows + 0.5
-            for position in range(len(self.greedy_nodes), len(greedy.token_ids)):
-                ghosts.append((position, row))
-                markers.append((greedy.tokens[position], position, row, GREEDY_COLOR, (0.5, -0.1)))
-            markers.append(("greedy, outside the beam:", len(self.greedy_nodes) - 0.2, row,
-                            GREEDY_COLOR, (1, 0.5)))
+            ghosts = [(position, row) for position in range(len(self.greedy_nodes),
+                                                             len(greedy.token_ids))]
         line = np.array(chain + ghosts, dtype=float)  # (P, 2)
         self.greedy_line.setData(line[:, 0], line[:, 1])
         self._ghosts = ghosts
         positions = list(range(len(self.greedy_nodes), len(self.greedy_nodes) + len(ghosts)))
         self.greedy_ghosts.setData(x=[g[0] for g in ghosts], y=[g[1] for g in ghosts],
                                    data=positions)
-        self._set_markers(markers)
 
     def _set_markers(self, markers) -> None:
-        """Bold labels (n-best numbers, greedy tokens outside the beam) from a reused pool."""
+        """Bold texts (n-best numbers, greedy tokens outside the beam) from a reused pool;
+        `markers`: (text, x, y, colour, anchor)."""
         plot = self.plot.getPlotItem()
         while len(self.marker_items) < len(markers):
-            item = pg.TextItem()
-            font = item.textItem.font()
-            font.setBold(True)
-            item.setFont(font)
+            item = pg.TextItem(fill=pg.mkBrush(255, 255, 255, 200))  # readable over edges
+            item.setFont(self._marker_font)
+            item.textItem.document().setDocumentMargin(1)
             plot.addItem(item, ignoreBounds=True)
             self.marker_items.append(item)
         for item, (text, x, y, color, anchor) in zip(self.marker_items, markers):
@@ -367,13 +396,28 @@ class BeamTreePanel(Panel):
             item.setVisible(False)
 
     def fit(self) -> None:
-        if self.layout_ is not None and len(self.layout_.x):
-            ghosts = getattr(self, "_ghosts", [])
-            rows = self.layout_.rows
-            bottom = rows + (max(2.0, 0.06 * rows) if ghosts else 0)  # room for the ghost labels
-            right = max([float(self.layout_.x.max())] + [x for x, _ in ghosts]) + 1.5
-            self.plot.getPlotItem().setRange(xRange=(-1.2, right), yRange=(-0.8, bottom),
-                                             padding=0.02)
+        """Show the whole tree with a margin in pixels, so the labels above the top row, the
+        n-best numbers below the bottom one and the last step's labels are all inside."""
+        self._auto_fit = True
+        view = self.plot.getViewBox()
+        if self.layout_ is None or not len(self.layout_.x):
+            return
+        ghosts = self._ghosts
+        bottom = max(float(self.layout_.y.max()), max((y for _, y in ghosts), default=0.0))
+        right = max([float(self.layout_.x.max())] + [x for x, _ in ghosts]) + 1.0
+        height = max(view.height(), 4 * self.line_px)
+        margin = self.line_px + 6  # one label line, above the top row and below the bottom row
+        span = max(bottom, 1.0) / max(1 - 2 * margin / height, 0.2)
+        pad = margin * span / height
+        view.setRange(xRange=(-1.3, right), yRange=(-pad, bottom + pad), padding=0)
+        self._update_labels()
+
+    def _on_range_changed_manually(self, *_) -> None:
+        self._auto_fit = False
+
+    def _on_view_resized(self) -> None:
+        if self._auto_fit:  # keep a fitted tree fitted as the dock or the splitter resizes
+            self.fit()
 
     def _label_text(self, node, room_px: float) -> str | None:
         """"token score" if it fits in `room_px`, else the token alone, else None."""
@@ -383,32 +427,65 @@ class BeamTreePanel(Panel):
                 return text
         return None
 
+    def _place_markers(self, px_per_step: float, px_per_row: float):
+        """The n-best numbers just below-right of each hypothesis' last node (finished nodes have
+        no children, so the right is free), pushed down where two would overlap; and the greedy
+        tokens outside the beam under their ghost nodes when the step is wide enough.
+        Returns the markers and, for each n-best number, its (column, bottom pixel)."""
+        markers, taken = [], []
+        bottom_of: dict[float, float] = {}  # column -> lowest marker bottom so far, in pixels
+        for rank, x, y in sorted(self._nbest_ends, key=lambda e: (e[1], e[2])):
+            top_px = max(y * px_per_row, bottom_of.get(x, -np.inf))
+            bottom_of[x] = top_px + self.line_px
+            markers.append((f"#{rank}", x + 6 / px_per_step, top_px / px_per_row, NBEST_COLOR,
+                            (0, 0)))
+            taken.append((x, top_px + self.line_px))
+        greedy = self.result.greedy
+        if self._ghosts:
+            row = self._ghosts[0][1]
+            markers.append(("greedy, outside the beam:", self._ghosts[0][0] - 0.2, row,
+                            GREEDY_COLOR, (1, 0.5)))
+            widest = max(self._metrics.horizontalAdvance(greedy.tokens[p]) for p, _ in self._ghosts)
+            if widest + 8 <= px_per_step:
+                markers += [(greedy.tokens[p], p, row, GREEDY_COLOR, (0.5, -0.1))
+                            for p, _ in self._ghosts]
+        return markers, taken
+
     def _update_labels(self) -> None:
-        """Token and cumulative log-prob beside the nodes in view, as many as fit without overlap:
-        path nodes first, then kept, then pruned."""
-        shown, texts = np.zeros(0, dtype=np.int64), []
+        """Token and cumulative log-prob above-right of the nodes in view, as many as fit without
+        overlap: path nodes first, then kept, then (zoomed in far enough) pruned."""
+        shown, texts, markers = np.zeros(0, dtype=np.int64), [], []
         view = self.plot.getViewBox()
         if self.layout_ is not None and len(self.layout_.x) and view.width() > 0:
             (x0, x1), (y0, y1) = view.viewRange()
             px_per_step = view.width() / max(x1 - x0, 1e-9)
             px_per_row = view.height() / max(y1 - y0, 1e-9)
+            markers, taken = self._place_markers(px_per_step, px_per_row)
             lay = self.layout_
             in_view = np.flatnonzero((lay.x >= x0) & (lay.x <= x1) & (lay.y >= y0) & (lay.y <= y1))
+            ids = self.visible_ids[in_view]
+            if PRUNED_ROW * px_per_row < self.line_px:  # pruned rows too close for their labels
+                in_view, ids = in_view[self._status[ids] != "pruned"], ids[self._status[ids] != "pruned"]
             if px_per_step >= MIN_LABEL_PX and len(in_view):
-                ids = self.visible_ids[in_view]
                 status = self._status[ids]  # node ids index the node list
                 on_path = np.isin(ids, self._path_ids)
                 priority = np.where(on_path, 0, np.where(status == "pruned", 2, 1))
-                picked = pick_labels(lay.x[in_view], lay.y[in_view] * px_per_row, priority, LINE_PX)
-                candidates = in_view[picked][:MAX_LABELS]
+                # The n-best numbers go first: they take their place as labels would.
+                columns = np.r_[[c for c, _ in taken], lay.x[in_view]]
+                y_px = np.r_[[b for _, b in taken], lay.y[in_view] * px_per_row]
+                picked = pick_labels(columns, y_px, np.r_[np.full(len(taken), -1), priority],
+                                     self.line_px)
+                candidates = in_view[picked[picked >= len(taken)] - len(taken)][:MAX_LABELS]
                 texts = [self._label_text(self.result.nodes[int(self.visible_ids[k])], px_per_step)
                          for k in candidates]
                 shown = candidates[[t is not None for t in texts]]
                 texts = [t for t in texts if t is not None]
+        self._set_markers(markers)
         plot = self.plot.getPlotItem()
         while len(self.text_pool) < len(shown):
-            item = pg.TextItem(anchor=(0, 1.0))
+            item = pg.TextItem(anchor=(0, 1.0), fill=pg.mkBrush(255, 255, 255, 200))
             item.setFont(self._label_font)
+            item.textItem.document().setDocumentMargin(1)  # the box is the text's own height
             plot.addItem(item, ignoreBounds=True)
             self.text_pool.append(item)
         for item, k, text in zip(self.text_pool, shown, texts):
@@ -456,6 +533,8 @@ class BeamTreePanel(Panel):
         self.selected = node_id
         self._show_detail(node_id)
         if node_id is not None:
+            if not self.detail_open():
+                self.set_detail_open(True)
             self.node_selected.emit(node_id)
 
     def _show_detail(self, node_id: int | None) -> None:
