@@ -5,11 +5,11 @@
 2. Beam width k against greedy: one batched forward per step for all k hypotheses, so width 5
    should cost at most 2.5x greedy per generated position.
 
-With many rows (8 sources x 5 beams) the per-step copies of the growing key/value cache pass glibc's
-mmap threshold and every step pays fresh page faults; --mmap-threshold-mb 256 (mallopt) shows the
-cost without that allocator effect.
+The search runs as `explorer` runs it, with explorer.runtime.tune_allocator applied: with glibc's
+default, the per-step copies of the growing key/value cache of many rows (8 sources x 5 beams) pass
+its moving mmap threshold and every step pays fresh page faults; --default-allocator shows that.
 
-Run: python benchmarks/bench_beam.py [--threads N] [--repeats R] [--mmap-threshold-mb MB]
+Run: python benchmarks/bench_beam.py [--threads N] [--repeats R] [--default-allocator]
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import time
 import torch
 
 from explorer.decoding.search import BeamSearch, TokenByToken
+from explorer.runtime import tune_allocator
 from models.config import EOS_ID, build_model, make_config
 
 VOCAB = 1000
@@ -112,31 +113,21 @@ def width_table(model, sources, repeats: int) -> None:
               + f"{ratio:>12.2f}")
 
 
-def set_mmap_threshold(size: int) -> None:
-    import ctypes
-
-    libc = ctypes.CDLL("libc.so.6")
-    m_trim_threshold, m_mmap_threshold = -1, -3  # from malloc.h
-    if not (libc.mallopt(m_mmap_threshold, size) and libc.mallopt(m_trim_threshold, size)):
-        raise SystemExit("mallopt failed")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--mmap-threshold-mb", type=int, default=0,
-                        help="glibc: serve allocations below this from the heap (0: leave as is)")
+    parser.add_argument("--default-allocator", action="store_true",
+                        help="skip the allocator setting that `explorer` applies at start-up")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    if args.mmap_threshold_mb:
-        set_mmap_threshold(args.mmap_threshold_mb << 20)
+    tuned = not args.default_allocator and tune_allocator()
     model = tiny_transformer()
     sources = random_sources(8)
     with torch.no_grad():
         BeamSearch(model, sources, beam_size=5, max_len=4).advance()  # warm-up
     print(f"torch {torch.__version__}, {args.threads} thread(s), median of {args.repeats} runs, "
-          f"mmap threshold {args.mmap_threshold_mb or 'default'} MB")
+          f"allocator: {'as explorer sets it (glibc heap up to 256 MiB)' if tuned else 'glibc default'}")
     growth_table(model, sources, args.repeats)
     width_table(model, sources, args.repeats)
 

@@ -14,6 +14,7 @@ import sys
 
 from explorer import __version__
 from explorer.errors import UserError
+from explorer.runtime import tune_allocator
 
 # name -> one-line help; the order is the order shown in --help.
 COMMANDS = {
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["gui", *argv]
     parser = build_parser()
     args = parser.parse_args(argv)
+    tune_allocator()
     try:
         return int(args._module.run(args) or 0)
     except UserError as exc:
