@@ -16,6 +16,8 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QCursor, QFont, QFontMetrics, QTransform
 from PySide6.QtWidgets import QToolTip, QWidget
 
+from explorer.ui.plot_style import TokenAxis
+
 MAX_MAJOR_LABELS = 40  # more than this and every label is kept but only every n-th is drawn
 
 
@@ -35,6 +37,10 @@ def label_font(point_size: int = 11) -> QFont:
     return font
 
 
+def token_axes() -> dict[str, TokenAxis]:
+    return {side: TokenAxis(side) for side in ("left", "right", "top", "bottom")}
+
+
 def add_heatmap_plot(
     layout: pg.GraphicsLayout,
     colormap: str = "viridis",
@@ -43,7 +49,7 @@ def add_heatmap_plot(
     **plot_kwargs,
 ) -> tuple[pg.PlotItem, pg.ImageItem]:
     """A PlotItem holding one row-major ImageItem, added to `layout` (grids of small heatmaps)."""
-    plot = layout.addPlot(row=row, col=col, **plot_kwargs)
+    plot = layout.addPlot(row=row, col=col, axisItems=token_axes(), **plot_kwargs)
     image = pg.ImageItem(axisOrder="row-major")
     image.setTransform(QTransform().translate(-0.5, -0.5))  # cell (r, c) centred on (c, r)
     image.setColorMap(pg.colormap.get(colormap))
@@ -81,11 +87,9 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
         self.col_labels: list[str] = []
         self.hover_text = ""
         self.plot, self.image = add_heatmap_plot(self.ci, colormap, title=title or None)
-        # keys along the top, queries down the left: read like the alignment figures in the notes
-        self.plot.showAxes(True, showValues=(True, True, False, True))
-        for side in ("left", "top", "bottom"):
-            self.plot.getAxis(side).setTickFont(label_font())
-            self.plot.getAxis(side).enableAutoSIPrefix(False)  # ticks are labels, not numbers
+        # keys along the top, queries down the left: read like the alignment figures in the notes;
+        # the bottom repeats the ticks without text, leaving the height to the rows
+        self.plot.showAxes(True, showValues=(True, True, False, False))
         self.set_axis_titles(row_title, col_title)
         initial = levels or (0.0, 1.0)
         self.colorbar = pg.ColorBarItem(
@@ -131,26 +135,12 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
             )
 
     def _set_ticks(self) -> None:
-        """Token labels, thinned so that the drawn ones fit the axis at its current size."""
-        metrics = QFontMetrics(label_font())
-        height = max(self.plot.getViewBox().height(), 200)
-        width = max(self.plot.getViewBox().width(), 200)
-        row_ticks = None if self.numeric_rows else tick_levels(
-            self.row_labels, height / (metrics.height() + 2))
+        """Token labels on every side; each axis fits them to its length whenever it is drawn."""
         for side in ("left", "right"):  # the right axis only frames the plot: ticks, no text
-            self.plot.getAxis(side).setTicks(row_ticks)
-        widest = max((metrics.horizontalAdvance(c) for c in self.col_labels[:512]), default=8)
-        col_ticks = None if self.numeric_cols else tick_levels(
-            self.col_labels, width / (widest + 10))
+            self.plot.getAxis(side).set_labels(self.row_labels, numeric=self.numeric_rows)
         for side in ("top", "bottom"):
-            self.plot.getAxis(side).setTicks(col_ticks)
+            self.plot.getAxis(side).set_labels(self.col_labels, numeric=self.numeric_cols)
         self._fit_left_axis()
-
-    def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
-        # pyqtgraph resizes once inside __init__, and again in close() after deleting the plot
-        if getattr(self, "row_labels", None) and not getattr(self, "closed", False):
-            self._set_ticks()
 
     def _levels(self, matrix: np.ndarray) -> tuple[float, float]:
         if self.fixed_levels is not None:
@@ -177,7 +167,7 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
         # tick text plus, when titled, the title line: a label that does not fit is not drawn
         line = QFontMetrics(label_font()).height()
         self.plot.getAxis("top").setHeight(2 * line + 14 if col_title else line + 10)
-        self.plot.getAxis("bottom").setHeight(line + 10)
+        self.plot.getAxis("bottom").setHeight(8)
 
     def _fit_left_axis(self) -> None:
         """Wide enough for the longest row label (and the axis title), so none is dropped."""

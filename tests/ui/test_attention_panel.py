@@ -10,6 +10,7 @@ from explorer.data.tokenizers import CharTokenizer
 from explorer.events import AttentionSnapshot, ProbeSnapshot
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.attention import MEAN_OF_HEADS, AttentionPanel
+from explorer.ui.plot_style import drawn_labels
 from explorer.workspace import Workspace
 from models import build_model, make_config
 
@@ -55,9 +56,8 @@ def test_handcrafted_map_rows_are_queries_and_labels_follow(qtbot):
     bus.probe.emit(snapshot)
     heatmap = panel.heatmap
     np.testing.assert_array_equal(heatmap.image.image, weights[0].astype(np.float32))
-    left = [label for _, label in heatmap.plot.getAxis("left")._tickLevels[0]]
-    top = [label for _, label in heatmap.plot.getAxis("top")._tickLevels[0]]
-    assert left == ["x", "y", "<eos>"] and top == ["a", "b", "c", "<eos>"]
+    qtbot.waitUntil(lambda: drawn_labels(heatmap.plot.getAxis("left")) == ["x", "y", "<eos>"])
+    assert drawn_labels(heatmap.plot.getAxis("top")) == ["a", "b", "c", "<eos>"]
     # row 1 ('y') attends most to column 2 ('c'): the cell under the centre of (row 1, col 2)
     centre = heatmap.image.mapToScene(QPointF(2.5, 1.5))
     assert heatmap.cell_at(centre) == (1, 2)
@@ -152,3 +152,61 @@ def test_heatmap_widget_can_be_closed_after_showing_data(qtbot):
     heatmap.set_matrix(np.eye(3), ["a", "b", "c"], ["x", "y", "z"])
     heatmap.close()  # pyqtgraph deletes the plot, then resizes: no tick relayout may touch it
     assert heatmap.closed
+
+
+def token_snapshot(size: int) -> ProbeSnapshot:
+    rng = np.random.default_rng(0)
+    weights = rng.random((1, size, size))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    tokens = [f"w{i}" for i in range(size - 1)] + ["<eos>"]
+    return ProbeSnapshot(step=1, source=" ".join(tokens), target="",
+                         attention=[AttentionSnapshot("encoder", 0, weights, tokens, tokens)])
+
+
+def test_every_token_is_labelled_on_both_axes_at_the_docks_size(qtbot):
+    """11 source tokens in the dock's default size (~830 x 400): no label skipped on either axis."""
+    bus, panel = make_panel(qtbot)
+    panel.resize(830, 400)
+    snapshot = token_snapshot(11)
+    bus.probe.emit(snapshot)
+    tokens = snapshot.attention[0].cols
+    left, top = panel.heatmap.plot.getAxis("left"), panel.heatmap.plot.getAxis("top")
+    qtbot.waitUntil(lambda: drawn_labels(left) == tokens and drawn_labels(top) == tokens)
+    # a label is drawn no smaller than 8 pt, readable from the back of a lecture hall
+    assert left.style["tickFont"].pointSizeF() >= 8 and top.style["tickFont"].pointSizeF() >= 8
+    panel.heatmap._on_mouse_moved(panel.heatmap.image.mapToScene(QPointF(3.5, 2.5)))
+    weight = snapshot.attention[0].weights[0, 2, 3]
+    assert "'w2' → 'w3'" in panel.heatmap.toolTip() and f"weight = {weight:.6g}" in panel.heatmap.toolTip()
+
+
+def test_256_tokens_are_thinned_evenly_only_after_the_smallest_font(qtbot):
+    bus, panel = make_panel(qtbot)
+    panel.resize(830, 400)
+    bus.probe.emit(token_snapshot(256))
+    top = panel.heatmap.plot.getAxis("top")
+    qtbot.waitUntil(lambda: top.stride > 1)
+    shown = drawn_labels(top)
+    assert top.style["tickFont"].pointSizeF() == min(top.font_sizes)
+    # every stride-th label; the two at the ends may not fit beside the axis's ends
+    evenly_spaced = [f"w{i}" for i in range(0, 255, top.stride)]
+    assert set(evenly_spaced[1:-1]) <= set(shown) <= set(evenly_spaced)
+    # neighbours never overlap: each label's room fits in the stride's pixels
+    pixels_per_label = top.geometry().width() / 256 * top.stride
+    assert top.label_room(min(top.font_sizes)) <= pixels_per_label
+    # zoomed in on 8 columns, every one of them is labelled again
+    panel.heatmap.plot.setXRange(99.5, 107.5, padding=0)
+    qtbot.waitUntil(lambda: drawn_labels(top) == [f"w{i}" for i in range(100, 108)])
+
+
+def test_a_live_heatmap_update_is_fast_at_256(qtbot):
+    import time
+
+    bus, panel = make_panel(qtbot)
+    snapshot = token_snapshot(256)
+    bus.probe.emit(snapshot)
+    heatmap, attention = panel.heatmap, snapshot.attention[0]
+    matrix = attention.weights[0]
+    start = time.perf_counter()
+    for _ in range(20):
+        heatmap.set_matrix(matrix, attention.rows, attention.cols)
+    assert (time.perf_counter() - start) / 20 < 0.05  # generous: the CPU is shared in CI

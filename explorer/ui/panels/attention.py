@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QStackedWidget,
     QVBoxLayout,
 )
@@ -127,7 +128,8 @@ class AttentionPanel(Panel):
         self.head_box = QComboBox()
         self.model_view_box = QCheckBox("Model view (all layers × heads)")
         self.status = QLabel("Open or create a model with attention.")
-        self.status.setWordWrap(True)
+        # one line, cut at the panel's edge: the rows of the heatmap need the height
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
         controls = QGridLayout()
         controls.addWidget(QLabel("Source"), 0, 0)
@@ -239,6 +241,7 @@ class AttentionPanel(Panel):
         self._fill_layer_and_head_boxes()  # another model may have other layers and heads
         where = f"step {snapshot.step}: {elide(snapshot.source)!r}"
         self.status.setText(where + (f" → {elide(snapshot.target)!r}" if snapshot.target else ""))
+        self.status.setToolTip(self.status.text())
         self.refresh()
 
     def _kind_title(self, kind: str) -> str:
