@@ -98,3 +98,55 @@ def test_rope_model_shows_its_rotation_angles(qtbot):
     positions = np.arange(96)[:, None]
     np.testing.assert_allclose(angles[:, 0::2], np.sin(positions / 10000 ** (np.arange(0, head_dim, 2) / head_dim)), atol=1e-5)
     assert "RoPE" in panel.model_map.plot.titleLabel.text and "RoPE" in panel.model_positions.description
+
+
+def demo_like_workspace():
+    """The demo's shape: a sinusoidal Transformer with d_model = max_len = 64."""
+    torch.manual_seed(0)
+    tokenizer = CharTokenizer.train(["abcdefgh"])
+    config = make_config(
+        "gpt", vocab_size=tokenizer.vocab_size, d_model=64, num_heads=2, num_layers=1, d_ff=32,
+        dropout=0.0, positional="sinusoidal", max_len=64,
+    )
+    return Workspace(build_model(config), tokenizer)
+
+
+@pytest.mark.parametrize("workspace", [None, demo_like_workspace], ids=["default", "demo_shape"])
+def test_default_config_fits_the_shift_map_with_a_tiny_residual(qtbot, workspace):
+    bus, panel = make_panel(qtbot)
+    if workspace is not None:
+        bus.set_workspace(workspace())
+        # the reference has twice d positions; the model's own table keeps its 64
+        assert panel.positions_box.value() == 128 and panel.model_positions.table.shape == (64, 64)
+        assert panel.table_choice.currentData() == "sinusoidal"  # 64 rows cannot test a 64-d map
+    assert panel.fit is not None and panel.fit.relative_residual < 1e-10
+    assert "too few" not in panel.status.text()
+    shifts, residuals = panel.residuals["sinusoidal"]
+    assert shifts[0] == 1 and shifts[-1] > 32 and max(residuals) < 1e-10
+    # the x axis spans the fitted shifts (and k), not a sliver around the k line
+    low, high = panel.residual_plot.getPlotItem().viewRange()[0]
+    assert low <= 1 and shifts[-1] <= high <= 1.2 * shifts[-1] + 2
+
+
+def test_a_too_short_table_says_why_there_is_no_fit(qtbot):
+    bus, panel = make_panel(qtbot)
+    panel.positions_box.setValue(64)
+    assert panel.fit is None and "too few" in panel.status.text() and "d + k" in panel.status.text()
+
+
+def test_views_are_on_pages_and_every_page_exports(qtbot, tmp_path):
+    """At the dock's size each heatmap gets a page half, not a sixth; views behind the shown page
+    still export at their on-screen size."""
+    bus, panel = make_panel(qtbot)
+    panel.resize(830, 400)
+    qtbot.waitExposed(panel)
+    assert panel.pages.tabs.count() == 3
+    qtbot.waitUntil(lambda: panel.matrix_map.width() > 350 and panel.matrix_map.height() > 250)
+    panel.pages.show_page(2)
+    written = panel.export(tmp_path, formats=("png",))
+    names = {path.name for path in written}
+    assert {"positional_matrix.png", "positional_curves.png", "positional_relative.png"} <= names
+    from PySide6.QtGui import QImage
+
+    behind = QImage(str(tmp_path / "positional_matrix.png"))
+    assert behind.width() > 350 and behind.height() > 250

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QComboBox,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -24,8 +24,9 @@ from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, label_font
 from explorer.ui.panels.base import Panel
-from explorer.ui.plot_style import add_legend
+from explorer.ui.plot_style import ViewPages, add_legend, readable_axes, theme_grey
 
+MAX_POSITIONS = 1024
 KIND_NAMES = {"learned": "learned table", "rope": "RoPE angles", "sinusoidal": "sinusoidal"}
 CURVE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
 
@@ -40,16 +41,27 @@ def _parse_dims(text: str, dim: int) -> list[int]:
 
 
 def _line_plot(title: str, x_label: str, y_label: str) -> pg.PlotWidget:
-    widget = pg.PlotWidget(title=title)
+    widget = pg.PlotWidget(title=title, axisItems=readable_axes("left", "bottom"))
     plot = widget.getPlotItem()
     plot.setLabel("bottom", x_label)
     plot.setLabel("left", y_label)
     plot.showGrid(x=True, y=True, alpha=0.25)
     for side in ("left", "bottom"):
         plot.getAxis(side).setTickFont(label_font())
-        plot.getAxis(side).enableAutoSIPrefix(False)  # "(x1e-09)" on a log axis misleads
-    add_legend(plot)
+    add_legend(plot, below=True)  # the curves fill the whole plot
     return widget
+
+
+def reference_positions(max_len: int, dim: int) -> int:
+    """Positions for the sinusoidal reference: at least the model's, and twice d, so that
+    PE(n+k) ≈ PE(n)·M_k is fitted on more (n, n+k) pairs than M_k has rows for every k < d
+    (with fewer pairs any table fits exactly and the fit shows nothing)."""
+    return min(max(max_len, 2 * dim), MAX_POSITIONS)
+
+
+def fit_is_a_test(table: np.ndarray, shift: int) -> bool:
+    """More (n, n+k) pairs than dimensions: only then can the least-squares fit fail."""
+    return table.shape[0] - shift > table.shape[1]
 
 
 class PositionalPanel(Panel):
@@ -67,8 +79,8 @@ class PositionalPanel(Panel):
         self.residuals: dict[str, tuple[list[int], np.ndarray]] = {}
 
         self.positions_box = QSpinBox()
-        self.positions_box.setRange(8, 1024)
-        self.positions_box.setValue(128)
+        self.positions_box.setRange(8, MAX_POSITIONS)
+        self.positions_box.setValue(reference_positions(0, 64))
         self.dims_box = QSpinBox()
         self.dims_box.setRange(2, 1024)
         self.dims_box.setSingleStep(2)
@@ -83,22 +95,21 @@ class PositionalPanel(Panel):
         self.table_choice = QComboBox()
         self.table_choice.addItem("sinusoidal", "sinusoidal")
         self.shift_box = QSpinBox()
-        self.shift_box.setRange(1, 1023)
+        self.shift_box.setRange(1, MAX_POSITIONS - 1)
         self.shift_box.setValue(4)
         self.status = QLabel()
         self.status.setWordWrap(True)
-        font = self.status.font()
-        font.setPointSize(font.pointSize() + 1)
-        self.status.setFont(font)
 
         controls = QHBoxLayout()
         for text, widget in (
             ("positions", self.positions_box), ("d", self.dims_box), ("base L", self.base_box),
-            ("curves of dims", self.curve_dims), ("similarity", self.similarity_kind),
+            ("dims", self.curve_dims), ("similarity", self.similarity_kind),
             ("of", self.table_choice), ("shift k", self.shift_box),
         ):
             controls.addWidget(QLabel(text))
             controls.addWidget(widget)
+        self.curve_dims.setMinimumWidth(QFontMetrics(self.curve_dims.font()).horizontalAdvance(
+            "0, 2, 8, 20, 32") + 12)
 
         self.matrix_map = HeatmapWidget(
             "CET-D1", levels=(-1.0, 1.0), row_title="position n", col_title="dimension i",
@@ -129,20 +140,18 @@ class PositionalPanel(Panel):
             )
             for name, colour in (("sinusoidal", CURVE_COLOURS[0]), ("model", CURVE_COLOURS[1]))
         }
-        self.k_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#888888", style=Qt.DashLine))
-        self.residual_plot.addItem(self.k_line)
+        self.k_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(theme_grey(), style=Qt.DashLine))
+        self.residual_plot.addItem(self.k_line, ignoreBounds=True)  # the x range is the shifts'
 
-        grid = QGridLayout()
-        grid.addWidget(self.matrix_map, 0, 0)
-        grid.addWidget(self.model_map, 0, 1)
-        grid.addWidget(self.similarity_map, 0, 2)
-        grid.addWidget(self.curves, 1, 0)
-        grid.addWidget(self.shift_map, 1, 1)
-        grid.addWidget(self.residual_plot, 1, 2)
+        # two views a page, large enough to read in a small dock: the model beside the reference
+        self.pages = ViewPages()
+        self.pages.add_page("PE matrix: sinusoidal and the model", self.matrix_map, self.model_map)
+        self.pages.add_page("Sinusoids and similarity", self.curves, self.similarity_map)
+        self.pages.add_page("Relative positions: Mₖ", self.shift_map, self.residual_plot)
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
+        layout.addWidget(self.pages, stretch=1)
         layout.addWidget(self.status)
-        layout.addLayout(grid, stretch=1)
 
         for box in (self.positions_box, self.dims_box, self.base_box, self.shift_box):
             box.valueChanged.connect(self.refresh)
@@ -162,19 +171,21 @@ class PositionalPanel(Panel):
         config = getattr(model, "config", None)
         self.model_positions = None
         if config is not None and hasattr(config, "d_model"):
-            for box, value in ((self.dims_box, config.d_model),
-                               (self.positions_box, min(config.max_len, 256))):
+            positions = reference_positions(config.max_len, config.d_model)
+            for box, value in ((self.dims_box, config.d_model), (self.positions_box, positions)):
                 box.blockSignals(True)
                 box.setValue(value)
                 box.blockSignals(False)
-            self.model_positions = pe.model_positions(model, self.positions_box.value())
+            self.model_positions = pe.model_positions(model, positions)
         self.table_choice.blockSignals(True)
         self.table_choice.clear()
         self.table_choice.addItem("sinusoidal", "sinusoidal")
         if self.model_positions is not None:
             self.table_choice.addItem(f"model ({self.model_positions.kind})", "model")
             self.model_map.setToolTip(self.model_positions.description)
-            self.table_choice.setCurrentIndex(1)
+            # the model's own table by default, unless it is too short to test M_k on
+            if fit_is_a_test(self.model_positions.table, self.shift_box.value()):
+                self.table_choice.setCurrentIndex(1)
         self.table_choice.blockSignals(False)
         self.refresh()
 
@@ -189,8 +200,8 @@ class PositionalPanel(Panel):
 
     def shifts(self, table: np.ndarray) -> list[int]:
         """Shifts worth fitting: more (n, n+k) pairs than dimensions, else any table fits."""
-        largest = table.shape[0] - table.shape[1] - 1
-        return sorted({k for k in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96) if k <= largest})
+        candidates = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+        return [k for k in candidates if fit_is_a_test(table, k)]
 
     # -- drawing --------------------------------------------------------------------------------
 
@@ -243,7 +254,9 @@ class PositionalPanel(Panel):
             self.residual_items[name].setData(shifts, np.maximum(residuals, 1e-17))
             self.residuals[name] = (shifts, residuals)
         self.k_line.setPos(k)
-        if k < chosen.shape[0] and chosen.shape[0] - k > chosen.shape[1]:
+        fitted = self.residuals["sinusoidal"][0] + self.residuals["model"][0] + [k]
+        self.residual_plot.setXRange(0, max(fitted) * 1.05 + 1, padding=0)
+        if fit_is_a_test(chosen, k):
             self.fit = pe.fit_shift_map(chosen, k)
             self.shift_map.set_matrix(self.fit.matrix)
             self.shift_map.set_title(f"fitted M_{k}, {self._source_name()}")
@@ -253,7 +266,9 @@ class PositionalPanel(Panel):
             )
         else:
             self.fit = None
-            lines.append(f"shift {k} leaves too few positions to fit a {chosen.shape[1]}-d map")
+            lines.append(
+                f"{self._source_name()} has {chosen.shape[0]} positions: shift {k} leaves too few "
+                f"(n, n+{k}) pairs to test a {chosen.shape[1]}-d map (it needs more than d + k)")
         lines.append("≈1e-15: an exact rotation of each (sin, cos) pair; a learned table is not.")
         self.status.setText("  ".join(lines))
 
