@@ -98,3 +98,49 @@ def test_scalar_recurrence_with_tanh_matches_autograd():
         h = torch.tanh(a_h * h)
     (grad,) = torch.autograd.grad(h, h0)
     assert scalar_recurrence_gradient(a_h, steps=20, use_tanh=True)[-1] == pytest.approx(float(grad), rel=1e-9)
+
+
+def test_clipping_axis_labels_do_not_pile_up_and_legends_cover_no_curve(qtbot):
+    from explorer.ui.plot_style import drawn_labels
+
+    bus, panel = make_panel(qtbot)
+    panel.resize(830, 400)
+    qtbot.waitExposed(panel)
+    # norms between 0.06 and 1.3: pyqtgraph labelled every 0.1 step under 1, on top of each other
+    norms = np.linspace(0.06, 1.3, 60)
+    bus.step_metrics.emit([StepMetrics(s, 1.0, 1e-3, float(n), min(float(n), 1.0), 10, 100.0, 0.1)
+                           for s, n in enumerate(norms)])
+    panel.pages.show_page(2)
+    axis = panel.clip_plot.getAxis("left")
+    qtbot.waitUntil(lambda: len(drawn_labels(axis)) >= 2)
+    labels = drawn_labels(axis)
+    assert set(labels) <= {"0.05", "0.1", "0.2", "0.5", "1", "2"}, labels
+    for plot in (panel.clip_plot, panel.cells_plot, panel.time_plot):
+        assert not plot.legend.sceneBoundingRect().intersects(plot.vb.sceneBoundingRect())
+    assert panel.depth_plot.legend is None and panel.playground_plot.legend is None  # no empty box
+
+
+def test_history_of_an_rnn_is_step_by_time_and_of_a_transformer_step_by_block(qtbot):
+    bus, panel = make_panel(qtbot)
+    workspace = char_workspace("rnn-lm", cell="gru")
+    bus.set_workspace(workspace)
+    qtbot.waitUntil(lambda: panel.has_content() and not panel.busy(), timeout=15_000)
+    source = panel.snapshot.source
+    for step in (5, 6):
+        bus.probe.emit(probe(workspace, source, "", step))
+    assert panel.layer_box.count() >= 1 and panel.layer_box.currentText() in panel.snapshot.grad_time
+    layer = panel.layer_box.currentText()
+    expected = np.log10(panel.snapshot.grad_time[layer])
+    np.testing.assert_allclose(panel.history.image.image[-1], expected, rtol=1e-5)
+    assert panel.history.image.image.shape[0] == len(panel.history_steps)
+
+    transformer = char_workspace("transformer")
+    bus.set_workspace(transformer)
+    qtbot.waitUntil(lambda: panel.has_content() and not panel.busy(), timeout=15_000)
+    source, target = transformer.data.val[0]
+    bus.probe.emit(probe(transformer, source, target, 9))
+    assert [panel.layer_box.itemText(i) for i in range(panel.layer_box.count())] == ["blocks (depth)"]
+    depth = panel.snapshot.grad_depth
+    np.testing.assert_allclose(panel.history.image.image[-1], np.log10(depth), rtol=1e-5)
+    assert panel.history.col_labels == ["encoder.0", "encoder.1", "decoder.0", "decoder.1"]
+    assert panel.history_steps[-1] == 9

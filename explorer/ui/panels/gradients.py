@@ -13,7 +13,6 @@ from PySide6.QtCore import Qt, QThreadPool
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QGridLayout,
     QHBoxLayout,
     QLabel,
     QPushButton,
@@ -26,14 +25,15 @@ from explorer.events import ProbeSnapshot
 from explorer.export.tables import matrix_table
 from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
-from explorer.ui.heatmap import HeatmapWidget, label_font, tick_levels
+from explorer.ui.heatmap import HeatmapWidget, label_font
 from explorer.ui.panels.attention import ProbeRunner, elide
 from explorer.ui.panels.base import Panel
-from explorer.ui.plot_style import add_legend
+from explorer.ui.plot_style import ReadableAxis, TokenAxis, ViewPages, add_legend, theme_grey
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
 CELL_COLOURS = {"rnn": "#d62728", "ugrnn": "#ff7f0e", "gru": "#2ca02c", "lstm": "#1f77b4"}
 HISTORY_ROWS = 200  # probe snapshots kept for the step x time heatmap
+DEPTH = "blocks (depth)"  # a Transformer's history: its gradient norm per block, not per time step
 PLAYGROUND_STEPS = 100
 TINY = 1e-30  # log axes cannot show 0
 
@@ -63,9 +63,11 @@ def format_gradient(value: float) -> str:
     return f"{value:.3e}"
 
 
-def _log_plot(title: str, x: str, y: str, legend_offset=(-10, 10)):
-    """A plot with a logarithmic y axis: gradients span many orders of magnitude."""
-    widget = pg.PlotWidget()
+def _log_plot(title: str, x: str, y: str, legend: bool = False, token_x: bool = False):
+    """A plot with a logarithmic y axis: gradients span many orders of magnitude. Its legend, if
+    any, sits under the plot: these curves fill every corner of it."""
+    bottom = TokenAxis("bottom") if token_x else ReadableAxis("bottom")
+    widget = pg.PlotWidget(axisItems={"left": ReadableAxis("left"), "bottom": bottom})
     plot = widget.getPlotItem()
     plot.setTitle(title, size="11pt")
     plot.setLabel("bottom", x)
@@ -74,9 +76,9 @@ def _log_plot(title: str, x: str, y: str, legend_offset=(-10, 10)):
     plot.showGrid(x=True, y=True, alpha=0.25)
     for side in ("left", "bottom"):
         plot.getAxis(side).setTickFont(label_font(10))
-        plot.getAxis(side).enableAutoSIPrefix(False)  # "(x0.001)" on a log axis only confuses
-    plot.getAxis("left").setWidth(62)  # room for "1e-20": labels that do not fit are dropped
-    add_legend(plot, offset=legend_offset)
+    plot.getAxis("left").setWidth(62)  # room for "10⁻²⁰": labels that do not fit are dropped
+    if legend:
+        add_legend(plot, below=True)
     return widget, plot
 
 
@@ -93,7 +95,8 @@ class GradientFlowPanel(Panel):
         self.workspace = None
         self.snapshot: ProbeSnapshot | None = None
         self.history_steps: list[int] = []
-        self.history_rows: list[np.ndarray] = []
+        self.history_rows: list[dict[str, np.ndarray]] = []  # per probe: name -> log10 norms
+        self.history_labels: dict[str, list[str]] = {}
         self.cell_curves: dict[str, np.ndarray] = {}
         self.norms = np.empty((1024, 3))  # step, norm before, norm after clipping; grows by doubling
         self.norm_count = 0
@@ -105,7 +108,8 @@ class GradientFlowPanel(Panel):
 
         self.layer_box = QComboBox()
         self.layer_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
-        self.layer_box.setToolTip("the layer whose history is drawn as step × time")
+        self.layer_box.setToolTip(
+            "the layer whose history is drawn as training step × time step (a Transformer: × block)")
         self.compare_button = QPushButton("Compare cells")
         self.compare_button.setToolTip("RNN, UGRNN, GRU and LSTM: same size, same tokens")
         self.slider = QLabeledDoubleSlider(Qt.Horizontal)
@@ -132,30 +136,31 @@ class GradientFlowPanel(Panel):
         controls.addWidget(self.playground_value)
 
         time_view, self.time_plot = _log_plot(
-            "‖∂L/∂h_t‖ through time (probe input)", "time step t", "‖∂L/∂h_t‖")
+            "‖∂L/∂h_t‖ through time (probe input)", "time step t", "‖∂L/∂h_t‖", legend=True,
+            token_x=True)
         self.time_curves: dict[str, pg.PlotDataItem] = {}
         cells_view, self.cells_plot = _log_plot(
-            "cells, same size and data: ‖∂ℓ_T/∂h_t‖", "time step t", "‖∂ℓ_T/∂h_t‖",
-            legend_offset=(-10, -10))
+            "cells, same size and data: ‖∂ℓ_T/∂h_t‖", "time step t", "‖∂ℓ_T/∂h_t‖", legend=True)
         self.cell_items = {
             cell: self.cells_plot.plot([], [], pen=pg.mkPen(colour, width=2), name=cell.upper())
             for cell, colour in CELL_COLOURS.items()
         }
         depth_view, self.depth_plot = _log_plot(
-            "Transformers: ‖∂L/∂(block output)‖ by depth", "block", "‖∂L/∂x‖")
+            "Transformers: ‖∂L/∂(block output)‖ by depth", "block", "‖∂L/∂x‖", token_x=True)
         self.depth_curve = self.depth_plot.plot(
             [], [], pen=pg.mkPen(COLOURS[0], width=2), symbol="o", symbolBrush=COLOURS[0])
         clip_view, self.clip_plot = _log_plot("global gradient norm and clipping τ", "step",
-                                              "‖g‖")
+                                              "‖g‖", legend=True)
         self.clip_plot.setDownsampling(auto=True, mode="peak")
         self.clip_plot.setClipToView(True)
         self.before_curve = self.clip_plot.plot([], [], pen=pg.mkPen(COLOURS[1], width=1.5),
                                                 name="before clipping")
         self.after_curve = self.clip_plot.plot([], [], pen=pg.mkPen(COLOURS[0], width=1.5),
                                                name="after clipping")
+        # grey reads on light and dark themes alike; "#dddddd" vanished on a light background
         self.tau_line = pg.InfiniteLine(
-            angle=0, pen=pg.mkPen("#dddddd", width=2, style=Qt.DashLine), label="τ",
-            labelOpts={"position": 0.5, "color": "#dddddd", "anchors": [(0.5, 1), (0.5, 1)]})
+            angle=0, pen=pg.mkPen(theme_grey(), width=2, style=Qt.DashLine), label="τ",
+            labelOpts={"position": 0.5, "color": theme_grey(), "anchors": [(0.5, 1), (0.5, 1)]})
         self.clip_plot.addItem(self.tau_line)
         self.tau_line.setVisible(False)
         playground_view, self.playground_plot = _log_plot("playground: h_t = a_h·h_(t−1)", "k",
@@ -167,19 +172,17 @@ class GradientFlowPanel(Panel):
 
         self.views = {"through_time": time_view, "cells": cells_view, "history": self.history,
                       "clipping": clip_view, "playground": playground_view, "depth": depth_view}
-        # the depth plot takes the time plot's place for Transformers; the history runs tall
-        grid = QGridLayout()
-        grid.addWidget(time_view, 0, 0)
-        grid.addWidget(depth_view, 0, 0)
-        grid.addWidget(clip_view, 1, 0)
-        grid.addWidget(cells_view, 0, 1)
-        grid.addWidget(playground_view, 1, 1)
-        grid.addWidget(self.history, 0, 2, 2, 1)
+        # two views a page, each large enough to read; the depth plot takes the time plot's
+        # place for Transformers
+        self.pages = ViewPages()
+        self.pages.add_page("Through time and history", (time_view, depth_view), self.history)
+        self.pages.add_page("Cells and the aₕ playground", cells_view, playground_view)
+        self.pages.add_page("Clipping", clip_view)
         self._show_views(transformer=False)
         outer = QVBoxLayout(self)
         outer.addLayout(controls)
         outer.addWidget(self.status)
-        outer.addLayout(grid, stretch=1)
+        outer.addWidget(self.pages, stretch=1)
 
         self.layer_box.currentIndexChanged.connect(self._draw_history)
         self.compare_button.clicked.connect(self.compare_cells)
@@ -199,8 +202,6 @@ class GradientFlowPanel(Panel):
         """Time-step plots for recurrent models, the depth plot for Transformers."""
         self.views["depth"].setVisible(transformer)
         self.views["through_time"].setVisible(not transformer)
-        self.views["history"].setVisible(not transformer)
-        self.layer_box.setEnabled(not transformer)
 
     def set_workspace(self, workspace) -> None:
         self.workspace = workspace
@@ -208,6 +209,7 @@ class GradientFlowPanel(Panel):
         self._show_views(transformer=family in ("transformer", "gpt", "bert"))
         self.snapshot = None
         self.history_steps, self.history_rows, self.norm_count = [], [], 0
+        self.layer_box.clear()
         self.before_curve.setData([], [])
         self.after_curve.setData([], [])
         self._on_train_config(getattr(workspace, "train_config", None))
@@ -245,58 +247,90 @@ class GradientFlowPanel(Panel):
         if snapshot.grad_depth is not None and len(snapshot.grad_depth):
             labels = snapshot.grad_depth_labels
             self.depth_curve.setData(np.arange(len(labels)), np.maximum(snapshot.grad_depth, TINY))
-            short = [label.replace("layer", "") for label in labels]  # "encoder.0"
-            self.depth_plot.getAxis("bottom").setTicks(tick_levels(short))
+            self.depth_plot.getAxis("bottom").set_labels(self._depth_labels(snapshot))
             self.depth_plot.setXRange(-0.5, len(labels) - 0.5, padding=0)
+        self._record_history(snapshot)
         where = f"step {snapshot.step}, probe {elide(snapshot.source)!r}"
         depth_note = "" if snapshot.grad_time else " (Transformer: see the depth plot)"
         self.status.setText(where + depth_note)
 
+    @staticmethod
+    def _depth_labels(snapshot: ProbeSnapshot) -> list[str]:
+        return [label.replace("layer", "") for label in snapshot.grad_depth_labels]  # "encoder.0"
+
     def _draw_time(self, snapshot: ProbeSnapshot) -> None:
-        names = list(snapshot.grad_time)
-        for index, name in enumerate(names):
+        for name, norms in snapshot.grad_time.items():
             if name not in self.time_curves:
                 pen = pg.mkPen(COLOURS[len(self.time_curves) % len(COLOURS)], width=2)
                 self.time_curves[name] = self.time_plot.plot([], [], pen=pen, name=name)
-            norms = snapshot.grad_time[name]
             self.time_curves[name].setData(np.arange(len(norms)), np.maximum(norms, TINY))
         for name, curve in self.time_curves.items():
             if name not in snapshot.grad_time:
                 curve.setData([], [])
+        length = max(len(v) for v in snapshot.grad_time.values())
+        self.time_plot.setXRange(-0.5, length - 0.5, padding=0)
+
+    def _history_series(self, snapshot: ProbeSnapshot) -> dict[str, tuple[np.ndarray, list[str]]]:
+        """What the history heatmap can show: name -> (gradient norms, their tick labels). For a
+        recurrent model the norm at each time step of each layer; for a Transformer, which has
+        no recurrence, the norm at each block."""
+        if snapshot.grad_time:
+            return {name: (norms, snapshot.grad_time_labels.get(name) or
+                           [str(t) for t in range(len(norms))])
+                    for name, norms in snapshot.grad_time.items()}
+        if snapshot.grad_depth is not None and len(snapshot.grad_depth):
+            return {DEPTH: (np.asarray(snapshot.grad_depth), self._depth_labels(snapshot))}
+        return {}
+
+    def _record_history(self, snapshot: ProbeSnapshot) -> None:
+        series = self._history_series(snapshot)
+        if not series:
+            return
+        names = list(series)
         if [self.layer_box.itemText(i) for i in range(self.layer_box.count())] != names:
             self.layer_box.blockSignals(True)
             self.layer_box.clear()
             self.layer_box.addItems(names)
             self.layer_box.blockSignals(False)
-        self._label_time_axis()
-        length = max(len(v) for v in snapshot.grad_time.values())
-        self.time_plot.setXRange(-0.5, length - 0.5, padding=0)
-        row = np.log10(np.maximum(np.stack([snapshot.grad_time[n] for n in names]), TINY))  # (L, T)
-        if self.history_rows and self.history_rows[-1].shape != row.shape:
+        row = {name: np.log10(np.maximum(norms, TINY)) for name, (norms, _) in series.items()}
+        shapes = {name: values.shape for name, values in row.items()}
+        if self.history_rows and {n: v.shape for n, v in self.history_rows[-1].items()} != shapes:
             self.history_steps, self.history_rows = [], []  # a new probe input: a new history
         self.history_steps.append(snapshot.step)
         self.history_rows.append(row)
         del self.history_steps[:-HISTORY_ROWS], self.history_rows[:-HISTORY_ROWS]
+        self.history_labels = {name: labels for name, (_, labels) in series.items()}
         self._draw_history()
 
     def _label_time_axis(self) -> None:
         """Token labels of the chosen layer (encoder and decoder read different tokens)."""
         name = self.layer_box.currentText()
         labels = self.snapshot.grad_time_labels.get(name, []) if self.snapshot else []
-        self.time_plot.getAxis("bottom").setTicks(tick_levels(labels, 30) if labels else None)
+        self.time_plot.getAxis("bottom").set_labels(labels)
         title = f"time step t (tokens of {name})" if labels else "time step t"
         self.time_plot.setLabel("bottom", title)
 
+    def history_matrix(self) -> np.ndarray | None:
+        """(probes, time steps or blocks) of the chosen layer, log10 of the gradient norm."""
+        name = self.layer_box.currentText()
+        if not self.history_rows or name not in self.history_rows[-1]:
+            return None
+        return np.stack([row[name] for row in self.history_rows])
+
     def _draw_history(self) -> None:
         self._label_time_axis()
-        layer = max(self.layer_box.currentIndex(), 0)
-        if not self.history_rows or self.snapshot is None:
+        matrix = self.history_matrix()
+        if matrix is None:
             return
-        matrix = np.stack([row[layer] for row in self.history_rows])  # (steps, T)
         name = self.layer_box.currentText()
-        labels = self.snapshot.grad_time_labels.get(name) or [str(t) for t in range(len(matrix[0]))]
-        self.history.set_matrix(matrix, [str(s) for s in self.history_steps], labels)
-        self.history.set_title(f"log10 ‖∂L/∂h_t‖ of {name} over training")
+        self.history.set_matrix(matrix, [str(s) for s in self.history_steps],
+                                self.history_labels[name])
+        if name == DEPTH:
+            self.history.set_title("log10 ‖∂L/∂x‖ per block, over training")
+            self.history.set_axis_titles("training step", "block")
+        else:
+            self.history.set_title(f"log10 ‖∂L/∂h_t‖ of {name} over training")
+            self.history.set_axis_titles("training step", "time step t")
 
     # -- cells side by side ---------------------------------------------------------------------
 
@@ -421,9 +455,8 @@ class GradientFlowPanel(Panel):
         setting = f"a_h={self.slider.value():g}, tanh={self.tanh_box.isChecked()}"
         tables["playground"] = (["k", f"dh_k/dh_0 ({setting})"],
                                 [[k, v] for k, v in enumerate(self.playground_derivative)])
-        if self.history_rows:
-            layer = max(self.layer_box.currentIndex(), 0)
-            matrix = np.stack([row[layer] for row in self.history_rows])  # (steps, T)
+        matrix = self.history_matrix()
+        if matrix is not None:
             tables["history"] = matrix_table(
                 matrix, [str(s) for s in self.history_steps],
                 [str(t) for t in range(matrix.shape[1])], "step \\ t (log10)")
