@@ -1,6 +1,7 @@
 """The beam tree layout against a plain recursive depth-first reference, on random trees."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -114,3 +115,19 @@ def test_picked_labels_never_overlap_and_leave_no_free_room(labels):
     # Brute force: every label left out clashes with a picked one in its column.
     for k in set(range(len(labels))) - set(picked.tolist()):
         assert any(columns[p] == columns[k] and abs(y[p] - y[k]) < 15.0 for p in picked)
+
+
+@settings(max_examples=40, deadline=None)
+@given(random_trees(), st.lists(st.sampled_from([0.4, 1.0]), min_size=60, max_size=60))
+def test_leaf_heights_stack_leaves_in_the_same_order(tree, heights):
+    """With per-leaf heights, every leaf starts where the leaves above it end."""
+    ids, parents, steps, key = tree
+    height = np.array(heights[: len(ids)])
+    layout = layout_tree(np.array(ids), np.array(parents), np.array(steps), np.array(key),
+                         leaf_height=height)
+    plain = layout_tree(np.array(ids), np.array(parents), np.array(steps), np.array(key))
+    leaves = np.flatnonzero(np.bincount(plain.edges[:, 0], minlength=len(ids)) == 0)
+    order = leaves[np.argsort(plain.y[leaves])]  # leaves top to bottom
+    expected = np.cumsum(height[order]) - height[order]
+    np.testing.assert_allclose(layout.y[order], expected)
+    assert layout.rows == pytest.approx(height[leaves].sum())

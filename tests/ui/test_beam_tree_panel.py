@@ -141,3 +141,81 @@ def test_changing_a_control_redecodes_and_export_writes_json(panel, qtbot, tmp_p
     assert len(tree["tree"]["nodes"]) == len(panel.result.nodes)
     assert tree["tree"]["nodes"][1]["score"] == pytest.approx(panel.result.nodes[1].score)
     assert panel.has_content()
+
+
+def label_rects(panel):
+    """Scene rectangles of every drawn text: token labels, n-best numbers, greedy markers."""
+    items = [t for t in panel.text_pool + panel.marker_items if t.isVisible()]
+    return [t.mapRectToScene(t.boundingRect()) for t in items]
+
+
+def test_default_dock_size_draws_labels_that_never_overlap_or_clip(panel, qtbot):
+    panel.resize(830, 420)  # the dock's size in the default main window
+    view = panel.plot.getViewBox()
+    qtbot.waitUntil(lambda: view.width() < 820, timeout=3000)
+    panel.fit()
+    view.updateMatrix()  # the labels' scene positions, before the next paint
+    rects = label_rects(panel)
+    assert panel.labels_shown >= 3 and len(rects) > panel.labels_shown  # labels and n-best numbers
+    for i, a in enumerate(rects):
+        for b in rects[i + 1:]:
+            overlap = a.intersected(b)
+            assert overlap.width() < 1 or overlap.height() < 1, (a, b)
+    # Fit keeps every label inside the plot area, and the legend sits outside the tree.
+    area = view.sceneBoundingRect().adjusted(-1, -1, 1, 1)
+    for rect in rects:
+        assert area.contains(rect), (rect, area)
+    legend = panel.legend.sceneBoundingRect()
+    assert legend.height() > 0 and not legend.intersects(view.sceneBoundingRect())
+    assert {label.text for _, label in panel.legend.items} >= {"kept in the beam", "pruned"}
+
+
+def test_pruned_leaves_have_rows_of_their_own_and_labels_only_zoomed_in(panel, qtbot):
+    panel.resize(830, 420)
+    qtbot.waitUntil(lambda: panel.plot.getViewBox().width() < 820, timeout=3000)
+    panel.fit()
+    lay, status = panel.layout_, panel._status[panel.visible_ids]
+    leaves = np.bincount(lay.edges[:, 0], minlength=len(lay.x)) == 0
+    assert len(np.unique(lay.y[leaves])) == leaves.sum()  # no two leaves share a row
+    labelled = {int(panel.visible_ids[np.argmin(np.hypot(lay.x - t.pos().x(), lay.y - t.pos().y()))])
+                for t in panel.text_pool if t.isVisible()}
+    assert all(panel._status[i] != "pruned" for i in labelled)
+    # Zoomed onto a pruned node, it gets its label.
+    pruned = np.flatnonzero(status == "pruned")[0]
+    x, y = lay.x[pruned], lay.y[pruned]
+    panel.plot.getPlotItem().setRange(xRange=(x - 0.5, x + 1.5), yRange=(y - 1, y + 1), padding=0)
+    qtbot.waitUntil(lambda: any(t.isVisible() and t.pos().x() == pytest.approx(x + 0.06)
+                                and t.pos().y() == pytest.approx(y) for t in panel.text_pool),
+                    timeout=3000)
+
+
+def test_fit_shows_the_whole_tree_after_zooming(panel, qtbot):
+    view = panel.plot.getViewBox()
+    view.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
+    panel.fit()
+    (x0, x1), (y0, y1) = view.viewRange()
+    lay = panel.layout_
+    assert x0 < lay.x.min() and x1 > lay.x.max() and y0 < lay.y.min() and y1 > lay.y.max()
+    # A fitted tree stays fitted when the dock is resized.
+    panel.resize(700, 360)
+    qtbot.waitUntil(lambda: view.viewRange()[1] != [y0, y1], timeout=3000)
+    (_, _), (y0, y1) = view.viewRange()
+    assert y0 < lay.y.min() and y1 > lay.y.max()
+
+
+def test_node_detail_opens_on_click_and_is_fully_visible(panel, qtbot):
+    panel.resize(830, 420)
+    assert not panel.detail_open()  # the tree takes the whole width until a node is clicked
+    node = next(n for n in panel.result.nodes if n.status == "kept" and n.step == 1)
+    with qtbot.waitSignal(panel.node_selected, timeout=3000):
+        panel.select_node(node.id)
+    qtbot.waitUntil(lambda: panel.detail.width() >= panel.detail.minimumWidth(), timeout=3000)
+    assert panel.detail_open() and panel.details_button.isChecked()
+    detail = panel.detail.geometry().translated(panel.splitter.pos())
+    assert panel.rect().contains(detail)
+    for chart in (panel.detail.attention_chart, panel.detail.candidate_chart):
+        title = chart.plot.titleLabel
+        assert title.item.boundingRect().width() <= chart.plot.width()
+        assert chart.rows_that_fit() >= len(panel.result.source_tokens)  # every source token
+    panel.details_button.click()  # collapses again
+    assert not panel.detail_open()

@@ -111,3 +111,18 @@ def test_highlight_uses_the_longest_matching_ngram():
     html = highlight_matches(["a", "b", "c"], [(1, 0, ("a",)), (2, 0, ("a", "b")), (1, 2, ("c",))])
     assert html.count("#ffd280") == 2  # a, b inside a matched bigram
     assert html.count("#fff2a8") == 1  # c matched as a unigram only
+
+
+def test_cards_show_their_whole_text_at_the_default_dock_size(panel, qtbot):
+    long_reference = " ".join(panel.outputs[0].hypothesis.text.split() * 3) + " the end"
+    with qtbot.waitSignal(panel.compared, timeout=10000):
+        panel.set_source(panel.source_box.text(), long_reference)
+    panel.resize(830, 420)  # the dock's size in the default main window
+    qtbot.waitUntil(lambda: panel.width() == 830, timeout=3000)
+    for strategy, cell in panel.cells.items():
+        qtbot.waitUntil(lambda cell=cell: cell.height() >= cell.heightForWidth(cell.width()),
+                        timeout=3000)
+        assert "BP =" in cell.text()  # the last line is there, and the height shows it
+    # Long texts are shown from their beginning, in full in the tooltip.
+    assert panel.reference_box.cursorPosition() == 0
+    assert panel.reference_box.toolTip() == long_reference

@@ -131,3 +131,25 @@ def test_beam_strategy_shows_the_live_beam(panel):
     assert scores[0] == pytest.approx(live[0].score, abs=1e-3)
     tables = panel.tables()
     assert {"output", "next_tokens", "attention", "beam"} <= set(tables)
+
+
+def test_every_next_token_is_readable_at_the_default_dock_size(panel, qtbot):
+    panel.resize(830, 420)  # the dock's size in the default main window
+    chart = panel.topk_chart
+    qtbot.waitUntil(lambda: panel.plots.width() < 830 and chart.rows_that_fit() >= 10,
+                    timeout=3000)
+    # One row per token, each its own tick on the token axis, with its probability printed.
+    ticks = chart.plot.getAxis("left")._tickLevels[0]
+    assert [label for _, label in ticks] == chart.labels and len(chart.labels) == 10
+    assert list(chart.bars.opts["y"]) == list(range(10))
+    shown = [t.textItem.toPlainText().strip() for t in chart.value_texts if t.isVisible()]
+    assert shown == [f"{v:.3f}" for v in chart.values]
+    low, high = chart.plot.getViewBox().viewRange()[1]
+    assert low <= 0 and high >= 9  # all ten rows in view
+    # The sampling chart takes a column only when sampling, with the seed in its caption.
+    assert panel.sample_chart.plot not in panel.plots.ci.items
+    panel.strategy_box.setCurrentIndex(panel.strategy_box.findData("sample"))
+    panel.seed_box.setValue(11)
+    panel.step()
+    assert panel.sample_chart.plot in panel.plots.ci.items
+    assert "seed 11" in panel.sample_caption.text() and panel.sample_caption.isVisible()

@@ -51,7 +51,7 @@ MIN_LABEL_PX = 40  # below this many pixels per step not even a short token fits
 PRUNED_ROW = 0.4  # rows a pruned leaf takes: the kept hypotheses get the room for their labels
 EXAMPLES_SHOWN = 50
 SCORE_TOLERANCE = 1e-4  # batched float32 steps make equal paths differ by ~1e-6 in log p
-DETAIL_WIDTH = 300  # pixels the node detail takes when it opens
+DETAIL_WIDTH = 360  # pixels the node detail takes when it opens
 LEGEND_ENTRIES = (("kept", "kept in the beam"), ("pruned", "pruned"),
                   ("finished", "finished (&lt;eos&gt;)"), ("nbest", "n-best (#1 = best)"),
                   ("greedy", "greedy path"))
@@ -500,19 +500,24 @@ class BeamTreePanel(Panel):
 
     # ---- hover and click -------------------------------------------------------------------
 
-    def describe(self, node_id: int) -> str:
+    def describe(self, node_id: int, compact: bool = False) -> str:
+        """The node's scores: one per line for the hover tip, two to a line (`compact`) for the
+        detail pane, whose height goes to its charts."""
         node = self.result.nodes[node_id]
         if node.parent is None:
             return "start of the output (<bos> or the prompt)"
         length = node.step + 1
         normalized = node.score / length_penalty(length, self.result.alpha)
         prefix = " ".join(n.token for n in self.result.path(node_id))
-        return (f"{node.token!r} at step {node.step} ({node.status})\n"
-                f"token log p = {node.logprob:.3f}  (p = {np.exp(node.logprob):.3f})\n"
-                f"cumulative log p = {node.score:.3f}\n"
-                f"length-normalised = {normalized:.3f}  (α = {self.result.alpha:g}, |Y| = {length})\n"
-                f"rank at this step = {node.rank + 1}\n"
-                f"prefix: {prefix}")
+        lines = [f"{node.token!r} at step {node.step} ({node.status})",
+                 f"rank at this step = {node.rank + 1}",
+                 f"token log p = {node.logprob:.3f}  (p = {np.exp(node.logprob):.3f})",
+                 f"cumulative log p = {node.score:.3f}",
+                 f"length-normalised = {normalized:.3f}  (α = {self.result.alpha:g}, |Y| = {length})",
+                 f"prefix: {prefix}"]
+        if compact:
+            lines = [f"{lines[0]}, {lines[1]}", f"{lines[2]}; {lines[3]}", *lines[4:]]
+        return "\n".join(lines)
 
     def _tip(self, x, y, data) -> str:
         return self.describe(int(data))
@@ -546,7 +551,7 @@ class BeamTreePanel(Panel):
         self.selection_ring.setData(x=[x], y=[y])
         node = self.result.nodes[node_id]
         siblings = [self.result.nodes[c] for c in self._children.get(node.parent, [])]
-        self.detail.show_node(self.describe(node_id), node.attention, self.result.source_tokens,
+        self.detail.show_node(self.describe(node_id, compact=True), node.attention, self.result.source_tokens,
                               siblings, node_id)
 
     # ---- content and export ----------------------------------------------------------------

@@ -50,8 +50,10 @@ class BarChart:
         self.bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.75, brush=self.brush)
         plot.addItem(self.bars)
         plot.invertY(True)  # the first (most probable) row on top
-        if value_label:  # a chart whose title names its values needs no axis label
+        if value_label:
             plot.setLabel("bottom", value_label)
+        else:  # the title names the values and every bar prints its own: the room goes to rows
+            plot.hideAxis("bottom")
         self.small_font = QFont()
         self.small_font.setPointSize(8)
         for name in ("left", "bottom"):
@@ -196,16 +198,17 @@ class NodeDetail(QWidget):
         self.picker = AttentionPicker()
         self.charts = pg.GraphicsLayoutWidget()
         self.charts.setBackground("w")
-        self.attention_chart = BarChart(self.charts.addPlot(row=0, col=0), "attention weight")
-        self.attention_chart.set_title("attention over the source")
-        self.candidate_chart = BarChart(self.charts.addPlot(row=1, col=0), "p(token | prefix)")
-        self.candidate_chart.set_title("candidates after the same prefix")
+        # Side by side, each the pane's full height: a source sentence's tokens all fit.
+        self.attention_chart = BarChart(self.charts.addPlot(row=0, col=0), "")
+        self.attention_chart.set_title("attention over source")
+        self.candidate_chart = BarChart(self.charts.addPlot(row=0, col=1), "")
+        self.candidate_chart.set_title("p(candidate | prefix)")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.info)
         layout.addWidget(self.picker)
         layout.addWidget(self.charts, 1)
-        self.setMinimumWidth(260)  # the chart titles and a token column fit in full
+        self.setMinimumWidth(340)  # both chart titles and their token columns fit in full
         self.clear()
 
     def clear(self) -> None:
