@@ -173,3 +173,65 @@ def test_bleu_panel_breakdown_matches_sacrebleu_and_highlights_the_example(qtbot
     assert panel.example_orders == ([1, 0, 0, 0, 1, 0], [1, 0, 0, 0, 1, 0])
     html = panel.example_view.toHtml()
     assert html.count("#fde68a") == 2 + 2 + 1  # hypothesis, reference, and the legend's swatch
+
+
+def test_small_curve_plots_space_their_step_ticks_apart(qtbot, bus):
+    """In the dock's default size (~450 x 490) a third-wide plot over 0..860 steps printed
+    "0 200400600": the labels now keep a gap between them."""
+    from PySide6.QtGui import QFontMetricsF
+
+    from explorer.ui.plot_style import drawn_labels
+
+    panel = TrainingCurvesPanel(bus)
+    qtbot.addWidget(panel)
+    panel.resize(450, 490)
+    panel.show()
+    qtbot.waitExposed(panel)
+    bus.step_metrics.emit(steps(1, 860))
+    for step in (200, 860):
+        bus.eval_metrics.emit(EvalMetrics(step=step, val_loss=0.7, perplexity=2.0,
+                                          token_accuracy=0.9))
+    panel.redraw()
+    for name in ("loss", "perplexity", "accuracy", "lr"):
+        axis = panel.plots[name].getAxis("bottom")
+        # grab() paints, and a pyqtgraph view autoranges just before it paints
+        qtbot.waitUntil(lambda: panel.grab() and len(drawn_labels(axis)) >= 1)
+        texts = drawn_labels(axis)
+        if name == "loss":
+            assert len(texts) >= 2, texts
+        if len(texts) < 2:
+            continue
+        labels = [float(text) for text in texts]
+        metrics = QFontMetricsF(axis.style["tickFont"] or axis.font())
+        widest = max(metrics.horizontalAdvance(text) for text in texts)
+        x_range = panel.plots[name].viewRange()[0]
+        pixels_per_step = axis.geometry().width() / (x_range[1] - x_range[0])
+        gap = (labels[1] - labels[0]) * pixels_per_step - widest
+        assert gap >= metrics.averageCharWidth(), (name, texts)
+    legend_row = panel.view.ci.getItem(2, 0)
+    assert legend_row is not None
+    for plot in panel.plots.values():  # the shared legend sits below, covering no plot
+        assert not legend_row.sceneBoundingRect().intersects(plot.vb.sceneBoundingRect())
+
+
+def test_bleu_breakdown_headers_and_rows_fit(qtbot, bus):
+    from explorer.metrics.bleu import corpus_bleu
+
+    panel = BleuPanel(bus)
+    qtbot.addWidget(panel)
+    panel.resize(450, 400)
+    panel.show()
+    qtbot.waitExposed(panel)
+    breakdown = corpus_bleu(["the cat sat on the mat"], [["the cat sat on a mat"]])
+    bus.eval_metrics.emit(EvalMetrics(step=10, val_loss=1.0, perplexity=math.e, token_accuracy=0.5,
+                                      bleu=breakdown.score, bleu_detail=breakdown))
+    table, header = panel.table, panel.table.horizontalHeader()
+    metrics = header.fontMetrics()
+    for column in range(table.columnCount()):
+        title = table.horizontalHeaderItem(column).text()
+        for line in title.split("\n"):  # every line of every title, not clipped
+            assert metrics.horizontalAdvance(line) + 8 <= header.sectionSize(column), title
+    # all four rows show above the summary, none hidden under it
+    qtbot.waitUntil(lambda: table.rowViewportPosition(3) + table.rowHeight(3)
+                    <= table.viewport().height())
+    assert table.geometry().bottom() < panel.summary.geometry().top()

@@ -14,8 +14,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QAbstractScrollArea,
     QHeaderView,
     QLabel,
+    QSizePolicy,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -27,6 +29,7 @@ from PySide6.QtWidgets import (
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.curves import GrowingBuffer
+from explorer.ui.plot_style import readable_axes
 
 MAX_ORDER = 4
 # Background of a token by the longest matched n-gram covering it: 1-gram pale ... 4-gram strong.
@@ -92,7 +95,7 @@ class BleuPanel(Panel):
         self.example = None
         self._workspace = None
 
-        self.plot_widget = pg.PlotWidget()
+        self.plot_widget = pg.PlotWidget(axisItems=readable_axes("left", "bottom"))
         self.plot = self.plot_widget.getPlotItem()
         self.plot.setLabel("bottom", "step")
         self.plot.setLabel("left", "BLEU")
@@ -106,21 +109,30 @@ class BleuPanel(Panel):
         self.plot_widget.setToolTip("Corpus BLEU (0-100) of greedy decodes on validation sentences")
 
         self.table = QTableWidget(MAX_ORDER, 4)
-        self.table.setHorizontalHeaderLabels(["n", "clipped matches", "hypothesis n-grams", "p_n"])
+        # two-line headers: a dock a third of the screen wide still fits every column's title
+        self.table.setHorizontalHeaderLabels(
+            ["n", "clipped\nmatches", "hypothesis\nn-grams", "p_n"])
         self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        # rows as tall as their text (Qt's default is half as tall again): the four fit a small dock
+        line = self.table.fontMetrics().height()
+        self.table.verticalHeader().setDefaultSectionSize(line + 8)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.table.resizeRowsToContents()
-        rows_height = sum(self.table.rowHeight(n) for n in range(MAX_ORDER))
-        header_height = self.table.horizontalHeader().sizeHint().height()
-        self.table.setFixedHeight(header_height + rows_height + 4)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # as tall as the header and the four rows, whatever the font: no row hides behind the text
+        self.table.setSizeAdjustPolicy(QAbstractScrollArea.SizeAdjustPolicy.AdjustToContents)
+        self.table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.table.setToolTip(
             "Clipped counts: each hypothesis n-gram matches at most as often as it occurs in the "
             "reference; p_n = clipped matches / hypothesis n-grams."
         )
         self.summary = QLabel("No BLEU yet: it is computed on validation sentences (seq2seq).")
-        self.summary.setWordWrap(True)
+        # two fixed lines rather than word wrap: a wrapped label's height is only known once laid
+        # out, and the layout squeezed the table's last row under it
+        self.summary.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.summary.setToolTip("BP = min(1, exp(1 − r/c)); c, r: hypothesis, reference length")
         self.example_view = QTextBrowser()
         self.example_view.setMinimumHeight(60)
@@ -140,6 +152,7 @@ class BleuPanel(Panel):
         splitter.addWidget(details)
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 1)
+        splitter.setChildrenCollapsible(False)  # never squeeze the table's rows under the text
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(splitter)
@@ -183,7 +196,7 @@ class BleuPanel(Panel):
                 item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
                 self.table.setItem(n, col, item)
         self.summary.setText(
-            f"BLEU = {breakdown.score:.2f}   BP = {breakdown.bp:.3f}   "
+            f"BLEU = {breakdown.score:.2f}   BP = {breakdown.bp:.3f}\n"
             f"c (hypothesis length) = {breakdown.sys_len}   "
             f"r (reference length) = {breakdown.ref_len}"
         )

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.base import Panel
-from explorer.ui.plot_style import add_legend
+from explorer.ui.plot_style import add_legend_row, readable_axes
 
 
 class GrowingBuffer:
@@ -56,22 +56,6 @@ def _perplexity(loss: float) -> float:
     return math.exp(min(loss, 50.0))  # exp overflows past ~709; e^50 is already off any useful axis
 
 
-class DecadeAxis(pg.AxisItem):
-    """A log axis labelled at the decades (0.1, 1, 10) with unlabelled 2..9 ticks between; a
-    short span gets its 2..9 ticks labelled instead. pyqtgraph labels every minor tick of a span
-    under two decades, and the labels pile on top of each other."""
-
-    def logTickValues(self, minVal, maxVal, size, stdTicks):
-        decades = [float(v) for v in range(int(np.floor(minVal)), int(np.ceil(maxVal)) + 1)
-                   if minVal <= v <= maxVal]
-        minor = [v + np.log10(k) for v in range(int(np.floor(minVal)), int(np.ceil(maxVal)))
-                 for k in range(2, 10)]
-        minor = [v for v in minor if minVal < v < maxVal]
-        if not decades:
-            return [(None, minor)]
-        return [(None, decades), (None, minor)]
-
-
 class TrainingCurvesPanel(Panel):
     PANEL_ID = "curves"
     TITLE = "Training curves"
@@ -97,9 +81,8 @@ class TrainingCurvesPanel(Panel):
             ("grad_norm", 1, 1, "‖g‖"),
         ):
             # the gradient norm gets two columns: its before/after-clipping band needs the room
-            log_axis = {"left": DecadeAxis("left")} if name in ("perplexity", "grad_norm") else None
             plot = self.view.addPlot(row=row, col=col, colspan=2 if name == "grad_norm" else 1,
-                                     axisItems=log_axis)
+                                     axisItems=readable_axes("left", "bottom"))
             plot.setLabel("bottom", "step")
             plot.setLabel("left", ylabel)
             plot.showGrid(x=True, y=True, alpha=0.2)
@@ -108,9 +91,6 @@ class TrainingCurvesPanel(Panel):
             self.plots[name] = plot
         for name in ("perplexity", "grad_norm"):
             self.plots[name].setLogMode(y=True)
-            self.plots[name].getAxis("left").setStyle(maxTextLevel=0)  # text on level 0 only
-        for name in ("loss", "grad_norm"):  # the others share these colours
-            add_legend(self.plots[name], offset=(-5, 5), text_size="8pt")
         train_pen = pg.mkPen((70, 130, 230), width=1.5)
         val_pen = pg.mkPen((230, 120, 40), width=2)
         val_symbol = dict(symbol="o", symbolSize=5, symbolBrush=(230, 120, 40), symbolPen=None)
@@ -128,6 +108,12 @@ class TrainingCurvesPanel(Panel):
                 pen=pg.mkPen((70, 130, 230), width=1.5), name="after clipping"
             ),
         }
+        # one legend row under all the plots: inside a plot this small it would cover the curves
+        add_legend_row(self.view.ci, row=2, colspan=3, curves=[
+            (self.curves["train_loss"], "train"), (self.curves["val_loss"], "validation"),
+            (self.curves["grad"], "‖g‖ before clipping"),
+            (self.curves["grad_clipped"], "‖g‖ after clipping"),
+        ], text_size="8pt")
         self.tau_line = pg.InfiniteLine(
             angle=0, movable=False, pen=pg.mkPen((120, 120, 120), style=pg.QtCore.Qt.DashLine),
             label="τ", labelOpts={"position": 0.6, "anchors": [(0, 1), (0, 1)]},
