@@ -184,3 +184,17 @@ def test_missing_checkpoint_and_missing_source(checkpoints, capsys, tmp_path):
     assert "nowhere" in capsys.readouterr().err
     assert main(["score", "--checkpoint", checkpoints["transformer"], "--target", "le chat"]) == 2
     assert "needs a source" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [
+    ["decode", "--greedy", "abc"], ["decode", "--beam", "2", "--json", "abc"], ["decode", "--sample", "abc"],
+    ["score", "--target", "abc"],
+])
+def test_a_bert_checkpoint_cannot_decode_or_score_left_to_right(capsys, tmp_path, command):
+    tokenizer = CharTokenizer.train(LM_TEXT)
+    bert = build_model(make_config("bert", "tiny", vocab_size=tokenizer.vocab_size, max_len=32))
+    folder = _save(Workspace(bert, tokenizer), tmp_path / "bert")
+    assert main([command[0], "--checkpoint", folder, *command[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"explorer {command[0]}: error: a bert model is a masked language model")
+    assert len(err.strip().splitlines()) == 1
