@@ -1,7 +1,7 @@
 """`explorer export --checkpoint DIR --out DIR`: the app's panels rendered headless, for papers.
 
-The panels are the app's own: built on an offscreen QApplication around an AppBus, given the
-checkpoint's workspace, waited on until they draw, then exported as `<panel>_<plot>.png|svg|csv`.
+The rendering is explorer.ui.headless_export's (Qt lives in explorer/ui/ only); this module checks
+the arguments and loads the checkpoint.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import argparse
 
 DEFAULT_PLOTS = ("attention", "positional", "gradients", "beam", "bleu", "curves")
 FORMATS = ("png", "svg", "csv")
-PANEL_SIZE = (1400, 900)  # the on-screen size the plots are laid out at before export
 
 
 def _csv_list(text: str) -> list[str]:
@@ -57,84 +56,22 @@ def _check(args) -> list[tuple[str, str]]:
     return [(p, known[p]) for p in args.plots]
 
 
-def _quiet_qt_messages() -> None:
-    """The offscreen platform warns about every shown window; pass every other message on."""
-    import sys
-
-    from PySide6.QtCore import qInstallMessageHandler
-
-    def handler(_mode, _context, message: str) -> None:
-        if "propagateSizeHints" not in message:
-            print(message, file=sys.stderr)
-
-    qInstallMessageHandler(handler)
-
-
-def _still_working(panel) -> bool:
-    """A panel that reports `busy()` is done when it says so (with or without content); any
-    other panel is waited on until it has content."""
-    if hasattr(panel, "busy"):
-        return panel.busy()
-    return not panel.has_content()
-
-
 def run(args: argparse.Namespace) -> int:
-    import os
-    import sys
-    import time
     from pathlib import Path
 
     specs = _check(args)
-    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from PySide6.QtWidgets import QApplication
-
     from explorer.errors import UserError
     from explorer.training import evaluate, load_checkpoint
-    from explorer.ui.bus import AppBus
-    from explorer.ui.panels import panel_class
+    from explorer.ui.headless_export import render_panels
 
     if not Path(args.checkpoint).is_dir():
         raise UserError(f"{args.checkpoint}: no such checkpoint directory")
     workspace = load_checkpoint(args.checkpoint)
-    app = QApplication.instance() or QApplication([sys.argv[0]])
-    _quiet_qt_messages()
-
-    bus = AppBus()
-    panels = []
-    for _panel_id, spec in specs:
-        panel = panel_class(spec)(bus)
-        panel.resize(*PANEL_SIZE)
-        panel.show()
-        panels.append(panel)
-    bus.set_workspace(workspace)
-    if workspace.is_seq2seq and "bleu" in args.plots:
-        # what the app's first evaluation shows
-        bus.eval_metrics.emit(evaluate(workspace, bleu_examples=32))
-    if args.input is not None:
-        for panel in panels:
-            if hasattr(panel, "set_probe_input"):
-                panel.set_probe_input(args.input, args.target)
-            elif hasattr(panel, "set_source"):
-                panel.set_source(args.input)
-
-    written = []
-    try:
-        for panel in panels:
-            deadline = time.monotonic() + args.timeout
-            while time.monotonic() < deadline and _still_working(panel):
-                app.processEvents()
-                time.sleep(0.01)
-            app.processEvents()
-            if not panel.has_content():
-                print(f"explorer export: {panel.PANEL_ID}: nothing to draw for this model, skipped",
-                      file=sys.stderr)
-                continue
-            written += panel.export(Path(args.out), tuple(args.formats), width=args.width,
-                                    dpi=args.dpi)
-    finally:
-        for panel in panels:
-            panel.shutdown()
-        app.processEvents()
+    # what the app's first evaluation shows in the BLEU panel
+    bleu = evaluate(workspace, bleu_examples=32) if workspace.is_seq2seq and "bleu" in args.plots else None
+    written = render_panels(workspace, specs, Path(args.out), tuple(args.formats), width=args.width,
+                            dpi=args.dpi, source=args.input, target=args.target,
+                            timeout_s=args.timeout, bleu_metrics=bleu)
     if not written:
         raise UserError(f"nothing to export: none of {', '.join(args.plots)} applies to this model")
     for path in written:

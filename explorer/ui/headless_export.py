@@ -1,0 +1,85 @@
+"""The app's panels rendered without a window, for `explorer export` (papers and slides).
+
+The panels are the app's own: built on an offscreen QApplication around an AppBus, given the
+workspace, waited on until they draw, then exported as `<panel>_<plot>.png|svg|csv`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+PANEL_SIZE = (1400, 900)  # the on-screen size the plots are laid out at before export
+
+
+def _quiet_qt_messages() -> None:
+    """The offscreen platform warns about every shown window; pass every other message on."""
+    from PySide6.QtCore import qInstallMessageHandler
+
+    def handler(_mode, _context, message: str) -> None:
+        if "propagateSizeHints" not in message:
+            print(message, file=sys.stderr)
+
+    qInstallMessageHandler(handler)
+
+
+def _still_working(panel) -> bool:
+    """A panel that reports `busy()` is done when it says so (with or without content); any
+    other panel is waited on until it has content."""
+    if hasattr(panel, "busy"):
+        return panel.busy()
+    return not panel.has_content()
+
+
+def render_panels(workspace, panel_specs, out: Path, formats: tuple[str, ...], *, width=None, dpi=None,
+                  source: str | None = None, target: str = "", timeout_s: float = 120.0,
+                  bleu_metrics=None) -> list[Path]:
+    """Build each panel of `panel_specs` ((id, spec) pairs from explorer.ui.panels.PANELS), show it
+    `workspace` (and `bleu_metrics`, an EvalMetrics, where given), probe or decode `source` where
+    given, and export what it draws. A panel with nothing to draw for this model is skipped with a
+    note on stderr. -> the files written."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.ui.bus import AppBus
+    from explorer.ui.panels import panel_class
+
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    _quiet_qt_messages()
+    bus = AppBus()
+    panels = []
+    for _panel_id, spec in panel_specs:
+        panel = panel_class(spec)(bus)
+        panel.resize(*PANEL_SIZE)
+        panel.show()
+        panels.append(panel)
+    bus.set_workspace(workspace)
+    if bleu_metrics is not None:
+        bus.eval_metrics.emit(bleu_metrics)
+    if source is not None:
+        for panel in panels:
+            if hasattr(panel, "set_probe_input"):
+                panel.set_probe_input(source, target)
+            elif hasattr(panel, "set_source"):
+                panel.set_source(source)
+
+    written = []
+    try:
+        for panel in panels:
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline and _still_working(panel):
+                app.processEvents()
+                time.sleep(0.01)
+            app.processEvents()
+            if not panel.has_content():
+                print(f"explorer export: {panel.PANEL_ID}: nothing to draw for this model, skipped",
+                      file=sys.stderr)
+                continue
+            written += panel.export(out, formats, width=width, dpi=dpi)
+    finally:
+        for panel in panels:
+            panel.shutdown()
+        app.processEvents()
+    return written
