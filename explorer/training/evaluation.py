@@ -29,13 +29,21 @@ def model_device(model) -> torch.device:
     return next(model.parameters()).device
 
 
+def bleu_tokenization(workspace) -> str:
+    """sacreBLEU's tokenizer for this workspace's targets: characters for a character-level model,
+    whose targets ("rgeebgr", "12+35") are single words to 13a, so that one wrong letter would
+    score the whole sentence 0; sacreBLEU's default 13a for anything else."""
+    return "char" if getattr(workspace.tokenizer, "kind", "") == "char" else "13a"
+
+
 def greedy_bleu(workspace, pairs, batch_size: int, max_len: int | None = None):
     """Corpus BLEU of greedy decodes of `pairs` (source, reference), and one example sentence."""
     from explorer.decoding.search import greedy_batch
     from explorer.metrics.bleu import IncrementalBleu, sentence_example
     from models.config import EOS_ID
 
-    bleu = IncrementalBleu()
+    tokenize = bleu_tokenization(workspace)
+    bleu = IncrementalBleu(tokenize=tokenize)
     example = None
     for start in range(0, len(pairs), batch_size):
         chunk = pairs[start : start + batch_size]
@@ -49,7 +57,7 @@ def greedy_bleu(workspace, pairs, batch_size: int, max_len: int | None = None):
         refs = [ref for _, ref in chunk]
         bleu.add(texts, refs)
         if example is None:
-            example = sentence_example(texts[0], refs[0])
+            example = sentence_example(texts[0], refs[0], tokenize=tokenize)
     return bleu.result(), example
 
 

@@ -175,6 +175,19 @@ def test_bleu_panel_breakdown_matches_sacrebleu_and_highlights_the_example(qtbot
     assert html.count("#fde68a") == 2 + 2 + 1  # hypothesis, reference, and the legend's swatch
 
 
+
+def test_bleu_panel_says_when_lengths_count_characters(qtbot, bus):
+    from explorer.metrics.bleu import corpus_bleu
+
+    panel = BleuPanel(bus)
+    qtbot.addWidget(panel)
+    for tokenize, unit in (("char", ", in characters"), ("13a", "")):
+        breakdown = corpus_bleu(["rgeebgx"], [["rgeebgr"]], tokenize=tokenize)
+        bus.eval_metrics.emit(EvalMetrics(step=1, val_loss=1.0, perplexity=math.e, token_accuracy=0.5,
+                                          bleu=breakdown.score, bleu_detail=breakdown))
+        assert panel.summary.text().endswith(f"r (reference length) = {breakdown.ref_len}{unit}")
+    assert corpus_bleu(["rgeebgx"], [["rgeebgr"]], tokenize="char").ref_len == 7
+
 def test_small_curve_plots_space_their_step_ticks_apart(qtbot, bus):
     """In the dock's default size (~450 x 490) a third-wide plot over 0..860 steps printed
     "0 200400600": the labels now keep a gap between them."""

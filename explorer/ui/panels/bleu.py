@@ -198,7 +198,7 @@ class BleuPanel(Panel):
         self.summary.setText(
             f"BLEU = {breakdown.score:.2f}   BP = {breakdown.bp:.3f}\n"
             f"c (hypothesis length) = {breakdown.sys_len}   "
-            f"r (reference length) = {breakdown.ref_len}"
+            f"r (reference length) = {breakdown.ref_len}{_unit(breakdown.signature)}"
         )
 
     def show_example(self, example) -> None:
@@ -239,3 +239,9 @@ class BleuPanel(Panel):
                 ["bleu", "bp", "sys_len", "ref_len"], [[b.score, b.bp, b.sys_len, b.ref_len]]
             )
         return tables
+
+
+def _unit(signature: str) -> str:
+    """What c and r count, from sacreBLEU's signature: "characters" for tok:char, else nothing
+    (13a words are BLEU's usual unit)."""
+    return ", in characters" if "tok:char" in signature else ""
