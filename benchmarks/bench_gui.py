@@ -1,6 +1,6 @@
 """GUI benchmarks: throughput, responsiveness and start-up of the desktop app.
 
-    python benchmarks/bench_gui.py [--steps 300] [--repeats 3] [--rounds 3]
+    python benchmarks/bench_gui.py [--steps 1000] [--repeats 3] [--rounds 3]
 
 1. throughput: tokens/s of training inside the app (worker thread, every panel live, the probe
    on) against headless training (`Trainer.run()` on the main thread) of the same model, data,
@@ -147,7 +147,9 @@ def first_paint_s(which: str, repeats: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=300)
+    # long enough that training's steady state, not the one-off start (thread, first probe and the
+    # panels' first full redraw), decides the ratio
+    parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3, help="start-up measurements")
     parser.add_argument("--rounds", type=int, default=3, help="headless + in-app training pairs")
     args = parser.parse_args()

@@ -120,6 +120,7 @@ def export_panel(
     unknown = set(formats) - {"png", "svg", "csv"}
     if unknown:
         raise UserError(f"unknown export format(s): {', '.join(sorted(unknown))}")
+    panel.flush_pending_draws()  # an export shows the newest data, not the last throttled frame
     prefix = safe_name(panel.PANEL_ID)
     written: list[Path] = []
     if "png" in formats or "svg" in formats:

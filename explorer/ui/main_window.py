@@ -27,6 +27,7 @@ from explorer.ui.menus import build_menus, fill_recent
 from explorer.ui.panels import PANELS, panel_class
 from explorer.ui.training_controls import TrainingControls
 
+STATUS_INTERVAL_MS = 250
 MAX_RECENT = 10
 DATA_SUFFIXES = (".txt", ".tsv", ".gz", ".src", ".tgt", ".en", ".de", ".fr")
 
@@ -162,6 +163,11 @@ class MainWindow(QMainWindow):
         self.progress.setValue(0)
         for widget in (self.device_label, self.step_label, self.speed_label, self.progress):
             bar.addPermanentWidget(widget)
+        self._latest_stats = None
+        self._stats_timer = QTimer(self)
+        self._stats_timer.setSingleShot(True)
+        self._stats_timer.setInterval(STATUS_INTERVAL_MS)
+        self._stats_timer.timeout.connect(self._show_latest_stats)
 
     def _connect(self) -> None:
         a, c = self.actions, self.controller
@@ -182,7 +188,7 @@ class MainWindow(QMainWindow):
         a.about.triggered.connect(self.show_about)
         a.shortcuts.triggered.connect(self.show_shortcuts)
         c.error.connect(self.show_error)
-        c.stats.connect(self._show_stats)
+        c.stats.connect(self._queue_stats)
         c.device_changed.connect(lambda device: self.device_label.setText(f"device: {device}"))
         c.busy.connect(self._show_busy)
         self.bus.training_state.connect(self._on_training_state)
@@ -404,6 +410,16 @@ class MainWindow(QMainWindow):
         self.error_shown.emit(message)
 
     # -- status ----------------------------------------------------------------------------------
+
+    def _queue_stats(self, metrics) -> None:
+        """The status bar follows the newest metrics a few times a second, not every batch: each
+        QProgressBar update costs the GUI thread (and the GIL the trainer needs) half a millisecond."""
+        self._latest_stats = metrics
+        if not self._stats_timer.isActive():
+            self._stats_timer.start()
+
+    def _show_latest_stats(self) -> None:
+        self._show_stats(self._latest_stats)
 
     def _show_stats(self, metrics) -> None:
         self.step_label.setText(f"step: {metrics.step}")

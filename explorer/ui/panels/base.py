@@ -31,6 +31,10 @@ class Panel(QWidget):
         the default closes the panel, so a panel that cleans up in closeEvent is covered too."""
         self.close()
 
+    def flush_pending_draws(self) -> None:
+        """Draw now what the panel holds back to keep its redraw rate low while training; an
+        export calls it first. Panels that draw every update at once have nothing to flush."""
+
     def plot_items(self) -> dict[str, object]:
         """Name -> pyqtgraph item (PlotItem, GraphicsLayout or scene) exported as PNG and SVG."""
         raise NotImplementedError

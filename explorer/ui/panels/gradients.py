@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QThreadPool
+from PySide6.QtCore import Qt, QThreadPool, QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -28,6 +28,7 @@ from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, label_font
 from explorer.ui.panels.attention import ProbeRunner, elide
 from explorer.ui.panels.base import Panel
+from explorer.ui.panels.curves import REDRAW_INTERVAL_MS
 from explorer.ui.plot_style import ReadableAxis, TokenAxis, ViewPages, add_legend, theme_grey
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
@@ -191,6 +192,10 @@ class GradientFlowPanel(Panel):
         bus.workspace_changed.connect(self.set_workspace)
         bus.probe.connect(self.show_snapshot)
         bus.step_metrics.connect(self.add_step_metrics)
+        self._norms_timer = QTimer(self)  # batches within an interval share one redraw (see curves)
+        self._norms_timer.setSingleShot(True)
+        self._norms_timer.setInterval(REDRAW_INTERVAL_MS)
+        self._norms_timer.timeout.connect(self._draw_norms)
         if hasattr(bus, "train_config_changed"):
             bus.train_config_changed.connect(self._on_train_config)
         install_export_menu(self)
@@ -385,9 +390,18 @@ class GradientFlowPanel(Panel):
             self.norms = grown
         self.norms[self.norm_count : needed] = rows
         self.norm_count = needed
-        data = self.norms[:needed]  # (N, 3), a view
+        if not self._norms_timer.isActive():
+            self._norms_timer.start()
+
+    def _draw_norms(self) -> None:
+        self._norms_timer.stop()
+        data = self.norms[: self.norm_count]  # (N, 3), a view
         self.before_curve.setData(data[:, 0], np.maximum(data[:, 1], TINY))
         self.after_curve.setData(data[:, 0], np.maximum(data[:, 2], TINY))
+
+    def flush_pending_draws(self) -> None:
+        if self._norms_timer.isActive():
+            self._draw_norms()
 
     def _on_train_config(self, config) -> None:
         self.clip = getattr(config, "clip", None) if config is not None else None
