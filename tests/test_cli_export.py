@@ -56,8 +56,10 @@ def test_export_attention_positional_gradients(qapp, checkpoint, tmp_path, capsy
     workspace = load_checkpoint(checkpoint)
     snapshot = probe(workspace, "abcd", "dcba")
     shown = read_csv(out / "attention_heatmap.csv")
-    first = snapshot.attention[0]  # the panel opens on the first kind, layer 0, mean of heads
+    # the panel opens on cross-attention (the alignment), layer 0, mean of heads
+    (first,) = [m for m in snapshot.attention if m.kind == "cross" and m.layer == 0]
     assert shown[0][1:] == first.cols and [row[0] for row in shown[1:]] == first.rows
+    assert first.rows == ["d", "c", "b", "a", "<eos>"]  # target over source
     np.testing.assert_allclose(np.array([row[1:] for row in shown[1:]], float),
                                first.weights.mean(axis=0), atol=1e-6)
     table = read_csv(out / "positional_matrix.csv")

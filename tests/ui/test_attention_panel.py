@@ -90,6 +90,10 @@ def test_transformer_kinds_and_cross_attention_labels(qtbot):
     load(qtbot, bus, panel, char_workspace("transformer"))
     kinds = [panel.kind_box.itemData(i) for i in range(panel.kind_box.count())]
     assert kinds == ["encoder", "decoder", "cross"]
+    assert panel.kind_box.currentData() == "cross"  # a new model opens on its alignment
+    panel.select("encoder", 0, 0)
+    panel.show_snapshot(panel.snapshot)
+    assert panel.kind_box.currentData() == "encoder"  # the same model's next snapshot keeps the choice
     panel.select("cross", 1, 0)
     source, target = panel.probe_input()
     assert panel.heatmap.col_labels == list(source) + ["<eos>"]

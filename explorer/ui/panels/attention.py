@@ -237,6 +237,10 @@ class AttentionPanel(Panel):
             self.kind_box.clear()
             for kind in kinds:
                 self.kind_box.addItem(self._kind_title(kind), kind)
+            # a new model opens on its alignment, target over source, when it has one: what the
+            # lectures draw first; a later snapshot of the same model keeps the user's choice
+            if "cross" in kinds:
+                self.kind_box.setCurrentIndex(kinds.index("cross"))
             self.kind_box.blockSignals(False)
         self._fill_layer_and_head_boxes()  # another model may have other layers and heads
         where = f"step {snapshot.step}: {elide(snapshot.source)!r}"
