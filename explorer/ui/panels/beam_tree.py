@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 from superqt.utils import qdebounced, qthrottled
 
 from explorer.analysis.beam_layout import TreeLayout, edge_segments, layout_tree, pick_labels
+from explorer.analysis.beam_text import describe_greedy_token, describe_node
 from explorer.decoding.types import BeamResult, length_penalty
 from explorer.ui.decode_worker import DecodeWorker, run_beam_search
 from explorer.ui.panels.base import Panel
@@ -500,35 +501,11 @@ class BeamTreePanel(Panel):
 
     # ---- hover and click -------------------------------------------------------------------
 
-    def describe(self, node_id: int, compact: bool = False) -> str:
-        """The node's scores: one per line for the hover tip, two to a line (`compact`) for the
-        detail pane, whose height goes to its charts."""
-        node = self.result.nodes[node_id]
-        if node.parent is None:
-            return "start of the output (<bos> or the prompt)"
-        length = node.step + 1
-        normalized = node.score / length_penalty(length, self.result.alpha)
-        prefix = " ".join(n.token for n in self.result.path(node_id))
-        lines = [f"{node.token!r} at step {node.step} ({node.status})",
-                 f"rank at this step = {node.rank + 1}",
-                 f"token log p = {node.logprob:.3f}  (p = {np.exp(node.logprob):.3f})",
-                 f"cumulative log p = {node.score:.3f}",
-                 f"length-normalised = {normalized:.3f}  (α = {self.result.alpha:g}, |Y| = {length})",
-                 f"prefix: {prefix}"]
-        if compact:
-            lines = [f"{lines[0]}, {lines[1]}", f"{lines[2]}; {lines[3]}", *lines[4:]]
-        return "\n".join(lines)
-
     def _tip(self, x, y, data) -> str:
-        return self.describe(int(data))
+        return describe_node(self.result, int(data))
 
     def _ghost_tip(self, x, y, data) -> str:
-        greedy = self.result.greedy
-        position = int(data)
-        return (f"greedy token {greedy.tokens[position]!r} at step {position}\n"
-                f"token log p = {greedy.token_logprobs[position]:.3f}\n"
-                f"cumulative log p = {sum(greedy.token_logprobs[: position + 1]):.3f}\n"
-                "beam search pruned this prefix")
+        return describe_greedy_token(self.result, int(data))
 
     def _on_click(self, _scatter, points, _event=None) -> None:
         if len(points):
@@ -551,7 +528,7 @@ class BeamTreePanel(Panel):
         self.selection_ring.setData(x=[x], y=[y])
         node = self.result.nodes[node_id]
         siblings = [self.result.nodes[c] for c in self._children.get(node.parent, [])]
-        self.detail.show_node(self.describe(node_id, compact=True), node.attention, self.result.source_tokens,
+        self.detail.show_node(describe_node(self.result, node_id, compact=True), node.attention, self.result.source_tokens,
                               siblings, node_id)
 
     # ---- content and export ----------------------------------------------------------------
