@@ -1,8 +1,13 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from explorer import __version__
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -55,3 +60,17 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
         os.close(write_end)
     assert result.returncode == 141
     assert result.stderr == ""
+
+
+@pytest.mark.parametrize("command", [
+    ["score", "--checkpoint", "ckpt", "--target", b"caf\xe9"],
+    ["decode", "--checkpoint", "ckpt", b"caf\xe9"],
+    ["export", "--checkpoint", "ckpt", "--out", "figures", "--input", b"caf\xe9"],
+])
+def test_text_that_is_not_utf8_is_refused_in_one_line(command, tmp_path):
+    """Latin-1 "café" from a shell: without the check, the model would read an <unk> in silence."""
+    result = subprocess.run([sys.executable, "-m", "explorer", *command], capture_output=True,
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 2
+    errors = result.stderr.decode().splitlines()
+    assert errors[-1].endswith(r"b'caf\xe9' is not valid UTF-8") and "Traceback" not in result.stderr.decode()

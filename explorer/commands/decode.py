@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from explorer.commands.arguments import utf8_text
 from explorer.errors import UserError
 
 SEQ2SEQ_CHUNK = 16  # sources decoded together in one batched search
@@ -29,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed")
     parser.add_argument("--json", action="store_true", help="print JSON with scores, tree, attention")
     parser.add_argument("--input", metavar="FILE", help="read sources (or prompts), one per line")
-    parser.add_argument("text", nargs="*", metavar="TEXT",
+    parser.add_argument("text", nargs="*", metavar="TEXT", type=utf8_text,
                         help="source sentences (language models: prompts), one per argument")
 
 

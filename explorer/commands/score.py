@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 
+from explorer.commands.arguments import utf8_text
 from explorer.errors import UserError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", required=True, metavar="DIR", help="checkpoint directory")
-    parser.add_argument("--source", metavar="TEXT",
+    parser.add_argument("--source", metavar="TEXT", type=utf8_text,
                         help="source sentence (seq2seq models); language models: omit, or a prompt")
-    parser.add_argument("--target", required=True, metavar="TEXT", help="the text to score")
+    parser.add_argument("--target", required=True, metavar="TEXT", type=utf8_text, help="the text to score")
     parser.add_argument("--json", action="store_true",
                         help='print {"tokens": [...], "logprobs": [...], "total": float}')
 
