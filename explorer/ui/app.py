@@ -36,12 +36,6 @@ def create_application(argv: list[str] | None = None):
     return app
 
 
-def is_dark(app) -> bool:
-    from PySide6.QtGui import QPalette
-
-    return app.palette().color(QPalette.ColorRole.Window).lightness() < 128
-
-
 def apply_theme(app) -> None:
     """pyqtgraph follows the system palette: plots new and old get its background and text."""
     import pyqtgraph as pg

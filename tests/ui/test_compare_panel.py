@@ -101,6 +101,7 @@ def test_sentence_bleu_matches_sacrebleu_and_matches_are_highlighted(panel, qtbo
     greedy = panel.outputs[0]
     # Every greedy token is in the reference, so every token is highlighted.
     assert panel.cells["greedy"].text().count("background-color") == len(greedy.bleu_tokens)
+    assert panel.cells["greedy"].text().count("color:#111111") == len(greedy.bleu_tokens)  # any theme
     header, rows = panel.tables()["outputs"]
     assert [r[0] for r in rows] == ["greedy", "beam", "sample"]
     np.testing.assert_allclose(panel.score_chart.values,

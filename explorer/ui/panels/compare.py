@@ -32,6 +32,7 @@ from explorer.ui.panels.decoding_widgets import BarChart, show_text, spin_box
 
 STRATEGY_TITLES = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
 NGRAM_COLORS = {1: "#fff2a8", 2: "#ffd280", 3: "#ffae5c", 4: "#ff8a50"}  # background per n
+MATCH_TEXT = "#111111"  # the light backgrounds need dark text in a dark theme too
 SEARCH_LIMIT = 300  # validation inputs tried by the example search
 
 
@@ -46,12 +47,13 @@ def highlight_matches(tokens: list[str], matched) -> str:
     for token, n in zip(tokens, longest):
         text = html.escape(token)
         color = NGRAM_COLORS.get(min(n, 4))
-        words.append(f'<span style="background-color:{color}">{text}</span>' if color else text)
+        words.append(f'<span style="background-color:{color}; color:{MATCH_TEXT}">{text}</span>'
+                     if color else text)
     return " ".join(words)
 
 
 def legend_html() -> str:
-    cells = " ".join(f'<span style="background-color:{c}">&nbsp;{n}-gram&nbsp;</span>'
+    cells = " ".join(f'<span style="background-color:{c}; color:{MATCH_TEXT}">&nbsp;{n}-gram&nbsp;</span>'
                      for n, c in NGRAM_COLORS.items())
     return f"Matched with the reference: {cells}"
 
