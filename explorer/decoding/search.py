@@ -28,6 +28,7 @@ from explorer.decoding.types import (
     SampleResult,
     SampleStep,
     length_penalty,
+    node_path,
 )
 from models.config import BOS_ID, EOS_ID, PAD_ID
 from models.state import reorder_state
@@ -243,16 +244,8 @@ class SourceBeam:
         self.nodes.append(node)
         return node
 
-    def path(self, node_id: int) -> list[BeamNode]:
-        chain = []
-        node = self.nodes[node_id]
-        while node.parent is not None:
-            chain.append(node)
-            node = self.nodes[node.parent]
-        return chain[::-1]
-
     def hypothesis(self, node_id: int, tokenizer, alpha: float) -> Hypothesis:
-        chain = self.path(node_id)
+        chain = node_path(self.nodes, node_id)
         return make_hypothesis(
             tokenizer,
             [n.token_id for n in chain],

@@ -85,6 +85,16 @@ class BeamNode:
         return data
 
 
+def node_path(nodes: list[BeamNode], node_id: int) -> list[BeamNode]:
+    """The chain of `nodes` from the root (excluded) to `node_id`, following parents."""
+    chain = []
+    node = nodes[node_id]
+    while node.parent is not None:
+        chain.append(node)
+        node = nodes[node.parent]
+    return chain[::-1]
+
+
 @dataclass
 class BeamResult:
     """Everything beam search did for one source.
@@ -110,12 +120,7 @@ class BeamResult:
 
     def path(self, node_id: int) -> list[BeamNode]:
         """Root-to-node chain of nodes, root excluded."""
-        chain = []
-        node = self.nodes[node_id]
-        while node.parent is not None:
-            chain.append(node)
-            node = self.nodes[node.parent]
-        return chain[::-1]
+        return node_path(self.nodes, node_id)
 
     def to_dict(self, include_attention: bool = True) -> dict:
         return {
