@@ -18,18 +18,6 @@ from PySide6.QtWidgets import QToolTip, QWidget
 
 from explorer.ui.plot_style import TokenAxis
 
-MAX_MAJOR_LABELS = 40  # more than this and every label is kept but only every n-th is drawn
-
-
-def tick_levels(labels: Sequence[str], max_major: int = MAX_MAJOR_LABELS) -> list[list]:
-    """Major ticks (always drawn) thinned to at most `max_major`; the rest as minor ticks, which
-    pyqtgraph draws only when there is room (zoomed in)."""
-    max_major = max(int(max_major), 2)
-    stride = max(1, math.ceil(len(labels) / max_major))
-    major = [(i, str(label)) for i, label in enumerate(labels) if i % stride == 0]
-    minor = [(i, str(label)) for i, label in enumerate(labels) if i % stride != 0]
-    return [major, minor]
-
 
 def label_font(point_size: int = 11) -> QFont:
     font = QFont()

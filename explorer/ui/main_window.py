@@ -19,6 +19,8 @@ from PySide6.QtWidgets import (
     QProgressBar,
 )
 
+from superqt.utils import qthrottled
+
 from explorer.ui.actions import build_actions
 from explorer.ui.app import APPLICATION, ORGANISATION
 from explorer.ui.bus import AppBus
@@ -163,11 +165,6 @@ class MainWindow(QMainWindow):
         self.progress.setValue(0)
         for widget in (self.device_label, self.step_label, self.speed_label, self.progress):
             bar.addPermanentWidget(widget)
-        self._latest_stats = None
-        self._stats_timer = QTimer(self)
-        self._stats_timer.setSingleShot(True)
-        self._stats_timer.setInterval(STATUS_INTERVAL_MS)
-        self._stats_timer.timeout.connect(self._show_latest_stats)
 
     def _connect(self) -> None:
         a, c = self.actions, self.controller
@@ -411,15 +408,11 @@ class MainWindow(QMainWindow):
 
     # -- status ----------------------------------------------------------------------------------
 
+    @qthrottled(timeout=STATUS_INTERVAL_MS)
     def _queue_stats(self, metrics) -> None:
         """The status bar follows the newest metrics a few times a second, not every batch: each
         QProgressBar update costs the GUI thread (and the GIL the trainer needs) half a millisecond."""
-        self._latest_stats = metrics
-        if not self._stats_timer.isActive():
-            self._stats_timer.start()
-
-    def _show_latest_stats(self) -> None:
-        self._show_stats(self._latest_stats)
+        self._show_stats(metrics)
 
     def _show_stats(self, metrics) -> None:
         self.step_label.setText(f"step: {metrics.step}")

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel, QVBoxLayout
+from superqt.utils import qthrottled
 
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.base import Panel
@@ -42,8 +42,9 @@ class GrowingBuffer:
 
 
 # Data arrives up to ~30 times a second, but every redraw repaints the whole five-plot view
-# (~10 ms of Python in the GUI thread, holding the GIL that the training thread needs). Batches
-# that arrive within this interval share one redraw: about 3 frames a second while training,
+# (~10 ms of Python in the GUI thread, holding the GIL that the training thread needs). A batch
+# after a quiet spell is drawn at once; batches that follow within this interval share one
+# redraw: about 3 frames a second while training,
 # where redrawing per batch cost in-app training a fifth of its speed (benchmarks/bench_gui.py).
 REDRAW_INTERVAL_MS = 300
 
@@ -131,11 +132,6 @@ class TrainingCurvesPanel(Panel):
         self._hover = pg.SignalProxy(
             self.view.scene().sigMouseMoved, rateLimit=30, slot=self._on_hover
         )
-        self._redraw_timer = QTimer(self)  # pending while the curves lag behind the buffers
-        self._redraw_timer.setSingleShot(True)
-        self._redraw_timer.setInterval(REDRAW_INTERVAL_MS)
-        self._redraw_timer.timeout.connect(self.redraw)
-
         bus.step_metrics.connect(self.add_steps)
         bus.eval_metrics.connect(self.add_eval)
         bus.workspace_changed.connect(self.on_workspace)
@@ -205,21 +201,20 @@ class TrainingCurvesPanel(Panel):
 
     # -- drawing ---------------------------------------------------------------------------------
 
+    @qthrottled(timeout=REDRAW_INTERVAL_MS)
     def _schedule_redraw(self) -> None:
-        if not self._redraw_timer.isActive():
-            self._redraw_timer.start()
+        self.redraw()
 
     def redraw(self) -> None:
         """Hand the buffers to every curve now (normally at most once per REDRAW_INTERVAL_MS)."""
-        self._redraw_timer.stop()
+        self._schedule_redraw.cancel()
         for name in self.plots:
             self._draw(name)
         # settle ranges and view matrices now: settled during the paint, they ask for a second one
         self.view.scene().prepareForPaint()
 
     def flush_pending_draws(self) -> None:
-        if self._redraw_timer.isActive():
-            self.redraw()
+        self._schedule_redraw.flush(restart_timer=False)
 
     def _draw(self, plot: str) -> None:
         train, evals = self.train.view(), self.evals.view()

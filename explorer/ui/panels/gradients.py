@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QThreadPool, QTimer
+from PySide6.QtCore import Qt, QThreadPool
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 from superqt import QLabeledDoubleSlider
-from superqt.utils import create_worker
+from superqt.utils import create_worker, qthrottled
 
 from explorer.events import ProbeSnapshot
 from explorer.export.tables import matrix_table
@@ -192,10 +192,6 @@ class GradientFlowPanel(Panel):
         bus.workspace_changed.connect(self.set_workspace)
         bus.probe.connect(self.show_snapshot)
         bus.step_metrics.connect(self.add_step_metrics)
-        self._norms_timer = QTimer(self)  # batches within an interval share one redraw (see curves)
-        self._norms_timer.setSingleShot(True)
-        self._norms_timer.setInterval(REDRAW_INTERVAL_MS)
-        self._norms_timer.timeout.connect(self._draw_norms)
         if hasattr(bus, "train_config_changed"):
             bus.train_config_changed.connect(self._on_train_config)
         install_export_menu(self)
@@ -390,18 +386,16 @@ class GradientFlowPanel(Panel):
             self.norms = grown
         self.norms[self.norm_count : needed] = rows
         self.norm_count = needed
-        if not self._norms_timer.isActive():
-            self._norms_timer.start()
+        self._draw_norms()
 
+    @qthrottled(timeout=REDRAW_INTERVAL_MS)  # batches within an interval share one redraw (see curves)
     def _draw_norms(self) -> None:
-        self._norms_timer.stop()
         data = self.norms[: self.norm_count]  # (N, 3), a view
         self.before_curve.setData(data[:, 0], np.maximum(data[:, 1], TINY))
         self.after_curve.setData(data[:, 0], np.maximum(data[:, 2], TINY))
 
     def flush_pending_draws(self) -> None:
-        if self._norms_timer.isActive():
-            self._draw_norms()
+        self._draw_norms.flush(restart_timer=False)
 
     def _on_train_config(self, config) -> None:
         self.clip = getattr(config, "clip", None) if config is not None else None
