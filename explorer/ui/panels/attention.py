@@ -304,7 +304,7 @@ class AttentionPanel(Panel):
             title += f", layer {attention.layer}, {self.head_box.currentText()}"
         self.heatmap.set_title(title)
         if attention.kind == "cross":
-            self.heatmap.set_axis_titles("query (target token produced)", "key (source)")
+            self.heatmap.set_axis_titles("query (target)", "key (source)")
         else:
             self.heatmap.set_axis_titles("query position", "key position")
         if self.model_view_box.isChecked():
