@@ -185,6 +185,56 @@ class ReadableAxis(pg.AxisItem):
                 if abs(v - round(v)) < 1e-9 else f"{10.0 ** v * scale:.3g}" for v in values]
 
 
+class SteadyViewBox(pg.ViewBox):
+    """A ViewBox whose auto-range moves in steps rather than with every new point.
+
+    A live curve that grows at each redraw would otherwise move the range of both axes every time,
+    and pyqtgraph regenerates an axis (ticks, labels, picture) whenever its range moves: most of
+    the cost of a redraw, and a jittery read. Here the auto-range keeps its bounds while the data
+    fit inside them and fill at least MIN_FILL of them; when the data leave them, the side that
+    grew gets HEADROOM of the data's span to spare, and the other side fits the data again.
+    `refit()` drops the headroom once the data stop growing."""
+
+    HEADROOM = 0.25
+    MIN_FILL = 0.5
+    PIXEL_SLACK = 8
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._held: list[list[float] | None] = [None, None]  # per axis: the bounds handed out
+
+    def refit(self) -> None:
+        """Fit the data exactly again (when they stop growing), headroom gone."""
+        self._held = [None, None]
+        self.queueUpdateAutoRange()
+
+    def childrenBounds(self, frac=None, orthoRange=(None, None), items=None):
+        bounds = super().childrenBounds(frac=frac, orthoRange=orthoRange, items=items)
+        if items is not None or any(r is not None for r in orthoRange):
+            return bounds  # a query about some items, not the auto-range of the whole view
+        return [self._steady(axis, data) for axis, data in enumerate(bounds)]
+
+    def _steady(self, axis: int, data) -> list[float] | None:
+        held = self._held[axis]
+        if data is None:
+            self._held[axis] = None
+            return None
+        low, high = data
+        span = high - low
+        # the bounds include the symbols' padding in pixels, which grows with the range: a few
+        # pixels past the held bounds is not data leaving them
+        slack = self.PIXEL_SLACK * self.viewPixelSize()[axis]
+        below = held is not None and low < held[0] - slack
+        above = held is not None and high > held[1] + slack
+        if held is not None and not below and not above \
+                and span >= self.MIN_FILL * (held[1] - held[0]):
+            return list(held)
+        spare = self.HEADROOM * span
+        held = [low - spare if below else low, high + spare if above else high]
+        self._held[axis] = held
+        return list(held)
+
+
 def readable_axes(*sides: str) -> dict[str, ReadableAxis]:
     """axisItems for a PlotItem/PlotWidget: a ReadableAxis on each of `sides`."""
     return {side: ReadableAxis(side) for side in sides}

@@ -51,6 +51,7 @@ def test_curves_show_loss_perplexity_lr_and_norms_with_the_clip_line(qtbot, bus)
 
     panel = TrainingCurvesPanel(bus)
     qtbot.addWidget(panel)
+    panel.show()
     assert not panel.has_content()
     bus.train_config_changed.emit(TrainConfig(clip=0.5))
     batch = steps(1, 50, clip=0.5)
@@ -117,6 +118,7 @@ def test_a_new_workspace_replaces_the_curves_with_its_history(qtbot, bus):
 
     panel = TrainingCurvesPanel(bus)
     qtbot.addWidget(panel)
+    panel.show()
     bus.step_metrics.emit(steps(1, 5))
     history = [{"step": 1, "loss": 2.0, "lr": 1e-3, "grad_norm": 1.5, "grad_norm_clipped": 1.0},
                {"step": 2, "loss": 1.5, "lr": 1e-3, "grad_norm": 0.8, "grad_norm_clipped": 0.8,
@@ -127,6 +129,24 @@ def test_a_new_workspace_replaces_the_curves_with_its_history(qtbot, bus):
     assert panel.curves["val_loss"].yData.tolist() == [1.4]
     bus.workspace_changed.emit(workspace)  # the same workspace again: nothing is lost
     assert panel.train.size == 2
+
+
+def test_curves_out_of_sight_wait_until_they_are_shown(qtbot, bus):
+    panel = TrainingCurvesPanel(bus)
+    qtbot.addWidget(panel)
+    panel.show()
+    bus.step_metrics.emit(steps(1, 5))
+    assert len(panel.curves["train_loss"].xData) == 5
+    panel.hide()  # its dock went behind another's tab
+    bus.step_metrics.emit(steps(6, 5))
+    panel.redraw()
+    assert len(panel.curves["train_loss"].xData) == 5
+    panel.show()
+    assert len(panel.curves["train_loss"].xData) == 10
+    panel.hide()
+    bus.step_metrics.emit(steps(11, 5))
+    panel.flush_pending_draws()  # an export draws everything, seen or not
+    assert len(panel.curves["train_loss"].xData) == 15
 
 
 def test_matched_orders_follow_the_clipped_precision_of_the_lecture_notes():

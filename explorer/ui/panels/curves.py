@@ -7,6 +7,7 @@ peak downsampling and clip-to-view, so a 100,000-step run stays smooth.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pyqtgraph as pg
@@ -15,7 +16,7 @@ from superqt.utils import qthrottled
 
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.base import Panel
-from explorer.ui.plot_style import add_legend_row, readable_axes
+from explorer.ui.plot_style import SteadyViewBox, add_legend_row, readable_axes
 
 
 class GrowingBuffer:
@@ -41,12 +42,15 @@ class GrowingBuffer:
         self.size = 0
 
 
-# Data arrives up to ~30 times a second, but every redraw repaints the whole five-plot view
-# (~10 ms of Python in the GUI thread, holding the GIL that the training thread needs). A batch
-# after a quiet spell is drawn at once; batches that follow within this interval share one
-# redraw: about 3 frames a second while training,
-# where redrawing per batch cost in-app training a fifth of its speed (benchmarks/bench_gui.py).
+# Data arrives up to ~30 times a second, but every redraw repaints the whole five-plot view, in
+# Python on the GUI thread, holding the GIL that the training thread needs: redrawn per batch, the
+# curves cost in-app training a fifth of its speed (benchmarks/bench_gui.py). So batches share
+# redraws: a batch after a quiet spell is drawn at once, and later ones wait for the interval,
+# which grows with what a redraw and its paint cost (a bigger view, a slower machine) so that the
+# curves take at most REDRAW_BUDGET of the GUI thread's time.
 REDRAW_INTERVAL_MS = 300
+MAX_REDRAW_INTERVAL_MS = 2000
+REDRAW_BUDGET = 0.02
 
 # Columns of the per-step buffer and of the per-evaluation buffer.
 TRAIN_COLUMNS = ("step", "loss", "perplexity", "lr", "grad_norm", "grad_norm_clipped")
@@ -55,6 +59,17 @@ EVAL_COLUMNS = ("step", "val_loss", "perplexity", "token_accuracy")
 
 def _perplexity(loss: float) -> float:
     return math.exp(min(loss, 50.0))  # exp overflows past ~709; e^50 is already off any useful axis
+
+
+class TimedGraphicsLayoutWidget(pg.GraphicsLayoutWidget):
+    """A GraphicsLayoutWidget that remembers how long its last paint took."""
+
+    last_paint_s = 0.0
+
+    def paintEvent(self, event) -> None:
+        started = time.perf_counter()
+        super().paintEvent(event)
+        self.last_paint_s = time.perf_counter() - started
 
 
 class TrainingCurvesPanel(Panel):
@@ -69,9 +84,10 @@ class TrainingCurvesPanel(Panel):
         super().__init__(bus, parent)
         self.train = GrowingBuffer(len(TRAIN_COLUMNS))
         self.evals = GrowingBuffer(len(EVAL_COLUMNS), capacity=64)
+        self._stale = {"train", "evals"}  # the buffers that changed since the curves last saw them
         self._workspace = None
 
-        self.view = pg.GraphicsLayoutWidget()
+        self.view = TimedGraphicsLayoutWidget()
         self.view.setToolTip(self.TOOLTIP)
         self.plots: dict[str, pg.PlotItem] = {}
         for name, row, col, ylabel in (
@@ -83,7 +99,8 @@ class TrainingCurvesPanel(Panel):
         ):
             # the gradient norm gets two columns: its before/after-clipping band needs the room
             plot = self.view.addPlot(row=row, col=col, colspan=2 if name == "grad_norm" else 1,
-                                     axisItems=readable_axes("left", "bottom"))
+                                     axisItems=readable_axes("left", "bottom"),
+                                     viewBox=SteadyViewBox())
             plot.setLabel("bottom", "step")
             plot.setLabel("left", ylabel)
             plot.showGrid(x=True, y=True, alpha=0.2)
@@ -136,6 +153,7 @@ class TrainingCurvesPanel(Panel):
         bus.eval_metrics.connect(self.add_eval)
         bus.workspace_changed.connect(self.on_workspace)
         bus.train_config_changed.connect(self.on_train_config)
+        bus.training_state.connect(self.on_training_state)
 
     # -- data in ---------------------------------------------------------------------------------
 
@@ -150,6 +168,7 @@ class TrainingCurvesPanel(Panel):
             dtype=np.float64,
         )  # (N, len(TRAIN_COLUMNS))
         self.train.extend(rows)
+        self._stale.add("train")
         self._schedule_redraw()
 
     def add_eval(self, metrics) -> None:
@@ -159,6 +178,7 @@ class TrainingCurvesPanel(Panel):
             evals[-1] = row
         else:
             self.evals.extend(np.array([row], dtype=np.float64))
+        self._stale.add("evals")
         self._schedule_redraw()
 
     def on_workspace(self, workspace) -> None:
@@ -170,6 +190,7 @@ class TrainingCurvesPanel(Panel):
         self.evals.clear()
         for row in getattr(workspace, "history", None) or []:
             self._add_history_row(row)
+        self._stale.update(("train", "evals"))
         self.redraw()
         self.on_train_config(getattr(workspace, "train_config", None))
 
@@ -180,6 +201,12 @@ class TrainingCurvesPanel(Panel):
         if self.clip is not None:
             self.tau_line.setValue(math.log10(self.clip))  # the axis is in log10 units
             self.tau_line.label.setFormat(f"τ = {self.clip:.3g}")
+
+    def on_training_state(self, state: str) -> None:
+        if state != "running":  # the curves stopped growing: draw the last batches, no headroom
+            self.flush_pending_draws()
+            for plot in self.plots.values():
+                plot.getViewBox().refit()
 
     def _add_history_row(self, row: dict) -> None:
         """A metrics.jsonl row: a training step (has "loss") or an evaluation (has "val_loss")."""
@@ -205,33 +232,43 @@ class TrainingCurvesPanel(Panel):
     def _schedule_redraw(self) -> None:
         self.redraw()
 
-    def redraw(self) -> None:
-        """Hand the buffers to every curve now (normally at most once per REDRAW_INTERVAL_MS)."""
+    def redraw(self, force: bool = False) -> None:
+        """Hand the changed buffers to their curves now (normally at most once per redraw
+        interval); the evaluations change a few times a run, the steps at every batch. Out of
+        sight (a dock behind another's tab) the curves wait until they are shown, unless `force`."""
         self._schedule_redraw.cancel()
-        for name in self.plots:
-            self._draw(name)
-        # settle ranges and view matrices now: settled during the paint, they ask for a second one
-        self.view.scene().prepareForPaint()
-
-    def flush_pending_draws(self) -> None:
-        self._schedule_redraw.flush(restart_timer=False)
-
-    def _draw(self, plot: str) -> None:
+        if not (force or self.isVisible()):
+            return
+        started = time.perf_counter()
         train, evals = self.train.view(), self.evals.view()
-        step, eval_step = train[:, 0], evals[:, 0]
-        if plot == "loss":
+        if "train" in self._stale:
+            step = train[:, 0]
             self.curves["train_loss"].setData(step, train[:, 1])
-            self.curves["val_loss"].setData(eval_step, evals[:, 1])
-        elif plot == "perplexity":
             self.curves["train_ppl"].setData(step, train[:, 2])
-            self.curves["val_ppl"].setData(eval_step, evals[:, 2])
-        elif plot == "accuracy":
-            self.curves["val_acc"].setData(eval_step, evals[:, 3])
-        elif plot == "lr":
             self.curves["lr"].setData(step, train[:, 3])
-        else:  # log axis: a zero norm cannot be shown (pyqtgraph would drop it anyway)
+            # log axis: a zero norm cannot be shown (pyqtgraph would drop it anyway)
             self.curves["grad"].setData(step, np.maximum(train[:, 4], 1e-12))
             self.curves["grad_clipped"].setData(step, np.maximum(train[:, 5], 1e-12))
+        if "evals" in self._stale:
+            eval_step = evals[:, 0]
+            self.curves["val_loss"].setData(eval_step, evals[:, 1])
+            self.curves["val_ppl"].setData(eval_step, evals[:, 2])
+            self.curves["val_acc"].setData(eval_step, evals[:, 3])
+        self._stale.clear()
+        # settle ranges and view matrices now: settled during the paint, they ask for a second one
+        self.view.scene().prepareForPaint()
+        cost_s = time.perf_counter() - started + self.view.last_paint_s
+        interval_ms = min(max(REDRAW_INTERVAL_MS, 1000 * cost_s / REDRAW_BUDGET),
+                          MAX_REDRAW_INTERVAL_MS)
+        self._schedule_redraw.setTimeout(int(interval_ms))
+
+    def flush_pending_draws(self) -> None:
+        self.redraw(force=True)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._stale:
+            self.redraw()
 
     def _on_hover(self, event) -> None:
         position = event[0]
