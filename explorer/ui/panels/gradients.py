@@ -29,7 +29,9 @@ from explorer.ui.heatmap import HeatmapWidget, label_font
 from explorer.ui.panels.attention import ProbeRunner, elide
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.curves import REDRAW_INTERVAL_MS
-from explorer.ui.plot_style import ReadableAxis, TokenAxis, ViewPages, add_legend, theme_grey
+from explorer.ui.plot_style import (
+    ReadableAxis, SteadyViewBox, TokenAxis, ViewPages, add_legend, theme_grey,
+)
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
 CELL_COLOURS = {"rnn": "#d62728", "ugrnn": "#ff7f0e", "gru": "#2ca02c", "lstm": "#1f77b4"}
@@ -64,11 +66,14 @@ def format_gradient(value: float) -> str:
     return f"{value:.3e}"
 
 
-def _log_plot(title: str, x: str, y: str, legend: bool = False, token_x: bool = False):
+def _log_plot(title: str, x: str, y: str, legend: bool = False, token_x: bool = False,
+              live: bool = False):
     """A plot with a logarithmic y axis: gradients span many orders of magnitude. Its legend, if
-    any, sits under the plot: these curves fill every corner of it."""
+    any, sits under the plot: these curves fill every corner of it. A `live` plot grows while
+    training runs, so its range moves in steps (SteadyViewBox)."""
     bottom = TokenAxis("bottom") if token_x else ReadableAxis("bottom")
-    widget = pg.PlotWidget(axisItems={"left": ReadableAxis("left"), "bottom": bottom})
+    widget = pg.PlotWidget(axisItems={"left": ReadableAxis("left"), "bottom": bottom},
+                           viewBox=SteadyViewBox() if live else None)
     plot = widget.getPlotItem()
     plot.setTitle(title, size="11pt")
     plot.setLabel("bottom", x)
@@ -101,6 +106,7 @@ class GradientFlowPanel(Panel):
         self.cell_curves: dict[str, np.ndarray] = {}
         self.norms = np.empty((1024, 3))  # step, norm before, norm after clipping; grows by doubling
         self.norm_count = 0
+        self._norms_stale = False  # norms arrived while the clipping plot was out of sight
         self.clip: float | None = None
         self.workers: list = []
         self.probe_text = ("", "")
@@ -151,7 +157,7 @@ class GradientFlowPanel(Panel):
         self.depth_curve = self.depth_plot.plot(
             [], [], pen=pg.mkPen(COLOURS[0], width=2), symbol="o", symbolBrush=COLOURS[0])
         clip_view, self.clip_plot = _log_plot("global gradient norm and clipping τ", "step",
-                                              "‖g‖", legend=True)
+                                              "‖g‖", legend=True, live=True)
         self.clip_plot.setDownsampling(auto=True, mode="peak")
         self.clip_plot.setClipToView(True)
         self.before_curve = self.clip_plot.plot([], [], pen=pg.mkPen(COLOURS[1], width=1.5),
@@ -178,7 +184,8 @@ class GradientFlowPanel(Panel):
         self.pages = ViewPages()
         self.pages.add_page("Through time and history", (time_view, depth_view), self.history)
         self.pages.add_page("Cells and the aₕ playground", cells_view, playground_view)
-        self.pages.add_page("Clipping", clip_view)
+        self.clip_page = self.pages.add_page("Clipping", clip_view)
+        self.pages.tabs.currentChanged.connect(self._draw_norms_if_stale)
         self._show_views(transformer=False)
         outer = QVBoxLayout(self)
         outer.addLayout(controls)
@@ -194,6 +201,8 @@ class GradientFlowPanel(Panel):
         bus.step_metrics.connect(self.add_step_metrics)
         if hasattr(bus, "train_config_changed"):
             bus.train_config_changed.connect(self._on_train_config)
+        if hasattr(bus, "training_state"):
+            bus.training_state.connect(self._on_training_state)
         install_export_menu(self)
         self._draw_playground()
 
@@ -390,12 +399,34 @@ class GradientFlowPanel(Panel):
 
     @qthrottled(timeout=REDRAW_INTERVAL_MS)  # batches within an interval share one redraw (see curves)
     def _draw_norms(self) -> None:
+        self._update_norms()
+
+    def _update_norms(self, force: bool = False) -> None:
+        # a plot nobody sees costs the training thread the GIL for nothing: it is drawn when shown
+        shown = self.isVisible() and self.pages.stack.currentWidget() is self.clip_page
+        self._norms_stale = not (force or shown)
+        if self._norms_stale:
+            return
         data = self.norms[: self.norm_count]  # (N, 3), a view
         self.before_curve.setData(data[:, 0], np.maximum(data[:, 1], TINY))
         self.after_curve.setData(data[:, 0], np.maximum(data[:, 2], TINY))
 
+    def _draw_norms_if_stale(self) -> None:
+        if self._norms_stale:
+            self._update_norms()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self._draw_norms_if_stale()
+
     def flush_pending_draws(self) -> None:
-        self._draw_norms.flush(restart_timer=False)
+        self._draw_norms.cancel()
+        self._update_norms(force=True)
+
+    def _on_training_state(self, state: str) -> None:
+        if state != "running":  # the norms stopped growing: the last batches, no headroom
+            self.flush_pending_draws()
+            self.clip_plot.getViewBox().refit()
 
     def _on_train_config(self, config) -> None:
         self.clip = getattr(config, "clip", None) if config is not None else None
