@@ -19,8 +19,6 @@ from PySide6.QtWidgets import (
     QProgressBar,
 )
 
-from superqt.utils import qthrottled
-
 from explorer.ui.actions import build_actions
 from explorer.ui.app import APPLICATION, ORGANISATION
 from explorer.ui.bus import AppBus
@@ -169,6 +167,7 @@ class MainWindow(QMainWindow):
             label.setMinimumWidth(label.fontMetrics().horizontalAdvance(widest))
         for widget in (self.device_label, self.step_label, self.speed_label, self.progress):
             bar.addPermanentWidget(widget)
+        self._stats_throttle = None
 
     def _connect(self) -> None:
         a, c = self.actions, self.controller
@@ -412,11 +411,16 @@ class MainWindow(QMainWindow):
 
     # -- status ----------------------------------------------------------------------------------
 
-    @qthrottled(timeout=STATUS_INTERVAL_MS)
     def _queue_stats(self, metrics) -> None:
         """The status bar follows the newest metrics twice a second, not every batch: each update
         costs the GUI thread (and the GIL the trainer needs) a few milliseconds."""
-        self._show_stats(metrics)
+        if self._stats_throttle is None:
+            # imported here, after the first paint: superqt loads all its widgets (~0.3 s)
+            from superqt.utils import qthrottled
+
+            self._stats_throttle = qthrottled(self._show_stats, timeout=STATUS_INTERVAL_MS,
+                                              parent=self)
+        self._stats_throttle(metrics)
 
     def _show_stats(self, metrics) -> None:
         self.step_label.setText(f"step: {metrics.step}")

@@ -138,3 +138,18 @@ def test_checkpoint_saved_then_dropped_on_the_window_reopens(
     assert finished.args[0].reason == "done"
     assert resumed is not loaded and resumed.step == 5
     assert [row["step"] for row in resumed.history] == [1, 2, 3, 4, 5]
+
+
+def test_the_window_paints_before_torch_superqt_or_pyqtgraph_load():
+    """What the first paint waits for: the window's own module and what it imports. torch,
+    superqt (all its widgets, ~0.3 s) and pyqtgraph load after it, with the panels."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import explorer.ui.main_window\n"
+        "print(sorted(m for m in ('torch', 'superqt', 'qtpy', 'pyqtgraph') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
