@@ -30,19 +30,30 @@ Event = StepMetrics | EvalMetrics | ProbeSnapshot | TrainingFinished
 
 
 def make_optimizer(model: torch.nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    """SGD, Adam or AdamW; AdamW decays matrices only, never biases, norms or gains (nanoGPT)."""
+    """SGD, Adam or AdamW; AdamW decays matrices only, never biases, norms or gains (nanoGPT).
+
+    Fused where torch has a kernel for the parameters' device: one call updates every parameter,
+    where the default loops over them in Python (for a small model on CPU, 4.3 ms of a ~30 ms step
+    against 0.5 ms, and Python time is GIL time the app's GUI thread then waits for)."""
     params = [p for p in model.parameters() if p.requires_grad]
     if config.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=config.lr, momentum=config.momentum)
+        return _fused_if_possible(torch.optim.SGD, params, lr=config.lr, momentum=config.momentum)
     if config.optimizer == "adam":
-        return torch.optim.Adam(params, lr=config.lr, betas=config.betas)
+        return _fused_if_possible(torch.optim.Adam, params, lr=config.lr, betas=config.betas)
     decay = [p for p in params if p.dim() >= 2]
     no_decay = [p for p in params if p.dim() < 2]
     groups = [
         {"params": decay, "weight_decay": config.weight_decay},
         {"params": no_decay, "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas)
+    return _fused_if_possible(torch.optim.AdamW, groups, lr=config.lr, betas=config.betas)
+
+
+def _fused_if_possible(optimizer_class, params, **options) -> torch.optim.Optimizer:
+    try:
+        return optimizer_class(params, fused=True, **options)
+    except RuntimeError:  # no fused kernel for this device or dtype
+        return optimizer_class(params, **options)
 
 
 def total_steps(config: TrainConfig, steps_per_epoch: int) -> int:

@@ -257,3 +257,36 @@ def test_bert_blocks_predict_about_15_percent_of_the_tokens(tiny_workspace, tiny
     assert (batch.tokens[chosen] == MASK_ID).float().mean().item() > 0.6
     assert not (batch.tokens[~chosen] == MASK_ID).any()
     assert feed.train_batch(1).tokens.equal(batch.tokens)  # a function of (seed, step)
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam", "adamw"])
+def test_optimizers_are_fused_and_step_as_torch_s_own_loop(name):
+    from explorer.training.config import TrainConfig
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.LayerNorm(8), torch.nn.Linear(8, 2))
+    reference = [p.detach().clone().requires_grad_() for p in model.parameters()]
+    config = TrainConfig(optimizer=name, lr=1e-2, weight_decay=0.1)
+    ours = engine_module.make_optimizer(model, config)
+    assert ours.defaults["fused"]  # one kernel for all parameters, not a Python loop
+    # torch's default (for-loop) implementation with the same groups: decay only on matrices
+    if name == "sgd":
+        theirs = torch.optim.SGD(reference, lr=1e-2, momentum=config.momentum)
+    elif name == "adam":
+        theirs = torch.optim.Adam(reference, lr=1e-2, betas=config.betas)
+    else:
+        theirs = torch.optim.AdamW(
+            [{"params": [p for p in reference if p.dim() >= 2], "weight_decay": 0.1},
+             {"params": [p for p in reference if p.dim() < 2], "weight_decay": 0.0}],
+            lr=1e-2, betas=config.betas)
+    assert not theirs.defaults.get("fused")
+    for _ in range(5):
+        x = torch.randn(16, 4)
+        for params, optimizer in ((list(model.parameters()), ours), (reference, theirs)):
+            optimizer.zero_grad()
+            out = F.linear(F.layer_norm(F.linear(x, params[0], params[1]), (8,), params[2],
+                                        params[3]), params[4], params[5])
+            out.square().mean().backward()
+            optimizer.step()
+    for mine, expected in zip(model.parameters(), reference):
+        torch.testing.assert_close(mine, expected, rtol=1e-5, atol=1e-6)
