@@ -5,9 +5,9 @@ All strategies drive a model through its incremental API (docs/architecture.md):
     state = model.start(src, src_pad_mask)        # LMs: model.start(batch_size=B)
     logits, state, attn = model.step(tokens, state)
 
-A "context" is what the output is conditioned on: for seq2seq / transformer models the source ids
-(`tokens + [<eos>]`), for language models (rnn-lm, gpt) the prompt ids, fed through `step` first
-(an empty prompt becomes `[<bos>]`). Beam search advances every hypothesis of every source in one
+A "context" is what the output is conditioned on: for encoder-decoders the source ids
+(`tokens + [<eos>]`), for language models (`is_lm` in explorer.families) the prompt ids, fed
+through `step` first (an empty prompt becomes `[<bos>]`). Beam search advances every hypothesis of every source in one
 `step` call and reorders the cached state with `models.state.reorder_state`; the Python loops below
 only do bookkeeping over the 2k ranked candidates.
 """
@@ -30,10 +30,9 @@ from explorer.decoding.types import (
     length_penalty,
     node_path,
 )
+from explorer.families import family_of
 from models.config import BOS_ID, EOS_ID, PAD_ID
 from models.state import reorder_state
-
-LM_FAMILIES = ("rnn-lm", "gpt")
 
 
 @contextlib.contextmanager
@@ -51,16 +50,18 @@ def inference(model):
 
 
 def is_language_model(model) -> bool:
-    return model.config.family in LM_FAMILIES
+    """Decodes by continuing a prompt (no source to encode)."""
+    return family_of(model).is_lm
 
 
 def effective_max_len(model, context: list[int], max_len: int) -> int:
-    """A GPT holds config.max_len positions: the prompt plus all generated tokens but the last."""
-    if model.config.family == "gpt":
+    """Positions hold an LM's prompt plus all outputs but the last, or <bos> plus all but the last."""
+    family = family_of(model)
+    if family.has_positions and family.is_lm:
         prompt_len = max(len(context), 1)
         max_len = min(max_len, model.config.max_len - prompt_len + 1)
-    elif model.config.family == "transformer":
-        max_len = min(max_len, model.config.max_len)  # <bos> plus all but the last token
+    elif family.has_positions:
+        max_len = min(max_len, model.config.max_len)
     if max_len < 1:
         raise ValueError(f"the prompt leaves no room to generate (model max_len {model.config.max_len})")
     return max_len
