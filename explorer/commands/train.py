@@ -87,21 +87,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _options(args: argparse.Namespace) -> dict:
     """Options from --config, overridden by the flags given on the command line."""
-    import json
     from pathlib import Path
 
-    from explorer.errors import UserError
+    from explorer.errors import UserError, read_json
 
     known = set(MODEL_FLAGS) | set(DATA_FLAGS) | set(TRAIN_FLAGS) | set(OTHER_FLAGS)
     options: dict = {}
     if args.config:
         path = Path(args.config)
-        try:
-            options = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise UserError(f"{path}: no such file") from None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise UserError(f"{path}: not valid JSON ({exc})") from None
+        options = read_json(path)
         if not isinstance(options, dict):
             raise UserError(f"{path}: expected a JSON object of options")
         options = {k.replace("-", "_"): v for k, v in options.items()}
