@@ -39,6 +39,8 @@ def register_model_family(family: ModelFamily) -> None:
 def _discover() -> None:
     """Register the MODEL_FAMILIES of every module in models/, once."""
     global _discovered
+    if _discovered:  # the common case, without the lock
+        return
     with _DISCOVERY_LOCK:
         if _discovered:
             return
