@@ -114,8 +114,8 @@ class TracesPlot(pg.PlotWidget):
         self.plot.setLabel("left", "value")
         self.plot.showGrid(x=False, y=True, alpha=0.3)
         self.legend = add_legend(self.plot)
-        self.curves = [self.plot.plot(pen=pg.mkPen(c, width=2), name=f"unit {i}")
-                       for i, c in enumerate(self.COLOURS)]
+        self.plot.getAxis("left").enableAutoSIPrefix(False)  # h_t in [-1, 1] reads as itself
+        self.curves = [self.plot.plot(pen=pg.mkPen(c, width=2)) for c in self.COLOURS]  # named when shown
         self.threshold_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#888", style=Qt.PenStyle.DashLine))
         self.plot.addItem(self.threshold_line)
         self.names: list[str] = []
