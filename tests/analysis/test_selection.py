@@ -133,3 +133,33 @@ def test_find_matches_equals_a_brute_force_scan(seed):
 def test_select_units_rejects_a_span_outside_the_text():
     with pytest.raises(ValueError):
         select_units(np.zeros((3, 5)), 4, 7, 0.5)
+
+
+@pytest.mark.parametrize("family,cell", [("rnn-lm", "lstm"), ("rnn-lm", "ugrnn"), ("seq2seq", "gru"), ("gpt", None)])
+def test_state_streams_equal_each_text_s_own_trace(family, cell):
+    """Batched and padded (and for LSTM/GRU LMs through torch's fused kernels, layer by layer), each
+    text's stretch of the stream is what the probe shows for that text alone."""
+    torch.manual_seed(0)
+    tokenizer = CharTokenizer.train(LINES)
+    sizes = dict(vocab_size=tokenizer.vocab_size)
+    overrides = {"cell": cell, "num_layers": 2} if cell else dict(d_model=16, num_heads=2, num_layers=2, d_ff=32)
+    if family == "seq2seq":
+        sizes["src_vocab_size"] = tokenizer.vocab_size
+        overrides.update(num_layers=1, attention="dot")
+    model = build_model(make_config(family, "tiny", **sizes, **overrides))
+    ws = Workspace(model, tokenizer, tokenizer if family == "seq2seq" else None)
+    pairs = [(line, line[::-1]) for line in LINES]
+    streams = state_streams(ws, pairs, batch_size=2)
+    for i, (source, target) in enumerate(pairs):
+        snapshot = hidden_snapshot(ws, source + "x" if family != "seq2seq" else source, target)
+        if snapshot.layers:
+            named = {layer.name: (layer.hidden, layer.tokens) for layer in snapshot.layers}
+        else:
+            named = {f"decoder.layer{k}": (out, snapshot.stacks[0].tokens)
+                     for k, out in enumerate(snapshot.stacks[0].block_outputs)}
+        assert set(named) == set(streams)
+        for name, (values, tokens) in named.items():
+            stream = streams[name]
+            start = int(stream.starts[i])
+            np.testing.assert_allclose(stream.values[:, start:start + len(tokens)], values, atol=1e-5)
+            assert stream.tokens[start:start + len(tokens)] == tokens
