@@ -165,30 +165,38 @@ def hidden_snapshot(workspace, source: str, target: str = "", step: int = 0, len
     `workspace.model` on one probe input. Language models read `source` (or `target`)."""
     encoded = _encode(workspace, source, target)
     model = workspace.model
-    family = model.config.family
     device = next(model.parameters()).device
     inputs = tuple(t.to(device) for t in encoded.inputs)
-    snapshot = HiddenSnapshot(family=family, step=step, source=source, target=target)
     with _PROBE_LOCK:
         was_training = model.training
         model.eval()  # no dropout: show what the model computes
         try:
             with torch.no_grad():
-                output = model(*inputs, trace=True)
-                trace = output[-1]
-                if family in RECURRENT_FAMILIES:
-                    reverse = bool(getattr(model.config, "reverse_source", False))
-                    snapshot.layers = _recurrent_layers(trace, encoded.labels, reverse)
-                else:
-                    snapshot.stacks = _transformer_stacks(model, trace, inputs, encoded.labels)
-                    if lens and family in ("gpt", "transformer"):
-                        stack = snapshot.stacks[-1]  # the decoder: the side that predicts tokens
-                        snapshot.lens = logit_lens_from_trace(
-                            model, trace, _embedded(model, "decoder", inputs), stack.tokens,
-                            encoded.targets[0].tolist(), workspace.tokenizer,
-                        )
+                trace = model(*inputs, trace=True)[-1]
+                return snapshot_from_trace(workspace, encoded, inputs, trace, source, target, step, lens)
         finally:
             model.train(was_training)
+
+
+def snapshot_from_trace(workspace, encoded, inputs: tuple, trace, source: str, target: str, step: int,
+                        lens: bool = True) -> HiddenSnapshot:
+    """The snapshot of a forward pass already traced (the probe's: `explorer.analysis.probe`), with
+    the model still in eval mode. `encoded` is the probe's encoding, `inputs` its tensors."""
+    model = workspace.model
+    family = model.config.family
+    snapshot = HiddenSnapshot(family=family, step=step, source=source, target=target)
+    with torch.no_grad():
+        if family in RECURRENT_FAMILIES:
+            reverse = bool(getattr(model.config, "reverse_source", False))
+            snapshot.layers = _recurrent_layers(trace, encoded.labels, reverse)
+        else:
+            snapshot.stacks = _transformer_stacks(model, trace, inputs, encoded.labels)
+            if lens and family in ("gpt", "transformer"):
+                stack = snapshot.stacks[-1]  # the decoder: the side that predicts tokens
+                snapshot.lens = logit_lens_from_trace(
+                    model, trace, _embedded(model, "decoder", inputs), stack.tokens,
+                    encoded.targets[0].tolist(), workspace.tokenizer,
+                )
     return snapshot
 
 

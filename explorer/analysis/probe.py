@@ -130,6 +130,10 @@ def _probe_locked(workspace, encoded: _Encoded, source: str, target: str, step: 
                 snapshot.grad_time_labels = {
                     name: _time_labels(name, encoded.labels) for name in snapshot.grad_time
                 }
+            from explorer.analysis.hidden import snapshot_from_trace  # it imports this module
+
+            inputs = tuple(t.to(device) for t in encoded.inputs)
+            snapshot.hidden = snapshot_from_trace(workspace, encoded, inputs, trace, source, target, step)
     finally:
         model.train(was_training)
 

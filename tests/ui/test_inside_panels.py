@@ -213,3 +213,20 @@ def test_dragging_across_tokens_selects_a_span_snapped_to_tokens(qtbot):
     heatmap.region.setRegion((-0.4, 1.6))  # edges dragged near -0.5 and 1.5: tokens 0 and 1
     heatmap.region.sigRegionChangeFinished.emit(heatmap.region)
     assert heatmap.span() == (0, 2) and (panel.selection.start, panel.selection.end) == (0, 2)
+
+
+def test_live_probe_snapshots_from_training_update_the_hidden_panel(qtbot):
+    from explorer.analysis.probe import probe
+
+    ws = char_workspace("rnn-lm", "copy", cell="lstm")
+    panel = open_panel(qtbot, HiddenPanel, ws)
+    panel.bus.training_state.emit("running")
+    with torch.no_grad():
+        for p in ws.model.parameters():
+            p.add_(0.5)  # a training step moved the weights
+    live = probe(ws, "abcab", step=7)  # what the trainer's probe_fn emits
+    panel.bus.probe.emit(live)
+    assert panel.snapshot is live.hidden and panel.snapshot.step == 7
+    np.testing.assert_array_equal(panel.heatmap.image.image, live.hidden.layers[0].hidden)
+    np.testing.assert_allclose(live.hidden.layers[0].hidden, hidden_snapshot(ws, "abcab").layers[0].hidden, atol=1e-6)
+    assert panel.source_edit.text() == "abcab"

@@ -7,7 +7,8 @@ they switch on together. On the `brackets` task the list opens on the units that
 depth. Transformers: the residual stream's norm per layer and position, each block's output, and
 the logit lens (layers x positions, the top next token and its probability).
 
-Plain data in: `show_snapshot(HiddenSnapshot)`; the panel computes its own snapshots and state streams in
+Plain data in: `show_snapshot(HiddenSnapshot)`. While training, the trainer's throttled probes
+(`bus.probe`) carry one; otherwise the panel computes its own snapshots and state streams in
 background workers from the workspace it is given (`set_workspace`).
 """
 
@@ -104,6 +105,7 @@ class HiddenPanel(Panel):
         self.threshold.valueChanged.connect(self._on_threshold)
         bus.workspace_changed.connect(self.set_workspace)
         bus.training_state.connect(self._on_training_state)
+        bus.probe.connect(self._on_probe)
         self._on_threshold()
         install_export_menu(self)
 
@@ -327,6 +329,16 @@ class HiddenPanel(Panel):
                 self.traces.show_units(matrix[[unit.unit]], [rows[unit.unit]], tokens, self.threshold_value())
 
     # -- panel contract -------------------------------------------------------------------------
+
+    def _on_probe(self, probe) -> None:
+        """A live probe from training (`explorer.events.ProbeSnapshot`) carries the hidden states of
+        the trainer's probe text: show them as they change."""
+        hidden = getattr(probe, "hidden", None)
+        if hidden is None or self.workspace is None or hidden.family != self.workspace.family:
+            return
+        self.source_edit.setText(hidden.source)
+        self.target_edit.setText(hidden.target)
+        self.show_snapshot(hidden)
 
     def _on_training_state(self, state: str) -> None:
         was, self.training = self.training, state in ("running", "paused")
