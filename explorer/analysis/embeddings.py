@@ -11,7 +11,6 @@ the answer to a − b + c is the token x, other than a, b and c, maximising cos(
 
 from __future__ import annotations
 
-import re
 import string
 from dataclasses import dataclass, field
 
@@ -93,9 +92,9 @@ def pca_2d(matrix: np.ndarray, seed: int = 0) -> Projection:
         values, vectors = np.linalg.eigh(x.T @ x)  # ascending
         top = vectors[:, ::-1][:, :2]
     else:
-        rank = min(10, x.shape[1])
+        rank = min(8, x.shape[1])
         q = np.random.default_rng(seed).standard_normal((x.shape[1], rank)).astype(np.float32)
-        for _ in range(5):
+        for _ in range(3):  # each pass squares the spectrum's gaps: 3 separate the top two
             q, _ = np.linalg.qr(x.T @ (x @ q))  # (D, rank): power iteration on x^T x
         small = q.T @ (x.T @ (x @ q))  # (rank, rank)
         values, vectors = np.linalg.eigh(small.astype(np.float64))
@@ -111,8 +110,8 @@ def pca_2d(matrix: np.ndarray, seed: int = 0) -> Projection:
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
     """Each row scaled to length 1 (zero rows stay zero); float32 stays float32."""
     matrix = np.asarray(matrix, dtype=np.result_type(matrix, np.float32))
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms > 0, norms, 1.0)
+    norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))[:, None]  # (V, 1), no (V, D) temporary
+    return matrix / np.where(norms > 0, norms, 1).astype(matrix.dtype)
 
 
 def _top(scores: np.ndarray, k: int, exclude) -> list[tuple[int, float]]:
@@ -141,32 +140,42 @@ def analogy(matrix: np.ndarray, a: int, b: int, c: int, k: int = 10, normalized:
 
 def _core(token: str) -> str:
     """A token without subword markers and spacing: "Ġ12" -> "12", "▁march" -> "march"."""
-    return re.sub(r"^[\sĠ▁#@]+|[\s@#]+$", "", token)
+    return token.lstrip(string.whitespace + "Ġ▁#@").rstrip(string.whitespace + "@#")
+
+
+WORD_CLASSES = {
+    "months": {m.lower() for m in MONTHS} | {m[:3].lower() for m in MONTHS},
+    "weekdays": {w.lower() for w in WEEKDAYS} | {w[:3].lower() for w in WEEKDAYS},
+    "nouns": set(NOUNS) | set(NOUNS.values()),
+    "verbs": set(VERBS) | set(VERBS.values()),
+    "adjectives": set(ADJECTIVES),
+    "places": set(PLACES),
+}
+BRACKET_CHARS = "".join(BRACKETS) + "".join(BRACKETS.values())
 
 
 def token_sets(tokens: list[str]) -> dict[str, np.ndarray]:
     """Named sets of token ids worth highlighting, from the vocabulary's token strings (id = index):
     digits, months and weekdays (the `dates` task), brackets and quotes (`brackets`), the
-    `translate-toy` word classes, punctuation, and the reserved ids. Empty sets are left out."""
-    months = {m.lower() for m in MONTHS} | {m[:3].lower() for m in MONTHS}
-    weekdays = {w.lower() for w in WEEKDAYS} | {w[:3].lower() for w in WEEKDAYS}
-    classes = {
-        "digits": lambda t: t.isdigit(),
-        "months": lambda t: t.lower() in months,
-        "weekdays": lambda t: t.lower() in weekdays,
-        "brackets": lambda t: bool(t) and all(ch in BRACKETS or ch in BRACKETS.values() for ch in t),
-        "punctuation": lambda t: bool(t) and all(ch in string.punctuation for ch in t),
-        "nouns": lambda t: t in NOUNS or t in NOUNS.values(),
-        "verbs": lambda t: t in VERBS or t in VERBS.values(),
-        "adjectives": lambda t: t in ADJECTIVES,
-        "places": lambda t: t in PLACES,
-    }
-    cores = [_core(str(t)) for t in tokens]
+    `translate-toy` word classes, punctuation, and the reserved ids. Empty sets are left out.
+    One pass over the vocabulary (50k tokens in tens of milliseconds)."""
+    found: dict[str, list[int]] = {name: [] for name in ("digits", *WORD_CLASSES, "brackets", "punctuation")}
+    for i in range(5, len(tokens)):
+        core = _core(str(tokens[i]))
+        if not core:
+            continue
+        if core.isdigit():
+            found["digits"].append(i)
+        elif not core.strip(BRACKET_CHARS):
+            found["brackets"].append(i)
+        elif not core.strip(string.punctuation):
+            found["punctuation"].append(i)
+        else:
+            for name, words in WORD_CLASSES.items():
+                if (core.lower() if name in ("months", "weekdays") else core) in words:
+                    found[name].append(i)
     sets = {"reserved": np.arange(min(5, len(tokens)))}
-    for name, test in classes.items():
-        ids = np.array([i for i, t in enumerate(cores) if i >= 5 and test(t)], dtype=np.int64)
-        if ids.size:
-            sets[name] = ids
+    sets.update({name: np.array(ids, dtype=np.int64) for name, ids in found.items() if ids})
     return sets
 
 

@@ -53,9 +53,11 @@ def test_pca_matches_numpy_svd(shape):
     centred = matrix - matrix.mean(axis=0)
     u, s, vt = np.linalg.svd(centred, full_matrices=False)
     reference = centred @ vt[:2].T
-    for k in range(2):  # equal up to the sign of each component
+    for k in range(2):  # equal up to the sign of each component; the randomized path works in
+        # float32 with 3 power iterations: within 0.1% of the component's spread
         sign = np.sign(np.dot(reference[:, k], projection.coords[:, k]))
-        np.testing.assert_allclose(projection.coords[:, k], sign * reference[:, k], rtol=1e-3, atol=1e-3)
+        spread = reference[:, k].std()
+        np.testing.assert_allclose(projection.coords[:, k], sign * reference[:, k], rtol=0, atol=1e-3 * spread)
     np.testing.assert_allclose(projection.explained, s[:2] ** 2 / (s**2).sum(), rtol=1e-4)
 
 
