@@ -162,3 +162,6 @@ def test_hf_gpt2_lens_last_layer_is_the_model_s_own_distribution():
     np.testing.assert_allclose(lens.top_probs[-1], probs.max(-1).values.numpy(), atol=1e-6)
     assert lens.top_tokens[-1] == [f"t{i}" for i in probs.argmax(-1).tolist()]
     np.testing.assert_allclose(lens.top_probs[1], first.max(-1).values.numpy(), atol=1e-6)
+    # the embeddings panel reads a Hugging Face model through get_input/output_embeddings
+    assert emb.available_embeddings(model) == ["input", "output"] and emb.is_tied(model)
+    np.testing.assert_array_equal(emb.embedding_matrix(model, "input"), model.transformer.wte.weight.detach().numpy())
