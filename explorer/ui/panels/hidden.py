@@ -58,6 +58,8 @@ class HiddenPanel(Panel):
         self.probe_button.setToolTip("Run the model on this text (Enter)")
         self.layer_box, self.quantity_box = QComboBox(), QComboBox()
         self.layer_box.setToolTip("layer and direction (RNN) or view (Transformer)")
+        for box in (self.layer_box, self.quantity_box):
+            box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.quantity_box.setToolTip("what to show for the layer")
         self.threshold = QSlider(Qt.Orientation.Horizontal)
         self.threshold.setRange(-100, 100)
