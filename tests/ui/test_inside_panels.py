@@ -88,7 +88,10 @@ def test_lstm_hidden_panel_draws_hovers_selects_and_exports(qtbot, tmp_path):
 
     files = panel.export(tmp_path, ("png", "svg", "csv"))
     names = sorted(p.name for p in files)
-    assert {"hidden_heatmap.png", "hidden_heatmap.svg", "hidden_h.csv", "hidden_c.csv"} <= set(names)
+    assert {"hidden_heatmap.png", "hidden_heatmap.svg", "hidden_h.csv", "hidden_c.csv", "hidden_gate_f.csv"} <= set(names)
+    gate_rows = read_csv(tmp_path / "hidden_gate_f.csv")
+    np.testing.assert_array_equal(np.array([[float(v) for v in r[1:]] for r in gate_rows[1:]], dtype=np.float32),
+                                  np.concatenate([l.gates["f"] for l in snapshot.layers]))
     rows = read_csv(tmp_path / "hidden_h.csv")
     assert rows[0] == ["unit", *snapshot.layers[0].tokens]
     assert [r[0] for r in rows[1:]] == [f"l{k}:{u}" for k in (0, 1) for u in range(64)]

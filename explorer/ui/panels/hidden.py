@@ -369,13 +369,16 @@ class HiddenPanel(Panel):
         snapshot, tables = self.snapshot, {}
         if snapshot is None:
             return tables
-        quantities = ["h", "c"] if not self.SHOWS_GATES else snapshot.gate_names()
+        # the hidden panel's dock shows the gates too, so File > Export all writes them as gate_<g>
+        names = {q: q for q in snapshot.gate_names()}
+        if not self.SHOWS_GATES:
+            names = {"h": "h", "c": "c", **{q: f"gate_{q}" for q in names}}
         for stream in snapshot.streams():
             layers = snapshot.layers_of(stream)
             suffix = "" if stream == "lm" or len(snapshot.streams()) == 1 else f"_{stream}"
-            for q in quantities:
+            for q, name in names.items():
                 if layers and q in layers[0].quantities():
-                    tables[f"{q}{suffix}"] = hidden_table(layers, q)
+                    tables[f"{name}{suffix}"] = hidden_table(layers, q)
         if not self.SHOWS_GATES:
             for stack in snapshot.stacks:
                 suffix = "" if len(snapshot.stacks) == 1 else f"_{stack.stream}"
