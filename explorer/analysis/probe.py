@@ -143,6 +143,10 @@ def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: i
             else:
                 names, norms = gradient_norms_per_layer(trace.hidden, loss)
                 snapshot.grad_depth, snapshot.grad_depth_labels = norms, names
+            from explorer.analysis.hidden import snapshot_from_trace  # it imports this module
+
+            inputs = tuple(t.to(device) for t in encoded.inputs)
+            snapshot.hidden = snapshot_from_trace(workspace, encoded, inputs, trace, source, target, step)
     finally:
         model.train(was_training)
 

@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seq2seq: the target the attention and gradients are probed with")
     parser.add_argument("--plots", type=_csv_list, default=",".join(DEFAULT_PLOTS),
                         help="comma-separated panels (default: %(default)s); any of "
-                             "attention, positional, gradients, beam, bleu, curves, step, compare")
+                             "attention, positional, gradients, beam, bleu, curves, step, compare, "
+                             "hidden, gates, embeddings")
     parser.add_argument("--format", dest="formats", type=_csv_list, default=",".join(FORMATS),
                         help="comma-separated formats among png, svg, csv (default: %(default)s)")
     parser.add_argument("--width", type=int, default=None,
@@ -40,9 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _check(args) -> list[tuple[str, str]]:
     from explorer.errors import UserError
-    from explorer.ui.panels import PANELS
+    from explorer.ui.panels import EXPORT_ONLY_PANELS, PANELS
 
-    known = dict(PANELS)
+    known = dict(PANELS + EXPORT_ONLY_PANELS)
     unknown = [p for p in args.plots if p not in known]
     if unknown or not args.plots:
         named = ", ".join(unknown) or "(none)"

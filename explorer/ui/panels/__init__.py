@@ -9,7 +9,11 @@ PANELS = (
     ("beam", "explorer.ui.panels.beam_tree:BeamTreePanel"),
     ("step", "explorer.ui.panels.step_decoding:StepDecodingPanel"),
     ("compare", "explorer.ui.panels.compare:ComparePanel"),
+    ("hidden", "explorer.ui.panels.hidden:HiddenPanel"),  # its dock also shows the gates
+    ("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel"),
 )
+# Panels `explorer export --plots` renders that have no dock of their own.
+EXPORT_ONLY_PANELS = (("gates", "explorer.ui.panels.hidden:GatesPanel"),)
 
 
 def panel_class(spec: str):

@@ -1,0 +1,217 @@
+"""Inside the layers: hidden states, cell states and gates over a probe text, as plain numpy data.
+
+`hidden_snapshot(workspace, source, target)` runs the model once with `trace=True` (as
+`explorer.analysis.probe` does) and returns a `HiddenSnapshot`:
+
+* recurrent models (`rnn-lm`, `seq2seq`): one `RecurrentLayer` per stream, layer and direction with
+  h_t (units x time steps), the LSTM cell state c_t, and every gate as its own matrix
+  (LSTM i, f, g, o; GRU r, z, n; UGRNN u, s), the tokens on the time axis;
+* Transformers (`transformer`, `gpt`, `bert`): one `TransformerStack` per stack (encoder, decoder)
+  with the residual stream's norm per layer and position, each block's output (d_model x positions),
+  and for the decoder side the logit lens (`explorer.analysis.logit_lens`).
+
+Every value is the model's own: the trace's tensors, detached and copied. Row labels name the layer
+and unit as `l0:5` (layer 0, unit 5; `l0_reverse:5` for a bidirectional encoder's backward half).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from explorer.analysis.logit_lens import LogitLens, logit_lens_from_trace
+from explorer.analysis.probe import _PROBE_LOCK
+from explorer.families import family_of
+
+RECURRENT_FAMILIES = ("rnn-lm", "seq2seq")
+TRANSFORMER_FAMILIES = ("transformer", "gpt", "bert")
+
+
+@dataclass
+class RecurrentLayer:
+    """One layer and direction of a recurrent stack over one text."""
+
+    name: str  # the trace's name: "lm.l0", "encoder.l1_reverse", "decoder.l0"
+    stream: str  # "lm", "encoder" or "decoder"
+    layer: int
+    reverse: bool  # the backward half of a bidirectional layer (it reads right to left)
+    tokens: list[str]  # the token at each time step, in text order
+    hidden: np.ndarray  # (units, T): h_t
+    cell: np.ndarray | None = None  # (units, T): c_t, LSTM only
+    gates: dict[str, np.ndarray] = field(default_factory=dict)  # gate letter -> (units, T)
+
+    @property
+    def short_name(self) -> str:
+        """`l0` or `l0_reverse`: the row-label prefix."""
+        return self.name.split(".", 1)[-1]
+
+    @property
+    def units(self) -> int:
+        return self.hidden.shape[0]
+
+    def row_labels(self) -> list[str]:
+        return [f"{self.short_name}:{unit}" for unit in range(self.units)]
+
+    def quantities(self) -> list[str]:
+        """What this layer can show: "h", then "c" for LSTMs, then its gates."""
+        return ["h"] + (["c"] if self.cell is not None else []) + list(self.gates)
+
+    def matrix(self, quantity: str) -> np.ndarray:
+        if quantity == "h":
+            return self.hidden
+        if quantity == "c" and self.cell is not None:
+            return self.cell
+        if quantity in self.gates:
+            return self.gates[quantity]
+        raise KeyError(f"{self.name} has no {quantity!r}; it has {', '.join(self.quantities())}")
+
+
+@dataclass
+class TransformerStack:
+    """One Transformer stack (encoder or decoder) over one text."""
+
+    stream: str  # "encoder" or "decoder" (a GPT's only stack is its decoder, a BERT's its encoder)
+    tokens: list[str]  # the token at each position
+    layer_labels: list[str]  # "embed", "layer0", "layer1", ...: where the residual stream is read
+    residual_norm: np.ndarray  # (layers + 1, T): ||x|| of the residual stream per layer and position
+    block_outputs: list[np.ndarray]  # per block, (d_model, T): what the block hands on
+
+
+@dataclass
+class HiddenSnapshot:
+    """What `hidden_snapshot` returns: plain data for the hidden/gates panel and for export."""
+
+    family: str
+    step: int
+    source: str
+    target: str
+    layers: list[RecurrentLayer] = field(default_factory=list)
+    stacks: list[TransformerStack] = field(default_factory=list)
+    lens: LogitLens | None = None
+
+    def streams(self) -> list[str]:
+        names = [layer.stream for layer in self.layers] + [stack.stream for stack in self.stacks]
+        return list(dict.fromkeys(names))
+
+    def layers_of(self, stream: str) -> list[RecurrentLayer]:
+        return [layer for layer in self.layers if layer.stream == stream]
+
+    def gate_names(self) -> list[str]:
+        return list(dict.fromkeys(g for layer in self.layers for g in layer.gates))
+
+
+def _numpy_steps(steps: list[torch.Tensor]) -> np.ndarray:
+    """Per-step (1, units) tensors of a batch of one -> (units, T) float32."""
+    return torch.stack([s[0] for s in steps], dim=1).detach().float().cpu().numpy().copy()
+
+
+def _stream_tokens(stream: str, labels: dict[str, list[str]]) -> list[str]:
+    if "tokens" in labels:
+        return labels["tokens"]
+    return labels["source"] if stream == "encoder" else labels["target_in"]
+
+
+def _recurrent_layers(trace, labels: dict[str, list[str]], reverse_source: bool) -> list[RecurrentLayer]:
+    layers = []
+    for name, steps in trace.hidden.items():
+        stream, short = name.split(".", 1)
+        tokens = list(_stream_tokens(stream, labels))
+        if stream == "encoder" and reverse_source:
+            tokens = tokens[::-1]  # the encoder read the source backwards (Sutskever's trick)
+        layer = RecurrentLayer(
+            name=name,
+            stream=stream,
+            layer=int(short[1:].split("_")[0]),
+            reverse=short.endswith("_reverse"),
+            tokens=tokens,
+            hidden=_numpy_steps(steps),
+            cell=_numpy_steps(trace.cell[name]) if name in trace.cell else None,
+            gates={g: _numpy_steps(s) for g, s in trace.gates.get(name, {}).items()},
+        )
+        layers.append(layer)
+    return layers
+
+
+def _embedded(model, stream: str, inputs: tuple) -> torch.Tensor:
+    """The residual stream before the first block: token embedding plus positions, (1, T, D)."""
+    family = model.config.family
+    if family == "transformer":
+        return model.src_embed(inputs[0]) if stream == "encoder" else model.tgt_embed(inputs[1])
+    return model.embed(inputs[0])
+
+
+def _transformer_stacks(model, trace, inputs: tuple, labels: dict[str, list[str]]) -> list[TransformerStack]:
+    stacks = []
+    for stream in ("encoder", "decoder"):
+        names = sorted((n for n in trace.hidden if n.startswith(f"{stream}.layer")),
+                       key=lambda n: int(n.rsplit("layer", 1)[1]))
+        if not names:
+            continue
+        residuals = [_embedded(model, stream, inputs)] + [trace.hidden[n][0] for n in names]
+        stream_x = torch.cat(residuals, dim=0)  # (layers + 1, T, D): batch of one per layer
+        stacks.append(TransformerStack(
+            stream=stream,
+            tokens=list(_stream_tokens(stream, labels)),
+            layer_labels=["embed"] + [n.split(".", 1)[1] for n in names],
+            residual_norm=stream_x.norm(dim=-1).detach().float().cpu().numpy().copy(),
+            block_outputs=[trace.hidden[n][0][0].T.detach().float().cpu().numpy().copy() for n in names],
+        ))
+    return stacks
+
+
+def hidden_snapshot(workspace, source: str, target: str = "", step: int = 0, lens: bool = True) -> HiddenSnapshot:
+    """Hidden states, cell states and gates (RNNs) or the residual stream (Transformers) of
+    `workspace.model` on one probe input. Language models read `source` (or `target`)."""
+    encoded = family_of(workspace.model).encode_probe(workspace, source, target)
+    model = workspace.model
+    device = next(model.parameters()).device
+    inputs = tuple(t.to(device) for t in encoded.inputs)
+    with _PROBE_LOCK:
+        was_training = model.training
+        model.eval()  # no dropout: show what the model computes
+        try:
+            with torch.no_grad():
+                trace = model(*inputs, trace=True)[-1]
+                return snapshot_from_trace(workspace, encoded, inputs, trace, source, target, step, lens)
+        finally:
+            model.train(was_training)
+
+
+def snapshot_from_trace(workspace, encoded, inputs: tuple, trace, source: str, target: str, step: int,
+                        lens: bool = True) -> HiddenSnapshot:
+    """The snapshot of a forward pass already traced (the probe's: `explorer.analysis.probe`), with
+    the model still in eval mode. `encoded` is the probe's encoding, `inputs` its tensors."""
+    model = workspace.model
+    family = model.config.family
+    snapshot = HiddenSnapshot(family=family, step=step, source=source, target=target)
+    with torch.no_grad():
+        if family in RECURRENT_FAMILIES:
+            reverse = bool(getattr(model.config, "reverse_source", False))
+            snapshot.layers = _recurrent_layers(trace, encoded.labels, reverse)
+        else:
+            snapshot.stacks = _transformer_stacks(model, trace, inputs, encoded.labels)
+            if lens and family in ("gpt", "transformer"):
+                stack = snapshot.stacks[-1]  # the decoder: the side that predicts tokens
+                snapshot.lens = logit_lens_from_trace(
+                    model, trace, _embedded(model, "decoder", inputs), stack.tokens,
+                    encoded.targets[0].tolist(), workspace.tokenizer,
+                )
+    return snapshot
+
+
+def hidden_table(layers: list[RecurrentLayer], quantity: str = "h") -> tuple[list[str], list[list]]:
+    """One row per layer and unit (label `l0:5`), one column per input token (the token as header):
+    the model's own h_t (or c_t, or one gate). All `layers` must share their tokens (one stream)."""
+    if not layers:
+        raise ValueError("no recurrent layers to tabulate")
+    tokens = layers[0].tokens
+    header = ["unit", *tokens]
+    rows = []
+    for layer in layers:
+        if layer.tokens != tokens:
+            raise ValueError(f"{layer.name} reads other tokens than {layers[0].name}")
+        values = layer.matrix(quantity)
+        rows += [[label, *values[unit].tolist()] for unit, label in enumerate(layer.row_labels())]
+    return header, rows

@@ -1,0 +1,116 @@
+"""The logit lens (nostalgebraist, 2020): read every layer's residual stream as if it were the last.
+
+Each layer's residual stream x_l (the embedding, then each block's output) goes through the model's
+final norm and unembedding, softmax(W_U · norm(x_l)), so a student sees the next-token prediction
+form layer by layer. At the last layer this is exactly the model's own next-token distribution.
+
+The model-specific part is an iterator of (layer label, logits (T, V)), one layer at a time so a
+50k-token vocabulary never holds every layer's distribution at once:
+
+* `model_lens_layers(model, trace, embedded)` for our GPT and the Transformer's decoder;
+* `hf_lens_layers(model, ids)` for a Hugging Face GPT-2 (`GPT2LMHeadModel`), whose last hidden
+  state has the final norm applied already.
+
+`summarize_lens(layers, tokens, target_ids, tokenizer)` turns either into a `LogitLens` table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+@dataclass
+class LogitLens:
+    """Layers x positions: the top next token read from each layer, and its probability."""
+
+    layer_labels: list[str]  # "embed", "layer0", ...: bottom to top
+    tokens: list[str]  # the input token at each position
+    top_ids: np.ndarray  # (layers, T) int64
+    top_tokens: list[list[str]]  # (layers, T)
+    top_probs: np.ndarray  # (layers, T) float32
+    targets: list[str] | None = None  # the token that really comes next at each position
+    target_probs: np.ndarray | None = None  # (layers, T): the probability each layer gives it
+
+    def tables(self) -> dict[str, tuple[list[str], list[list]]]:
+        """CSV tables: one row per layer, one column per input token."""
+        header = ["layer", *self.tokens]
+        tables = {
+            "lens_top_token": (header, [[label, *row] for label, row in zip(self.layer_labels, self.top_tokens)]),
+            "lens_top_prob": (header, [[label, *row.tolist()] for label, row in zip(self.layer_labels, self.top_probs)]),
+        }
+        if self.target_probs is not None:
+            rows = [[label, *row.tolist()] for label, row in zip(self.layer_labels, self.target_probs)]
+            tables["lens_target_prob"] = (["layer", *(self.targets or [])], rows)
+        return tables
+
+
+def _readout(model):
+    """The model's own path from the residual stream to logits."""
+    family = model.config.family
+    if family == "gpt":
+        return lambda x: model.lm_head(model.final_norm(x))
+    if family == "transformer":
+        return lambda x: model.lm_head(model.decoder_norm(x))
+    raise ValueError(f"the logit lens reads a decoder; a {family} model has none")
+
+
+def model_lens_layers(model, trace, embedded: Tensor) -> Iterator[tuple[str, Tensor]]:
+    """Our GPT / Transformer decoder: `trace` from forward(..., trace=True) on a batch of one and
+    `embedded` (1, T, D), the residual stream before the first block. Yields (label, logits (T, V))."""
+    readout = _readout(model)
+    names = sorted((n for n in trace.hidden if n.startswith("decoder.layer")),
+                   key=lambda n: int(n.rsplit("layer", 1)[1]))
+    yield "embed", readout(embedded)[0]
+    for name in names:
+        yield name.split(".", 1)[1], readout(trace.hidden[name][0])[0]
+
+
+def hf_lens_layers(model, ids: Tensor) -> Iterator[tuple[str, Tensor]]:
+    """A Hugging Face GPT-2 LM head model on `ids` (1, T). Its hidden_states are the embedding and
+    every block's output, except that the last one has `ln_f` applied already: the model's own
+    logits stand for it."""
+    with torch.no_grad():
+        output = model(ids, output_hidden_states=True)
+        hidden = output.hidden_states
+        final_norm, head = model.transformer.ln_f, model.lm_head
+        for k, x in enumerate(hidden[:-1]):
+            yield ("embed" if k == 0 else f"layer{k - 1}"), head(final_norm(x))[0]
+        yield f"layer{len(hidden) - 2}", output.logits[0]
+
+
+def summarize_lens(
+    layers: Iterable[tuple[str, Tensor]], tokens: list[str], target_ids: list[int] | None, tokenizer
+) -> LogitLens:
+    """Top token and probability per layer and position (and the probability of the true next token
+    where `target_ids` gives it), from (label, logits (T, V)) pairs."""
+    labels, top_ids, top_probs, target_probs = [], [], [], []
+    targets = torch.tensor(target_ids) if target_ids is not None else None
+    for label, logits in layers:
+        probs = torch.softmax(logits.detach().float(), dim=-1)  # (T, V)
+        p, index = probs.max(dim=-1)  # (T,)
+        labels.append(label)
+        top_ids.append(index.cpu().numpy())
+        top_probs.append(p.cpu().numpy())
+        if targets is not None:
+            picked = probs[torch.arange(len(targets)), targets.to(probs.device)]  # (T,)
+            target_probs.append(picked.cpu().numpy())
+    top_ids_array = np.stack(top_ids).astype(np.int64)
+    return LogitLens(
+        layer_labels=labels,
+        tokens=list(tokens),
+        top_ids=top_ids_array,
+        top_tokens=[[str(t) for t in tokenizer.tokens(row.tolist())] for row in top_ids_array],
+        top_probs=np.stack(top_probs).astype(np.float32),
+        targets=[str(t) for t in tokenizer.tokens(list(target_ids))] if target_ids is not None else None,
+        target_probs=np.stack(target_probs).astype(np.float32) if target_probs else None,
+    )
+
+
+def logit_lens_from_trace(model, trace, embedded: Tensor, tokens: list[str], target_ids, tokenizer) -> LogitLens:
+    """The lens of one traced forward pass of our GPT or Transformer (see `model_lens_layers`)."""
+    return summarize_lens(model_lens_layers(model, trace, embedded), tokens, target_ids, tokenizer)
