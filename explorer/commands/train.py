@@ -29,7 +29,7 @@ TRAIN_FLAGS = {  # option name -> TrainConfig field
     "warmup": "warmup", "label_smoothing": "label_smoothing", "eval_every": "eval_every",
     "precision": "precision", "threads": "num_threads", "context": "context",
 }
-OTHER_FLAGS = ("arch", "preset", "out", "resume")
+OTHER_FLAGS = ("arch", "preset", "out", "resume", "snapshot_every")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,6 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     checkpoint.add_argument("--resume", metavar="DIR", help="continue training this checkpoint "
                             "(and save to it unless --out is given)")
     checkpoint.add_argument("--config", metavar="FILE.json", help="options as JSON; flags win")
+    checkpoint.add_argument("--snapshot-every", type=int, metavar="N", help="also keep a full "
+                            "checkpoint of every N-th step in DIR/snapshots/step-NNNNNN")
 
 
 def _options(args: argparse.Namespace) -> dict:
@@ -264,14 +266,36 @@ def format_eval(metrics) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import dataclasses
-    from pathlib import Path
-
-    from explorer.errors import UserError
-    from explorer.training import TrainConfig, Trainer, load_checkpoint, save_checkpoint
-
     options = _options(args)
     out = options.get("out") or options.get("resume")
+    # -- runs (issue 14): torchrun's ranks; rank 0 alone writes the run folder
+    from explorer.runs import RunWriter
+    from explorer.training.distributed import init_from_env, shutdown
+
+    parallel = init_from_env(options.get("device") or "auto")
+    main_rank = parallel is None or parallel.is_main
+    writer = RunWriter(out, options.get("snapshot_every")) if out and main_rank else None
+    if writer is not None:
+        writer.check_target(resume=_same_folder(options.get("resume"), out))
+    try:
+        return _train(options, out, parallel, writer)
+    finally:
+        shutdown(parallel)
+
+
+def _same_folder(a, b) -> bool:
+    from pathlib import Path
+
+    return a is not None and b is not None and Path(a).resolve() == Path(b).resolve()
+
+
+def _train(options: dict, out, parallel, writer) -> int:
+    import dataclasses
+    import os
+
+    from explorer.errors import UserError
+    from explorer.training import TrainConfig, Trainer, load_checkpoint
+
     if options.get("resume"):
         given = [k for k in (*DATA_FLAGS, *MODEL_FLAGS, "arch", "preset") if k in options]
         if given:
@@ -289,17 +313,38 @@ def run(args: argparse.Namespace) -> int:
         if not out:
             raise UserError("say where to write the checkpoint: --out DIR")
         workspace = _new_workspace(options)
-    report_data(workspace.data)
     trainer = Trainer(workspace, config)
-    printer = ProgressPrinter()
+    trainer.parallel = parallel
+    quiet = writer is None and parallel is not None  # ranks other than 0 print nothing
+    printer = ProgressPrinter(open(os.devnull, "w") if quiet else None)
+    if not quiet:
+        report_data(workspace.data)
+    build = None if options.get("resume") else {
+        "family": workspace.family, "preset": options.get("preset", "tiny"),
+        "seed": options.get("seed") or 0, "overrides": _model_overrides(options, workspace.family)}
     finished = None
-    for event in trainer.run():
-        finished = printer.show(event) or finished
-    if finished.reason in ("nan", "oom"):
-        raise UserError(finished.message)
-    # the checkpoint keeps the app's background thread count unless --threads was given
-    threads = options.get("threads", TrainConfig.num_threads)
-    workspace.train_config = dataclasses.replace(workspace.train_config, num_threads=threads)
-    save_checkpoint(workspace, Path(out))
+    error = None
+    try:
+        if writer is not None:
+            writer.start(workspace, trainer, build=build, resumed_from=options.get("resume"))
+        for event in trainer.run():
+            if writer is not None:
+                writer.record(event)
+            finished = printer.show(event) or finished
+        if finished.reason in ("nan", "oom"):
+            if writer is not None:
+                writer.end(finished.reason, finished.message, finished.step)
+            raise UserError(finished.message)
+        # the checkpoint keeps the app's background thread count unless --threads was given
+        threads = options.get("threads", TrainConfig.num_threads)
+        workspace.train_config = dataclasses.replace(workspace.train_config, num_threads=threads)
+        if writer is not None:
+            writer.finish(workspace, finished)
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        if writer is not None:
+            writer.close(error)
     printer.summary(workspace, out)
     return 0

@@ -163,13 +163,19 @@ def _read_history(path: Path) -> list[dict]:
     if not path.is_file():
         return []
     rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    if lines and not text.endswith("\n"):  # a run whose writer died mid-row: read up to there
+        lines.pop()
+    for number, line in enumerate(lines, 1):
         if line.strip():
             try:
                 rows.append(json.loads(line))
             except ValueError:
                 raise UserError(f"{path}:{number}: not a JSON object") from None
-    return rows
+    from explorer.runs.reader import history_from_rows  # a run's rows: events and evaluations
+
+    return history_from_rows(rows)
 
 
 def load_checkpoint(directory: str | Path, load_data: bool = True):
