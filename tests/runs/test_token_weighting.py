@@ -8,14 +8,14 @@ import torch
 from explorer.training import distributed
 from explorer.training.distributed import DataParallel
 from explorer.training.objectives import compute_loss
-from tests.training.conftest import make_tiny_workspace
+from explorer.training import DataSpec, TrainConfig, build_workspace
+from explorer.training.feeds import make_feed
 
 
 def test_token_weighted_loss_and_summed_gradients_equal_the_whole_batch(monkeypatch):
-    workspace = make_tiny_workspace("seq2seq", dropout=0.0)
+    workspace = build_workspace(DataSpec(task="copy", n_train=256, n_val=32), "seq2seq",
+                                embed_dim=16, hidden_size=32, dropout=0.0)
     model = workspace.model
-    from explorer.training.feeds import make_feed
-    from explorer.training.config import TrainConfig
 
     feed = make_feed(workspace, TrainConfig(batch_size=8, device="cpu"))
     lengths = sorted(range(len(feed.train)), key=lambda i: len(feed.train.examples[i][0]))
