@@ -67,6 +67,18 @@ def splits_sha256(splits) -> str:
     return digest.hexdigest()
 
 
+def is_run_folder(folder: str | Path) -> bool:
+    """A folder a RunWriter wrote (its config.json has a run section, or it has snapshots)."""
+    folder = Path(folder)
+    if (folder / SNAPSHOTS_DIR).is_dir() or (folder / WRITER_FILE).exists():
+        return True
+    try:
+        config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and "run" in config
+
+
 # -- the writer's pid file -------------------------------------------------------------------
 
 

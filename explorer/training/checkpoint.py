@@ -116,6 +116,10 @@ def save_checkpoint(workspace, directory: str | Path, optimizer=None) -> Path:
         any(directory.iterdir()) and not (directory / CONFIG_FILE).is_file()
     )):
         raise UserError(f"{directory}: exists and is not a checkpoint; choose another folder")
+    from explorer.runs.layout import is_run_folder  # replacing it would lose its snapshots
+
+    if is_run_folder(directory):
+        raise UserError(f"{directory}: holds a training run; save the checkpoint elsewhere")
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
     try:

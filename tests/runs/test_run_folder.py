@@ -136,3 +136,15 @@ def test_a_deleted_snapshot_is_a_one_line_error(tmp_path):
 def test_bad_snapshot_every_is_refused(tmp_path, capsys):
     assert train("--steps", "2", "--snapshot-every", "0", "--out", str(tmp_path / "r")) == 2
     assert "--snapshot-every must be at least 1" in capsys.readouterr().err
+
+
+def test_saving_a_plain_checkpoint_over_a_run_is_refused(tmp_path):
+    from explorer.errors import UserError
+    from explorer.training import save_checkpoint
+
+    run = tmp_path / "run"
+    assert train("--steps", "2", "--snapshot-every", "1", "--out", str(run)) == 0
+    workspace = load_checkpoint(run)
+    with pytest.raises(UserError, match="holds a training run"):
+        save_checkpoint(workspace, run)
+    assert [s.step for s in RunReader(run).snapshots()] == [0, 1, 2]
