@@ -14,6 +14,7 @@ row is ever seen torn, and none is skipped.
 from __future__ import annotations
 
 import json
+import operator
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -197,9 +198,14 @@ def history_from_rows(rows: list[dict], upto: int | None = None) -> list[dict]:
 
 
 def _columns(rows: list[dict], keys: tuple[str, ...]) -> dict[str, np.ndarray]:
-    columns = {}
-    for key in keys:
-        values = [row.get(key) for row in rows]
-        columns[key] = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-    columns["step"] = columns["step"].astype(np.int64) if rows else np.zeros(0, np.int64)
+    """One float64 column per key (None and absent keys become NaN), "step" as int64."""
+    if not rows:
+        return {key: np.zeros(0, np.int64 if key == "step" else np.float64) for key in keys}
+    pick = operator.itemgetter(*keys)
+    try:  # one pass, one array: rows written by RunWriter have every key
+        table = np.array([pick(row) for row in rows], dtype=np.float64)  # (N, K); None -> NaN
+    except KeyError:
+        table = np.array([[row.get(key) for key in keys] for row in rows], dtype=np.float64)
+    columns = {key: table[:, i] for i, key in enumerate(keys)}
+    columns["step"] = columns["step"].astype(np.int64)
     return columns

@@ -77,7 +77,8 @@ class RunWriter:
         if not folder.is_dir() or not any(folder.iterdir()):
             return
         if not (folder / layout.CONFIG_FILE).is_file():
-            raise UserError(f"{folder}: exists and is not a run or checkpoint; choose another --out")
+            raise UserError(f"{folder}: exists and is not a run or checkpoint; choose another "
+                            "--out")
         if not resume:
             raise UserError(f"{folder}: already holds a run; continue it with --resume {folder}, "
                             "or choose another --out")
