@@ -42,13 +42,17 @@ def _recorded(reader):
     return config, run, segments, losses
 
 
-def _check_data(run: dict, spec, splits) -> None:
+def _check_data(run: dict, segments: list[dict], spec, splits) -> None:
+    """Every data file as every segment of the run found it (a file edited between a run and its
+    --resume cannot be replayed either)."""
     from pathlib import Path
 
     from explorer.errors import UserError
     from explorer.runs.layout import file_sha256, splits_sha256
 
-    for path, digest in run.get("data_files", {}).items():
+    recorded = [(path, digest) for source in (run, *segments)
+                for path, digest in (source.get("data_files") or {}).items()]
+    for path, digest in dict.fromkeys(recorded):
         if not Path(path).is_file():
             raise UserError(f"{path}: the run's data file is gone; replay needs it")
         if file_sha256(path) != digest:
@@ -59,7 +63,7 @@ def _check_data(run: dict, spec, splits) -> None:
                         "trained on; replay needs the same data")
 
 
-def _rebuild(config: dict, run: dict):
+def _rebuild(config: dict, run: dict, segments: list[dict]):
     """The untrained Workspace the run started from."""
     import torch
 
@@ -70,7 +74,7 @@ def _rebuild(config: dict, run: dict):
 
     spec = DataSpec.from_dict(config["data"])
     splits = read_data(spec)
-    _check_data(run, spec, splits)
+    _check_data(run, segments, spec, splits)
     tokenizer, src_tokenizer = fit_tokenizers(spec, splits)
     model_config = config_from_dict(config["model"])
     if tokenizer.vocab_size != model_config.vocab_size:
@@ -121,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     snapshot_every = args.snapshot_every or run_section.get("snapshot_every")
     writer = RunWriter(args.out, snapshot_every)
     writer.check_target(resume=False)
-    workspace = _rebuild(config, run_section)
+    workspace = _rebuild(config, run_section, segments)
     last_step = max(recorded)
     replayed: dict[int, float] = {}
     printer = ProgressPrinter()

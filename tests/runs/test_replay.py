@@ -54,3 +54,17 @@ def test_replay_of_a_folder_that_is_not_a_run(tmp_path, capsys):
     (tmp_path / "x").mkdir()
     assert main(["replay", str(tmp_path / "x"), "--out", str(tmp_path / "y")]) == 2
     assert "not a run folder" in capsys.readouterr().err
+
+
+def test_replay_refuses_a_run_whose_data_changed_between_its_segments(tmp_path, capsys):
+    text = tmp_path / "corpus.txt"
+    text.write_text("to be or not to be\n" * 40)
+    run = tmp_path / "run"
+    args = ["--context", "8", "--d-model", "16"]
+    assert main(["train", "--data", str(text), "--arch", "gpt", *args, "--steps", "2",
+                 "--out", str(run), *FAST]) == 0
+    text.write_text("not to be or to be\n" * 40)  # edited, then the run was resumed on it
+    assert main(["train", "--resume", str(run), "--steps", "3", *FAST]) == 0
+    capsys.readouterr()
+    assert main(["replay", str(run), "--out", str(tmp_path / "again")]) == 2
+    assert "changed since the run was recorded" in capsys.readouterr().err
