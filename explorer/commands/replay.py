@@ -34,8 +34,8 @@ def _recorded(reader):
     reader.read_new()
     segments = [r for r in reader.rows if r.get("event") in ("started", "resumed")]
     if not segments or segments[0]["event"] != "started" or not run.get("build"):
-        raise UserError(f"{reader.folder}: this run continued a checkpoint that was not a run; "
-                        "its start cannot be replayed")
+        raise UserError(f"{reader.folder}: this run does not start at step 0 (it continued a "
+                        "checkpoint from elsewhere); replay the run it came from")
     losses = {row["step"]: row["loss"] for row in live_rows(reader.rows)[0]}
     if not losses:
         raise UserError(f"{reader.folder}: the run recorded no steps; nothing to replay")
