@@ -4,9 +4,10 @@ and 50 snapshots, from nothing to the curves' numpy arrays and the snapshot list
     python benchmarks/bench_run_read.py [--steps 100000] [--snapshots 50] [--repeats 5]
 
 The run is written with RunWriter's own row encoder (the rows of a real `explorer train`), and
-its snapshots are real checkpoints of a tiny model. Reported: the median time in this process
-(page cache warm), and the time of a fresh Python process that imports explorer.runs, opens the
-run and builds the curves.
+its snapshots are real checkpoints of a tiny model. Reported: the median wall-clock and CPU time in
+this process (page cache warm), and those of a fresh Python process that imports explorer.runs,
+opens the run and builds the curves. On a shared, loaded VM wall time can be several times the
+CPU time.
 """
 
 from __future__ import annotations
@@ -30,12 +31,12 @@ from explorer.runs.writer import encode_row  # noqa: E402
 
 OPEN = """
 import sys, time
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 from explorer.runs import RunReader
 reader = RunReader(sys.argv[1]); reader.config(); reader.read_new()
 curves = reader.curves(); snapshots = reader.snapshots()
 assert len(curves.train["step"]) == int(sys.argv[2]) and len(snapshots) == int(sys.argv[3])
-print(time.perf_counter() - started)
+print(time.perf_counter() - started, time.process_time() - cpu)
 """
 
 
@@ -91,23 +92,27 @@ def main() -> None:
     try:
         make_run(folder, args.steps, args.snapshots)
         size_mb = (folder / "metrics.jsonl").stat().st_size / 1e6
-        times = []
+        times, cpu_times = [], []
         for _ in range(args.repeats):
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             curves, snapshots = open_run(folder)
             times.append(time.perf_counter() - started)
+            cpu_times.append(time.process_time() - cpu)
         assert len(curves.train["step"]) == args.steps and len(snapshots) == args.snapshots
-        fresh = [float(subprocess.run(
+        fresh = [[float(x) for x in subprocess.run(
             [sys.executable, "-c", OPEN, str(folder), str(args.steps), str(args.snapshots)],
             capture_output=True, text=True, check=True,
-            cwd=Path(__file__).resolve().parent.parent).stdout) for _ in range(args.repeats)]
-        median, fresh_median = statistics.median(times), statistics.median(fresh)
+            cwd=Path(__file__).resolve().parent.parent).stdout.split()]
+            for _ in range(args.repeats)]
+        median, fresh_median = statistics.median(times), statistics.median(f[0] for f in fresh)
+        cpu, fresh_cpu = statistics.median(cpu_times), statistics.median(f[1] for f in fresh)
         print(f"| {args.steps:,} steps, {len(curves.eval['step']):,} evaluations, "
-              f"{args.snapshots} snapshots, metrics.jsonl {size_mb:.1f} MB | "
-              f"{median:.3f} s (runs: {' '.join(f'{t:.3f}' for t in times)}) | fresh process "
-              f"with imports {fresh_median:.3f} s |")
+              f"{args.snapshots} snapshots, metrics.jsonl {size_mb:.1f} MB | wall {median:.3f} s "
+              f"(runs: {' '.join(f'{t:.3f}' for t in times)}), CPU {cpu:.3f} s | fresh process "
+              f"with imports: wall {fresh_median:.3f} s, CPU {fresh_cpu:.3f} s |")
         verdict = "PASS" if max(median, fresh_median) < 1 else "FAIL"
-        print(f"{verdict}: curves in < 1 s")
+        print(f"{verdict}: curves in < 1 s of wall-clock time "
+              f"(CPU time {'within' if max(cpu, fresh_cpu) < 1 else 'over'} 1 s)")
     finally:
         shutil.rmtree(folder.parent, ignore_errors=True)
 
