@@ -130,7 +130,7 @@ class HiddenPanel(Panel):
             self.target_edit.setText(target)
             self.target_edit.setEnabled(workspace.is_seq2seq)
         self.run_probe()
-        if workspace.task == "brackets" and workspace.family in ("rnn-lm", "gpt", "bert"):
+        if workspace.task == "brackets" and not workspace.is_seq2seq:
             self.find_depth_units()
 
     def set_probe_input(self, source: str, target: str = "") -> None:
