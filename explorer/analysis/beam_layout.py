@@ -139,3 +139,29 @@ def pick_labels(columns: np.ndarray, y_px: np.ndarray, priority: np.ndarray,
         heights.insert(at, y)
         picked.append(index)
     return np.array(picked, dtype=np.int64)
+
+
+def stack_nbest_numbers(ends, px_per_step: float, px_per_row: float, line_px: float):
+    """Where the n-best numbers go: just below-right of each hypothesis' last node `(rank, x, y)`
+    (finished nodes have no children, so the right is free), pushed down where two in one column
+    would overlap. -> ([("#rank", x, y)], [(column, bottom pixel)] each number takes)."""
+    placed, taken = [], []
+    bottom_of: dict[float, float] = {}  # column -> lowest number's bottom so far, in pixels
+    for rank, x, y in sorted(ends, key=lambda e: (e[1], e[2])):
+        top_px = max(y * px_per_row, bottom_of.get(x, -np.inf))
+        bottom_of[x] = top_px + line_px
+        placed.append((f"#{rank}", x + 6 / px_per_step, top_px / px_per_row))
+        taken.append((x, top_px + line_px))
+    return placed, taken
+
+
+def fitted_range(layout: TreeLayout, ghosts, view_height: float, line_px: float):
+    """(x range, y range) showing the whole tree and the greedy ghosts `(x, y)` with one label
+    line of margin in pixels above the top row and below the bottom one."""
+    bottom = max(float(layout.y.max()), max((y for _, y in ghosts), default=0.0))
+    right = max([float(layout.x.max())] + [x for x, _ in ghosts]) + 1.0
+    height = max(view_height, 4 * line_px)
+    margin = line_px + 6
+    span = max(bottom, 1.0) / max(1 - 2 * margin / height, 0.2)
+    pad = margin * span / height
+    return (-1.3, right), (-pad, bottom + pad)
