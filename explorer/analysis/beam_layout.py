@@ -165,3 +165,16 @@ def fitted_range(layout: TreeLayout, ghosts, view_height: float, line_px: float)
     span = max(bottom, 1.0) / max(1 - 2 * margin / height, 0.2)
     pad = margin * span / height
     return (-1.3, right), (-pad, bottom + pad)
+
+
+def ghost_markers(ghosts, tokens: list[str], px_per_step: float, text_width):
+    """Texts for the greedy path where it left the beam (`ghosts`: (position, row) each): a caption
+    left of the first, and each token under its ghost when the widest fits in one step's pixels
+    (`text_width(text)` measures one). -> [(text, x, y, anchor)]."""
+    if not ghosts:
+        return []
+    row = ghosts[0][1]
+    markers = [("greedy, outside the beam:", ghosts[0][0] - 0.2, row, (1, 0.5))]
+    if max(text_width(tokens[p]) for p, _ in ghosts) + 8 <= px_per_step:
+        markers += [(tokens[p], p, row, (0.5, -0.1)) for p, _ in ghosts]
+    return markers

@@ -104,9 +104,6 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("Panels not available: " + ", ".join(self.missing_panels))
         self.panels_created.emit()
 
-    def apply_default_sizes(self) -> None:
-        apply_default_sizes(self, self.controls_dock, self.docks)
-
     def _create_status_bar(self) -> None:
         bar = self.statusBar()
         self.device_label = QLabel("device: –")
@@ -164,7 +161,7 @@ class MainWindow(QMainWindow):
         if not self._sized:  # first show: the default proportions, unless a saved layout exists
             self._sized = True
             if not isinstance(self.settings.value("window_state"), QByteArray):
-                self.apply_default_sizes()
+                apply_default_sizes(self, self.controls_dock, self.docks)
         # a window whose docks cover it may never get a paintEvent of its own: do not wait forever
         QTimer.singleShot(500, self._painted)
 
@@ -417,7 +414,7 @@ class MainWindow(QMainWindow):
             dock.setFloating(False)
             dock.show()
         self.restoreState(self.default_state)
-        self.apply_default_sizes()
+        apply_default_sizes(self, self.controls_dock, self.docks)
 
     def _restore_settings(self) -> None:
         geometry = self.settings.value("geometry")

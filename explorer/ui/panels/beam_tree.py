@@ -27,7 +27,8 @@ from PySide6.QtWidgets import (
 from superqt.utils import qdebounced, qthrottled
 
 from explorer.analysis.beam_layout import (
-    TreeLayout, edge_segments, fitted_range, layout_tree, pick_labels, stack_nbest_numbers,
+    TreeLayout, edge_segments, fitted_range, ghost_markers, layout_tree, pick_labels,
+    stack_nbest_numbers,
 )
 from explorer.analysis.beam_tree import BeamTreeIndex, beam_tables
 from explorer.analysis.beam_text import describe_greedy_token, describe_node, summarize_result
@@ -355,23 +356,6 @@ class BeamTreePanel(Panel):
                 return text
         return None
 
-    def _place_markers(self, px_per_step: float, px_per_row: float):
-        """The n-best numbers (stack_nbest_numbers), and the greedy tokens outside the beam under
-        their ghost nodes when the step is wide enough. Returns the markers and, for each n-best
-        number, its (column, bottom pixel)."""
-        placed, taken = stack_nbest_numbers(self._nbest_ends, px_per_step, px_per_row, self.line_px)
-        markers = [(text, x, y, NBEST_COLOR, (0, 0)) for text, x, y in placed]
-        greedy = self.result.greedy
-        if self._ghosts:
-            row = self._ghosts[0][1]
-            markers.append(("greedy, outside the beam:", self._ghosts[0][0] - 0.2, row,
-                            GREEDY_COLOR, (1, 0.5)))
-            widest = max(self._metrics.horizontalAdvance(greedy.tokens[p]) for p, _ in self._ghosts)
-            if widest + 8 <= px_per_step:
-                markers += [(greedy.tokens[p], p, row, GREEDY_COLOR, (0.5, -0.1))
-                            for p, _ in self._ghosts]
-        return markers, taken
-
     def _update_labels(self) -> None:
         """Token and cumulative log-prob above-right of the nodes in view, as many as fit without
         overlap: path nodes first, then kept, then (zoomed in far enough) pruned."""
@@ -381,7 +365,13 @@ class BeamTreePanel(Panel):
             (x0, x1), (y0, y1) = view.viewRange()
             px_per_step = view.width() / max(x1 - x0, 1e-9)
             px_per_row = view.height() / max(y1 - y0, 1e-9)
-            markers, taken = self._place_markers(px_per_step, px_per_row)
+            # the n-best numbers, and the greedy tokens outside the beam under their ghosts
+            placed, taken = stack_nbest_numbers(self._nbest_ends, px_per_step, px_per_row,
+                                                self.line_px)
+            markers = [(text, x, y, NBEST_COLOR, (0, 0)) for text, x, y in placed] + [
+                (text, x, y, GREEDY_COLOR, anchor) for text, x, y, anchor in ghost_markers(
+                    self._ghosts, self.result.greedy.tokens if self._ghosts else [], px_per_step,
+                    self._metrics.horizontalAdvance)]
             lay = self.layout_
             in_view = np.flatnonzero((lay.x >= x0) & (lay.x <= x1) & (lay.y >= y0) & (lay.y <= y1))
             ids = self.visible_ids[in_view]
