@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 
 from explorer.commands.arguments import utf8_text
+from explorer.ui.panels import PANELS, export_ids, find_panel  # the registry only: no Qt
 
-DEFAULT_PLOTS = ("attention", "positional", "gradients", "beam", "bleu", "curves")
+DEFAULT_PLOTS = tuple(entry.panel_id for entry in PANELS if entry.exported_by_default)
 FORMATS = ("png", "svg", "csv")
 
 
@@ -27,8 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seq2seq: the target the attention and gradients are probed with")
     parser.add_argument("--plots", type=_csv_list, default=",".join(DEFAULT_PLOTS),
                         help="comma-separated panels (default: %(default)s); any of "
-                             "attention, positional, gradients, beam, bleu, curves, step, compare, "
-                             "hidden, gates, embeddings")
+                             + ", ".join(export_ids()))
     parser.add_argument("--format", dest="formats", type=_csv_list, default=",".join(FORMATS),
                         help="comma-separated formats among png, svg, csv (default: %(default)s)")
     parser.add_argument("--width", type=int, default=None,
@@ -39,15 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds to wait for each panel to draw (default: %(default)s)")
 
 
-def _check(args) -> list[tuple[str, str]]:
+def _check(args) -> list:
     from explorer.errors import UserError
-    from explorer.ui.panels import EXPORT_ONLY_PANELS, PANELS
 
-    known = dict(PANELS + EXPORT_ONLY_PANELS)
-    unknown = [p for p in args.plots if p not in known]
+    unknown = [p for p in args.plots if find_panel(p) is None]
     if unknown or not args.plots:
         named = ", ".join(unknown) or "(none)"
-        raise UserError(f"unknown plot(s) {named}; choose from {', '.join(known)}")
+        raise UserError(f"unknown plot(s) {named}; choose from {', '.join(export_ids())}")
     bad = [f for f in args.formats if f not in FORMATS]
     if bad or not args.formats:
         named = ", ".join(bad) or "(none)"
@@ -56,7 +54,7 @@ def _check(args) -> list[tuple[str, str]]:
         raise UserError(f"--width {args.width} is out of range (16 to 20000 pixels)")
     if args.dpi is not None and not 10 <= args.dpi <= 2400:
         raise UserError(f"--dpi {args.dpi} is out of range (10 to 2400)")
-    return [(p, known[p]) for p in args.plots]
+    return [find_panel(p) for p in args.plots]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,8 @@ import pytest
 from explorer.events import EvalMetrics, StepMetrics
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.bleu import BleuPanel, matched_orders, orders_from_matches
-from explorer.ui.panels.curves import GrowingBuffer, TrainingCurvesPanel
+from explorer.ui.live_plots import GrowingBuffer
+from explorer.ui.panels.curves import TrainingCurvesPanel
 
 # The offscreen platform cannot resize windows to their size hints and says so; not a bug of ours.
 

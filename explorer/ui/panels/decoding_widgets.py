@@ -232,3 +232,29 @@ class NodeDetail(QWidget):
         ids = [s.id for s in shown]
         self.candidate_chart.set_data([s.token for s in shown], np.exp([s.logprob for s in shown]),
                                       highlight=ids.index(node_id), value_max=1.0)
+
+
+class TextPool:
+    """Text items on a plot, made as needed and reused: `show(entries)` sets the first
+    len(entries) of them and hides the rest, so relabelling a zoomed view allocates nothing."""
+
+    def __init__(self, plot: pg.PlotItem, font: QFont) -> None:
+        self.plot, self.font = plot, font
+        self.items: list[pg.TextItem] = []
+
+    def show(self, entries) -> None:
+        """`entries`: (text, x, y, colour, anchor) each."""
+        while len(self.items) < len(entries):
+            item = pg.TextItem(fill=pg.mkBrush(255, 255, 255, 200))  # readable over edges
+            item.setFont(self.font)
+            item.textItem.document().setDocumentMargin(1)  # the box is the text's own height
+            self.plot.addItem(item, ignoreBounds=True)
+            self.items.append(item)
+        for item, (text, x, y, colour, anchor) in zip(self.items, entries):
+            item.setText(text)
+            item.setColor(colour)
+            item.setAnchor(anchor)
+            item.setPos(x, y)
+            item.setVisible(True)
+        for item in self.items[len(entries):]:
+            item.setVisible(False)
