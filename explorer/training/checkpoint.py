@@ -8,22 +8,24 @@
     metrics.jsonl      one JSON object per step: step, loss, lr, grad_norm, tokens_per_s, and the
                        evaluation fields (val_loss, perplexity, token_accuracy, bleu) when present
 
-A save writes everything to a temporary sibling directory and renames it into place, so a crash
-never leaves half a checkpoint behind.
+A save writes everything to a staging folder beside the checkpoint, fsyncs it and swaps it into
+place (explorer.durable.replace_folder), under a FolderLock: a kill at any moment leaves the old
+checkpoint or the new one, never half of one, and two processes never write one folder together.
+Loading checks every field and the weights file's header before it allocates anything.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import json
 import math
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import importlib.resources
 
+from explorer.durable import FolderLock, existing_folder, read_jsonl, replace_folder, write_jsonl
 from explorer.errors import UserError
 
 FORMAT = "sequence-model-explorer/checkpoint/1"
@@ -90,18 +92,8 @@ def _write(workspace, folder: Path, training_state: dict | None) -> None:
         from models.state import map_state
 
         torch.save(map_state(training_state, lambda t: t.detach().cpu()), folder / OPTIMIZER_FILE)
-    with open(folder / METRICS_FILE, "w", encoding="utf-8") as out:
-        for row in workspace.history:
-            out.write(json.dumps({k: _json_safe(v) for k, v in row.items()}) + "\n")
-
-
-def _default_permissions(folder: Path) -> None:
-    """mkdtemp makes a private folder; a checkpoint gets the permissions of any new folder."""
-    umask = os.umask(0)
-    os.umask(umask)
-    folder.chmod(0o777 & ~umask)
-    for path in folder.iterdir():
-        path.chmod(0o666 & ~umask)
+    rows = ({k: _json_safe(v) for k, v in row.items()} for row in workspace.history)
+    write_jsonl(folder / METRICS_FILE, rows)
 
 
 def save_checkpoint(workspace, directory: str | Path, optimizer=None) -> Path:
@@ -116,21 +108,17 @@ def save_checkpoint(workspace, directory: str | Path, optimizer=None) -> Path:
         any(directory.iterdir()) and not (directory / CONFIG_FILE).is_file()
     )):
         raise UserError(f"{directory}: exists and is not a checkpoint; choose another folder")
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+    state = _training_state(workspace, optimizer)
     try:
-        _write(workspace, staging, _training_state(workspace, optimizer))
-        _default_permissions(staging)
-        if directory.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old-", dir=directory.parent))
-            directory.rename(retired / "checkpoint")
-            staging.rename(directory)
-            shutil.rmtree(retired, ignore_errors=True)
+        with FolderLock(directory):
+            replace_folder(directory, lambda staging: _write(workspace, staging, state))
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            reason = "the disk is full"
         else:
-            staging.rename(directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+            reason = exc.strerror or str(exc).strip().splitlines()[0] or type(exc).__name__
+        raise UserError(f"{directory}: cannot save the checkpoint ({reason}); the previous "
+                        "checkpoint there is unchanged") from None
     return directory
 
 
@@ -146,7 +134,53 @@ def _read_config(directory: Path) -> dict[str, Any]:
         raise UserError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise UserError(f"{path}: not a Sequence Model Explorer checkpoint")
+    _check_shape_of_config(config, path)
     return config
+
+
+def _check_shape_of_config(config: dict, path: Path) -> None:
+    """Every section has the type the loader expects (a crafted file must not crash it)."""
+    def bad(what: str) -> UserError:
+        return UserError(f"{path}: {what}")
+
+    if not isinstance(config.get("model"), dict):
+        raise bad("'model' must be a JSON object")
+    tokenizers = config.get("tokenizers")
+    if not isinstance(tokenizers, dict) or not isinstance(tokenizers.get("tgt"), str):
+        raise bad("'tokenizers' must name the target tokenizer")
+    if not isinstance(tokenizers.get("src"), (str, type(None))):
+        raise bad("'tokenizers.src' must be a tokenizer name or null")
+    for section in ("train", "data"):
+        if not isinstance(config.get(section), (dict, type(None))):
+            raise bad(f"'{section}' must be a JSON object or null")
+    if not isinstance(config.get("task"), (str, type(None))):
+        raise bad("'task' must be a task name or null")
+    step = config.get("step", 0)
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise bad(f"'step' must be a whole number >= 0, got {step!r}")
+    for name, value in (config.get("data") or {}).items():
+        expected = (int, float) if name == "val_fraction" else (
+            int if name in ("vocab_size", "seed", "n_train", "n_val") else str)
+        if value is not None and (not isinstance(value, expected) or isinstance(value, bool)):
+            raise bad(f"data field {name!r} has the wrong type ({type(value).__name__})")
+
+
+def _check_model_fields(model_config, path: Path) -> None:
+    """Types and ranges of a model config read from JSON: whole positive sizes, probabilities in
+    [0, 1), booleans and names, as the dataclass defaults have them."""
+    for field in dataclasses.fields(model_config):
+        value, default = getattr(model_config, field.name), field.default
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 2**31
+        elif isinstance(default, float):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
+        else:
+            ok = isinstance(value, type(default))
+        if not ok:
+            raise UserError(f"{path / CONFIG_FILE}: model field {field.name!r} cannot be "
+                            f"{value!r}")
 
 
 def load_training_state(path: Path) -> dict[str, Any]:
@@ -165,15 +199,14 @@ def load_training_state(path: Path) -> dict[str, Any]:
 
 
 def _read_history(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                raise UserError(f"{path}:{number}: not a JSON object") from None
+    """metrics.jsonl rows in step order (a torn last line is left out)."""
+    rows = read_jsonl(path)
+    last = 0
+    for number, row in enumerate(rows, 1):
+        step = row.get("step")
+        if not isinstance(step, int) or isinstance(step, bool) or step <= last:
+            raise UserError(f"{path}: row {number} has step {step!r}; steps must increase")
+        last = step
     return rows
 
 
@@ -185,22 +218,29 @@ def load_checkpoint(directory: str | Path, load_data: bool = True):
     from explorer.data.tokenizers import load_tokenizer
     from explorer.training.config import TrainConfig
     from explorer.training.setup import DataSpec, read_data
+    from explorer.training.weights_file import check_against_config
     from explorer.workspace import Workspace
     from models.config import build_model, config_from_dict
 
-    directory = Path(directory)
+    directory = existing_folder(Path(directory))
     config = _read_config(directory)
     try:
-        model = build_model(config_from_dict(config["model"]))
+        model_config = config_from_dict(config["model"])
+    except Exception as exc:  # noqa: BLE001 - unknown family or fields, values validate rejects
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UserError(f"{directory / CONFIG_FILE}: bad model config ({reason})") from None
+    _check_model_fields(model_config, directory)
+    check_against_config(directory / WEIGHTS_FILE, model_config)  # before any allocation
+    try:
+        model = build_model(model_config)
         load_model(model, str(directory / WEIGHTS_FILE), strict=True)
-    except FileNotFoundError:
-        raise UserError(f"{directory}: the checkpoint has no {WEIGHTS_FILE}") from None
-    except Exception as exc:  # noqa: BLE001 - wrong shapes, bad header, unknown config fields
+    except Exception as exc:  # noqa: BLE001 - whatever the checks above could not foresee
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UserError(f"{directory}: cannot load the model ({reason})") from None
     model.eval()
     tokenizer = load_tokenizer(directory, "tgt")
     src_tokenizer = load_tokenizer(directory, "src") if config["tokenizers"].get("src") else None
+    _check_vocabularies(directory, model_config, tokenizer, src_tokenizer)
     train = config.get("train")
     spec = DataSpec.from_dict(config["data"]) if config.get("data") else None
     data = None
@@ -222,3 +262,15 @@ def load_checkpoint(directory: str | Path, load_data: bool = True):
         training_state=load_training_state(optimizer_path) if optimizer_path.is_file() else None,
         data_spec=spec,
     )
+
+
+def _check_vocabularies(directory: Path, model_config, tokenizer, src_tokenizer) -> None:
+    sides = [("target", model_config.vocab_size, tokenizer)]
+    if model_config.family in ("seq2seq", "transformer"):
+        if src_tokenizer is None:
+            raise UserError(f"{directory}: a {model_config.family} model needs src_tokenizer.json")
+        sides.append(("source", model_config.src_vocab_size, src_tokenizer))
+    for side, size, side_tokenizer in sides:
+        if side_tokenizer.vocab_size != size:
+            raise UserError(f"{directory}: the {side} tokenizer has {side_tokenizer.vocab_size} "
+                            f"tokens, the model {size}")
