@@ -98,6 +98,9 @@ class Trainer:
         self.optimizer: torch.optim.Optimizer | None = None
         self.scaler: torch.amp.GradScaler | None = None
         self.lm_state: Any = None  # RNN LMs: the hidden state carried into the next batch
+        # called with the step number once a step, its evaluation and its probe are done
+        # (explorer/training/autosave.py saves checkpoints from here, in the training thread)
+        self.on_step_end: Callable[[int], None] | None = None
 
     # -- set-up --------------------------------------------------------------------------------
 
@@ -203,6 +206,8 @@ class Trainer:
                     snapshot = self.probe_fn(model, step)
                     if snapshot is not None:
                         yield snapshot
+            if self.on_step_end is not None:
+                self.on_step_end(step)
 
     def _step(self, step: int, params, last_good) -> StepMetrics | None:
         """One optimisation step; None when the loss or the gradient is not finite."""
