@@ -266,6 +266,31 @@ def format_eval(metrics) -> str:
     return text
 
 
+def _explain_missing_data(folder, workspace) -> None:
+    """A resumed run whose data cannot be read: say which file and why (issue 16)."""
+    from explorer.errors import UserError
+    from explorer.training.setup import read_data
+
+    reason = "it was never recorded"
+    if workspace.data_spec is not None:
+        try:
+            read_data(workspace.data_spec)
+        except UserError as exc:
+            reason = str(exc)
+    raise UserError(f"{folder}: cannot read its training data ({reason})")
+
+
+def _warn_about_changed_data(folder, workspace, stream=None) -> None:
+    import sys
+
+    from explorer.training.checkpoint import changed_data_files
+
+    for path in changed_data_files(folder, workspace):
+        (stream or sys.stderr).write(
+            f"data: warning: {path} changed since {folder} was saved; training goes on with its "
+            "new content (the vocabulary stays: new symbols become <unk>)\n")
+
+
 def run(args: argparse.Namespace) -> int:
     import dataclasses
     import sys
@@ -284,7 +309,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--resume keeps the checkpoint's data and model; drop --{flag}")
         workspace = load_checkpoint(options["resume"])
         if workspace.data is None:
-            raise UserError(f"{options['resume']}: its training data can no longer be found")
+            _explain_missing_data(options["resume"], workspace)
+        _warn_about_changed_data(options["resume"], workspace)
         config = _train_config(options, workspace.train_config)
     else:
         if not any(options.get(k) for k in ("task", "data", "src", "tgt")):

@@ -65,6 +65,25 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def _data_digests(workspace) -> dict[str, str]:
+    """sha256 of every data file the workspace's data was read from."""
+    digests: dict[str, str] = {}
+    for report in getattr(workspace.data, "reports", None) or ():
+        digests.update(getattr(report, "digests", {}))
+    return digests
+
+
+def changed_data_files(directory: str | Path, workspace) -> list[str]:
+    """The data files whose content differs from when the checkpoint in `directory` was saved
+    (compared with what `load_checkpoint` just read). Older checkpoints recorded none."""
+    config = _read_config(existing_folder(Path(directory)))
+    recorded = config.get("data_digests")
+    if not isinstance(recorded, dict):
+        return []
+    now = _data_digests(workspace)
+    return sorted(path for path, digest in recorded.items() if now.get(path, digest) != digest)
+
+
 def _write(workspace, folder: Path, training_state: dict | None) -> None:
     import torch
     from safetensors.torch import save_model
@@ -82,6 +101,7 @@ def _write(workspace, folder: Path, training_state: dict | None) -> None:
         },
         "task": workspace.task,
         "step": workspace.step,
+        "data_digests": _data_digests(workspace),
     }
     (folder / CONFIG_FILE).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     save_model(workspace.model, str(folder / WEIGHTS_FILE))
@@ -153,6 +173,9 @@ def _check_shape_of_config(config: dict, path: Path) -> None:
     for section in ("train", "data"):
         if not isinstance(config.get(section), (dict, type(None))):
             raise bad(f"'{section}' must be a JSON object or null")
+    digests = config.get("data_digests", {})
+    if not isinstance(digests, dict) or not all(isinstance(v, str) for v in digests.values()):
+        raise bad("'data_digests' must map file names to sha256 digests")
     if not isinstance(config.get("task"), (str, type(None))):
         raise bad("'task' must be a task name or null")
     step = config.get("step", 0)
