@@ -265,7 +265,11 @@ def load_checkpoint(directory: str | Path, load_data: bool = True):
     src_tokenizer = load_tokenizer(directory, "src") if config["tokenizers"].get("src") else None
     _check_vocabularies(directory, model_config, tokenizer, src_tokenizer)
     train = config.get("train")
-    spec = DataSpec.from_dict(config["data"]) if config.get("data") else None
+    try:  # their own checks, with the file named
+        spec = DataSpec.from_dict(config["data"]) if config.get("data") else None
+        train_config = None if train is None else TrainConfig.from_dict(train)
+    except UserError as exc:
+        raise UserError(f"{directory / CONFIG_FILE}: {exc}") from None
     data = None
     if spec is not None and load_data:
         try:
@@ -279,7 +283,7 @@ def load_checkpoint(directory: str | Path, load_data: bool = True):
         src_tokenizer=src_tokenizer,
         task=config.get("task"),
         data=data,
-        train_config=None if train is None else TrainConfig.from_dict(train),
+        train_config=train_config,
         step=int(config.get("step", 0)),
         history=_read_history(directory / METRICS_FILE),
         training_state=load_training_state(optimizer_path) if optimizer_path.is_file() else None,
