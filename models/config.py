@@ -110,6 +110,8 @@ def make_config(family: str, preset: str | None = None, **overrides: Any) -> Mod
 
 
 def validate(config: ModelConfig) -> None:
+    if not 0 <= config.dropout < 1:
+        raise ValueError(f"dropout must be in [0, 1), got {config.dropout}")
     if isinstance(config, (RNNLMConfig, Seq2SeqConfig)) and config.cell not in CELLS:
         raise ValueError(f"unknown cell {config.cell!r}; choose one of {', '.join(CELLS)}")
     if isinstance(config, Seq2SeqConfig) and config.attention not in ATTENTION_SCORES:

@@ -17,7 +17,7 @@ from explorer.errors import UserError
 from explorer.training import TrainConfig, load_checkpoint, save_checkpoint
 from tests.training.conftest import make_tiny_workspace
 
-FUZZ = settings(max_examples=40, deadline=None,
+FUZZ = settings(max_examples=20, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 JSON_SCALARS = (st.none() | st.booleans() | st.integers(-2**40, 2**40)
                 | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8))

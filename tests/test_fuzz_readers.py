@@ -16,7 +16,7 @@ from explorer.data.tokenizers import (
 )
 from explorer.errors import UserError
 
-FUZZ = settings(max_examples=60, deadline=None,
+FUZZ = settings(max_examples=30, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 # Unicode the lecture data never has but users' files do: combining marks, RTL, emoji, controls
@@ -154,7 +154,7 @@ def test_word_tokenizer_round_trips_its_words(tmp_path, texts, lowercase):
     assert [loaded.encode(t) for t in texts] == [tokenizer.encode(t) for t in texts]
 
 
-@settings(max_examples=25, deadline=None,
+@settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(TEXT, min_size=1, max_size=5))
 def test_bpe_tokenizer_never_crashes_and_round_trips_plain_words(tmp_path, texts):

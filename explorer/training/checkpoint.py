@@ -16,7 +16,6 @@ Loading checks every field and the weights file's header before it allocates any
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import json
 import math
@@ -188,24 +187,6 @@ def _check_shape_of_config(config: dict, path: Path) -> None:
             raise bad(f"data field {name!r} has the wrong type ({type(value).__name__})")
 
 
-def _check_model_fields(model_config, path: Path) -> None:
-    """Types and ranges of a model config read from JSON: whole positive sizes, probabilities in
-    [0, 1), booleans and names, as the dataclass defaults have them."""
-    for field in dataclasses.fields(model_config):
-        value, default = getattr(model_config, field.name), field.default
-        if isinstance(default, bool):
-            ok = isinstance(value, bool)
-        elif isinstance(default, int):
-            ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 2**31
-        elif isinstance(default, float):
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
-        else:
-            ok = isinstance(value, type(default))
-        if not ok:
-            raise UserError(f"{path / CONFIG_FILE}: model field {field.name!r} cannot be "
-                            f"{value!r}")
-
-
 def load_training_state(path: Path) -> dict[str, Any]:
     """optimizer.pt through torch's weights-only unpickler: tensors and containers, never code."""
     import warnings
@@ -241,7 +222,7 @@ def load_checkpoint(directory: str | Path, load_data: bool = True):
     from explorer.data.tokenizers import load_tokenizer
     from explorer.training.config import TrainConfig
     from explorer.training.setup import DataSpec, read_data
-    from explorer.training.weights_file import check_against_config
+    from explorer.training.weights_file import check_against_config, check_field_types
     from explorer.workspace import Workspace
     from models.config import build_model, config_from_dict
 
@@ -252,7 +233,10 @@ def load_checkpoint(directory: str | Path, load_data: bool = True):
     except Exception as exc:  # noqa: BLE001 - unknown family or fields, values validate rejects
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UserError(f"{directory / CONFIG_FILE}: bad model config ({reason})") from None
-    _check_model_fields(model_config, directory)
+    try:
+        check_field_types(model_config)
+    except UserError as exc:
+        raise UserError(f"{directory / CONFIG_FILE}: {exc}") from None
     check_against_config(directory / WEIGHTS_FILE, model_config)  # before any allocation
     try:
         model = build_model(model_config)

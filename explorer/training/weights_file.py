@@ -9,6 +9,7 @@ real model built and filled.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -119,3 +120,54 @@ def check_against_config(path: Path, model_config) -> None:
     if extra > MAX_EXTRA_BYTES:
         raise UserError(f"{path.parent}: the model config asks for {extra / 2**30:.1f} GiB of "
                         "tables beyond its weights (max_len too large?)")
+
+
+def memory_limit_bytes() -> int:
+    """Half the machine's memory: a model bigger than this would swap or be killed."""
+    import os
+
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):  # not on this platform
+        return 8 * 2**30
+
+
+def check_field_types(model_config) -> None:
+    """Types and ranges of a model config from JSON or --config: whole positive sizes,
+    probabilities in [0, 1), booleans and names, as the dataclass defaults have them."""
+    for field in dataclasses.fields(model_config):
+        value, default = getattr(model_config, field.name), field.default
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 2**31
+        elif isinstance(default, float):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
+        else:
+            ok = isinstance(value, type(default))
+        if not ok:
+            raise UserError(f"model field {field.name!r} cannot be {value!r}")
+
+
+def check_model_size(model_config) -> None:
+    """Refuse, before allocating, a model of wrongly typed fields or whose weights and tables
+    would not fit in memory (`--context 100000000` asks for a 25 GB positional table)."""
+    import torch
+
+    from models.config import build_model
+
+    check_field_types(model_config)
+
+    try:
+        with torch.device("meta"):
+            model = build_model(model_config)
+    except (TypeError, ValueError, RuntimeError) as exc:  # e.g. dropout 5, negative sizes
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"cannot build this model: {reason}") from None
+    tensors = [*model.parameters(), *model.buffers()]
+    needed = sum(t.numel() * t.element_size() for t in tensors)
+    limit = memory_limit_bytes()
+    if needed > limit:
+        raise UserError(f"the model would need {needed / 1e9:.1f} GB for its weights and tables "
+                        f"(at most {limit / 1e9:.1f} GB here); choose a smaller context, width "
+                        "or depth")
