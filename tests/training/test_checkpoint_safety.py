@@ -222,21 +222,43 @@ def test_a_fault_names_the_checkpoint_that_survives(tmp_path, monkeypatch, capsy
     assert saved_step(folder) == 10 and load_checkpoint(folder).step == 10
 
 
+@pytest.mark.parametrize("where", ["forward", "update"])
 def test_oom_keeps_the_weights_of_the_last_finished_step(monkeypatch, tiny_workspace,
-                                                         tiny_config):
-    real = engine_module.compute_loss
+                                                         tiny_config, where):
     calls = {"n": 0}
+    if where == "forward":
+        real = engine_module.compute_loss
 
-    def fake(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 4:
-            raise torch.cuda.OutOfMemoryError("CUDA out of memory")
-        return real(*args, **kwargs)
+        def fake(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == 4:
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(engine_module, "compute_loss", fake)
+        monkeypatch.setattr(engine_module, "compute_loss", fake)
     workspace = tiny_workspace("gpt")
-    events = list(Trainer(workspace, tiny_config(steps=10)).run())
+    trainer = Trainer(workspace, tiny_config(steps=10))
+    if where == "update":  # half the parameters changed, then the optimizer ran out of memory
+        original_prepare = trainer._prepare
+
+        def prepare():
+            original_prepare()
+            real_step = trainer.optimizer.step
+
+            def step(*args, **kwargs):
+                calls["n"] += 1
+                if calls["n"] == 4:
+                    with torch.no_grad():
+                        next(workspace.model.parameters()).add_(1.0)
+                    raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+                return real_step(*args, **kwargs)
+
+            trainer.optimizer.step = step
+
+        trainer._prepare = prepare
+    events = list(trainer.run())
     assert events[-1].reason == "oom" and workspace.step == 3
+    assert (workspace.training_state is None) == (where == "update")
     clean = tiny_workspace("gpt")
     list(Trainer(clean, tiny_config(steps=3)).run())
     for kept, expected in zip(workspace.model.parameters(), clean.model.parameters()):
