@@ -270,9 +270,10 @@ def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
         os.fsync(out.fileno())
 
 
-def append_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
-    """Append whole lines in one write and fsync them: a reader sees each row entirely or not
-    at all (a last line without its newline is skipped by `read_jsonl`)."""
+def append_jsonl(path: Path, rows: Iterable[dict[str, Any]], sync: bool = True) -> None:
+    """Append whole lines in one write (and fsync them unless `sync` is False: readers see them
+    at once either way, only a power cut may lose them). A reader sees each row entirely or not
+    at all: a last line without its newline is skipped by `read_jsonl`."""
     data = b"".join(_json_line(row) for row in rows)
     if not data:
         return
@@ -281,7 +282,8 @@ def append_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
 

@@ -7,7 +7,8 @@
         save_checkpoint(workspace, out)  # the final one, still under the folder's lock
     return autosave.exit_code  # 0, or 128 + the signal that stopped the run
 
-The folder is locked for the whole run, so a second `explorer train` aimed at it stops at once
+Between saves each step's metrics row is appended to the folder's metrics.jsonl (flushed, whole
+lines only). The folder is locked for the whole run, so a second `explorer train` aimed at it stops at once
 with a one-line error. The periodic save runs inside the trainer's generator (the engine's
 `on_step_end` hook, after the step's evaluation), in the thread that trains: the weights are never
 read while they change. A signal only asks the trainer to stop before its next step; the caller
@@ -83,6 +84,21 @@ class Autosave:
         trainer = self.trainer
         if self.every and step % self.every == 0 and step < (trainer.total_steps or 0):
             self.save()  # the last step is saved by the caller, with the run's final state
+        elif self.saved_step is not None:
+            self._append_metrics()
+
+    def _append_metrics(self) -> None:
+        """Between saves, each step's row (its evaluation included) is appended to the saved
+        folder's metrics.jsonl, so a viewer follows the run; rows past the checkpoint's step are
+        dropped when it is loaded, and the next save writes the file whole."""
+        from explorer.durable import append_jsonl
+        from explorer.training.checkpoint import METRICS_FILE, json_safe_row
+
+        row = self.trainer.workspace.history[-1]
+        try:
+            append_jsonl(self.out / METRICS_FILE, [json_safe_row(row)], sync=False)
+        except OSError:
+            pass  # a full disk: the next save reports it
 
     def save(self) -> None:
         """Write the trainer's current state to the folder; a failure (a full disk) is reported

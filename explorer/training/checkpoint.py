@@ -6,7 +6,9 @@
     optimizer.pt       optimizer state (+ RNN-LM carried state): tensors and plain containers only,
                        read with torch.load(weights_only=True), so a crafted pickle runs nothing
     metrics.jsonl      one JSON object per step: step, loss, lr, grad_norm, tokens_per_s, and the
-                       evaluation fields (val_loss, perplexity, token_accuracy, bleu) when present
+                       evaluation fields (val_loss, perplexity, token_accuracy, bleu) when present;
+                       a run under `--save-every` appends rows past `step` between saves (loading
+                       ignores them, and a torn last line)
 
 A save writes everything to a staging folder beside the checkpoint, fsyncs it and swaps it into
 place (explorer.durable.replace_folder), under a FolderLock: a kill at any moment leaves the old
@@ -57,11 +59,10 @@ def _training_state(workspace, optimizer) -> dict[str, Any] | None:
     return {"optimizer_name": type(optimizer).__name__.lower(), "optimizer": optimizer.state_dict()}
 
 
-def _json_safe(value: Any) -> Any:
-    """NaN and infinity are not JSON: write them as null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+def json_safe_row(row: dict[str, Any]) -> dict[str, Any]:
+    """NaN and infinity are not JSON: a metrics row writes them as null."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v
+            for k, v in row.items()}
 
 
 def _data_digests(workspace) -> dict[str, str]:
@@ -111,8 +112,7 @@ def _write(workspace, folder: Path, training_state: dict | None) -> None:
         from models.state import map_state
 
         torch.save(map_state(training_state, lambda t: t.detach().cpu()), folder / OPTIMIZER_FILE)
-    rows = ({k: _json_safe(v) for k, v in row.items()} for row in workspace.history)
-    write_jsonl(folder / METRICS_FILE, rows)
+    write_jsonl(folder / METRICS_FILE, (json_safe_row(row) for row in workspace.history))
 
 
 def save_checkpoint(workspace, directory: str | Path, optimizer=None) -> Path:
@@ -261,6 +261,7 @@ def load_checkpoint(directory: str | Path, load_data: bool = True):
         except UserError:
             data = None  # the files moved: the model still opens, training needs new data
     optimizer_path = directory / OPTIMIZER_FILE
+    step = config.get("step", 0)
     return Workspace(
         model=model,
         tokenizer=tokenizer,
@@ -268,8 +269,9 @@ def load_checkpoint(directory: str | Path, load_data: bool = True):
         task=config.get("task"),
         data=data,
         train_config=train_config,
-        step=int(config.get("step", 0)),
-        history=_read_history(directory / METRICS_FILE),
+        step=step,
+        # rows a running `--save-every` appended after this step belong to no checkpoint
+        history=[r for r in _read_history(directory / METRICS_FILE) if r["step"] <= step],
         training_state=load_training_state(optimizer_path) if optimizer_path.is_file() else None,
         data_spec=spec,
     )

@@ -295,3 +295,27 @@ def test_data_deleted_or_changed_mid_training(tmp_path, monkeypatch, capsys):
     assert saved_step(folder) == 10
     assert main(["train", "--resume", str(folder), "--steps", "11", *FAST]) == 0
     assert "changed since" not in capsys.readouterr().err  # the new content is the recorded one
+
+
+def test_metrics_are_appended_between_saves_and_ignored_past_the_saved_step(tmp_path,
+                                                                            monkeypatch):
+    folder = tmp_path / "ck"
+    rows_on_disk = {}
+    real = Autosave._step_done
+
+    def step_done(self, step):
+        real(self, step)
+        rows_on_disk[step] = [row["step"] for row in read_jsonl(folder / "metrics.jsonl")] \
+            if folder.exists() else []
+        if step == 8:  # as if killed here: the folder holds step 5, its metrics run to step 8
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Autosave, "_step_done", step_done)
+    assert main(["train", *TINY_PAIRS, "--steps", "20", "--save-every", "5", "--eval-every", "3",
+                 "--out", str(folder), *FAST[:-2]]) == 130
+    assert rows_on_disk[4] == [] and rows_on_disk[5] == [1, 2, 3, 4, 5]
+    assert rows_on_disk[8] == list(range(1, 9))
+    rows = read_jsonl(folder / "metrics.jsonl")
+    assert "val_loss" in rows[5] and "val_loss" not in rows[6]  # step 6: evaluated, appended whole
+    workspace = load_checkpoint(folder)
+    assert workspace.step == 5 and [row["step"] for row in workspace.history] == [1, 2, 3, 4, 5]
