@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable
 
 from explorer.errors import UserError
 
-# -- fsync ------------------------------------------------------------------------------------------
+# -- fsync -----------------------------------------------------------------------------------------
 
 
 def fsync_dir(folder: Path) -> None:
@@ -60,7 +60,7 @@ def fsync_tree(folder: Path) -> None:
         fsync_dir(Path(root))
 
 
-# -- atomic folder replacement ----------------------------------------------------------------------
+# -- atomic folder replacement ---------------------------------------------------------------------
 
 
 def _old_name(target: Path) -> Path:
@@ -149,7 +149,7 @@ def replace_folder(target: str | Path, write: Callable[[Path], None]) -> Path:
     return target
 
 
-# -- one writer per folder --------------------------------------------------------------------------
+# -- one writer per folder -------------------------------------------------------------------------
 
 _held: dict[str, list] = {}  # lock path -> [FolderLock, depth]: re-entrant within a process
 _held_guard = threading.Lock()
@@ -255,7 +255,7 @@ def _holder(fd: int) -> str:
     return f"pid {pid}" + (f" on {host}" if host and host != socket.gethostname() else "")
 
 
-# -- append-only JSON lines -------------------------------------------------------------------------
+# -- append-only JSON lines ------------------------------------------------------------------------
 
 
 def _json_line(row: dict[str, Any]) -> bytes:

@@ -12,7 +12,8 @@ from explorer.cli import main
 from explorer.metrics.bleu import IncrementalBleu, corpus_bleu, sentence_bleu
 
 WORDS = st.sampled_from(["the", "cat", "sat", "on", "mat", ".", ",", "e\u0301", "\u05e9\u05dc",
-                         "\U0001f600", "\x00", "\u202eab", "A", "a", "1,000", "l'\u00e9t\u00e9", "--"])
+                         "\U0001f600", "\x00", "\u202eab", "A", "a", "1,000", "l'\u00e9t\u00e9",
+                         "--"])
 SENTENCE = st.one_of(
     st.lists(WORDS, max_size=12).map(" ".join),
     st.text(max_size=30),  # anything at all, whitespace and controls included

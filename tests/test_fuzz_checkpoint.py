@@ -64,7 +64,7 @@ def edit_config(folder, change):
     path.write_text(json.dumps(config))
 
 
-# -- config.json ------------------------------------------------------------------------------------
+# -- config.json -----------------------------------------------------------------------------------
 
 MODEL_FIELDS = ["vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "dropout", "max_len",
                 "positional", "norm_first", "tie_weights", "family", "hidden_size", "cell"]
@@ -131,7 +131,7 @@ def test_train_config_dicts(changes):
     assert isinstance(config.lr, (int, float)) and math.isfinite(config.lr)
 
 
-# -- model.safetensors ------------------------------------------------------------------------------
+# -- model.safetensors -----------------------------------------------------------------------------
 
 
 def forge(folder, change_header=None, data=None):
@@ -170,6 +170,11 @@ FORGERIES = {
     "vocabulary disagrees": lambda f: edit_config(f, lambda c: c["model"].update(vocab_size=99)),
     "empty file": lambda f: (f / "model.safetensors").write_bytes(b""),
     "no file": lambda f: (f / "model.safetensors").unlink(),
+    # and the files beside the weights
+    "negative size": lambda f: edit_config(f, lambda c: c["model"].update(d_ff=-128)),
+    "unknown field": lambda f: edit_config(f, lambda c: c["model"].update(colour="blue")),
+    "tokenizer of random bytes": lambda f: (f / "tgt_tokenizer.json").write_bytes(b"\x93\x00{"),
+    "metrics of random bytes": lambda f: (f / "metrics.jsonl").write_bytes(b"\xff\n{}\n"),
 }
 
 
@@ -201,11 +206,11 @@ def test_weights_files_of_random_bytes(saved, tmp_path, data):
     assert loads_or_one_line_error(folder) is None
 
 
-# -- the command line -------------------------------------------------------------------------------
+# -- the command line ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("forgery", ["huge tensor", "wrong dtype", "config disagrees",
-                                     "empty file"])
+                                     "empty file", "negative size", "tokenizer of random bytes"])
 def test_cli_commands_answer_a_forged_checkpoint_with_exit_2(saved, tmp_path, capsys, forgery):
     folder = copy_of(saved, "gpt", tmp_path)
     FORGERIES[forgery](folder)

@@ -266,31 +266,6 @@ def format_eval(metrics) -> str:
     return text
 
 
-def _explain_missing_data(folder, workspace) -> None:
-    """A resumed run whose data cannot be read: say which file and why (issue 16)."""
-    from explorer.errors import UserError
-    from explorer.training.setup import read_data
-
-    reason = "it was never recorded"
-    if workspace.data_spec is not None:
-        try:
-            read_data(workspace.data_spec)
-        except UserError as exc:
-            reason = str(exc)
-    raise UserError(f"{folder}: cannot read its training data ({reason})")
-
-
-def _warn_about_changed_data(folder, workspace, stream=None) -> None:
-    import sys
-
-    from explorer.training.checkpoint import changed_data_files
-
-    for path in changed_data_files(folder, workspace):
-        (stream or sys.stderr).write(
-            f"data: warning: {path} changed since {folder} was saved; training goes on with its "
-            "new content (the vocabulary stays: new symbols become <unk>)\n")
-
-
 def run(args: argparse.Namespace) -> int:
     import dataclasses
     import sys
@@ -299,6 +274,7 @@ def run(args: argparse.Namespace) -> int:
     from explorer.errors import UserError
     from explorer.training import TrainConfig, Trainer, load_checkpoint, save_checkpoint
     from explorer.training.autosave import Autosave
+    from explorer.training.checkpoint import check_resumable
 
     options = _options(args)
     out = options.get("out") or options.get("resume")
@@ -308,9 +284,7 @@ def run(args: argparse.Namespace) -> int:
             flag = given[0].replace("_", "-")
             raise UserError(f"--resume keeps the checkpoint's data and model; drop --{flag}")
         workspace = load_checkpoint(options["resume"])
-        if workspace.data is None:
-            _explain_missing_data(options["resume"], workspace)
-        _warn_about_changed_data(options["resume"], workspace)
+        check_resumable(options["resume"], workspace)  # its data files: missing? changed?
         config = _train_config(options, workspace.train_config)
     else:
         if not any(options.get(k) for k in ("task", "data", "src", "tgt")):

@@ -8,12 +8,12 @@
     return autosave.exit_code  # 0, or 128 + the signal that stopped the run
 
 Between saves each step's metrics row is appended to the folder's metrics.jsonl (flushed, whole
-lines only). The folder is locked for the whole run, so a second `explorer train` aimed at it stops at once
-with a one-line error. The periodic save runs inside the trainer's generator (the engine's
-`on_step_end` hook, after the step's evaluation), in the thread that trains: the weights are never
-read while they change. A signal only asks the trainer to stop before its next step; the caller
-then saves as at the end. A second signal acts at once (Ctrl-C twice aborts; the last complete
-checkpoint survives, since every save is atomic).
+lines only). The folder is locked for the whole run, so a second `explorer train` aimed at it
+stops at once with a one-line error. The periodic save runs inside the trainer's generator (the
+engine's `on_step_end` hook, after the step's evaluation), in the thread that trains: the weights
+are never read while they change. A signal only asks the trainer to stop before its next step;
+the caller then saves as at the end. A second signal acts at once (Ctrl-C twice aborts; the last
+complete checkpoint survives, since every save is atomic).
 """
 
 from __future__ import annotations

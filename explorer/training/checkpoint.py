@@ -84,6 +84,27 @@ def changed_data_files(directory: str | Path, workspace) -> list[str]:
     return sorted(path for path, digest in recorded.items() if now.get(path, digest) != digest)
 
 
+def check_resumable(directory: str | Path, workspace, stream=None) -> None:
+    """Before a loaded checkpoint trains on: a UserError naming the data file that cannot be
+    read, and a warning line for each data file that changed since the save."""
+    import sys
+
+    from explorer.training.setup import read_data
+
+    if workspace.data is None:
+        reason = "it was never recorded"
+        if workspace.data_spec is not None:
+            try:
+                read_data(workspace.data_spec)
+            except UserError as exc:
+                reason = str(exc)
+        raise UserError(f"{directory}: cannot read its training data ({reason})")
+    for path in changed_data_files(directory, workspace):
+        (stream or sys.stderr).write(
+            f"data: warning: {path} changed since {directory} was saved; training goes on with "
+            "its new content (the vocabulary stays: new symbols become <unk>)\n")
+
+
 def _write(workspace, folder: Path, training_state: dict | None) -> None:
     import torch
     from safetensors.torch import save_model

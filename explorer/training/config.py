@@ -118,7 +118,7 @@ class TrainConfig:
 
 
 def _has_type(value: Any, annotation: str) -> bool:
-    """`value` fits a field annotated `annotation` ("int", "float | None", "tuple[float, float]")."""
+    """`value` fits a field annotated `annotation` ("int", "float | None", "tuple[...]")."""
     if value is None:
         return annotation.endswith("| None")
     base = annotation.split(" | ")[0]

@@ -28,7 +28,7 @@ def saved_step(folder) -> int:
     return json.loads((folder / "config.json").read_text())["step"]
 
 
-# -- the lock ---------------------------------------------------------------------------------------
+# -- the lock --------------------------------------------------------------------------------------
 
 
 def hold_lock_in_another_process(folder):
@@ -63,7 +63,7 @@ def test_the_lock_is_reentrant_within_a_process(tmp_path):
     assert not (tmp_path / ".ck.lock").exists()
 
 
-# -- atomic replacement -----------------------------------------------------------------------------
+# -- atomic replacement ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "two-renames"])
@@ -105,7 +105,7 @@ def test_a_kill_between_the_two_renames_is_recovered(tmp_path, tiny_workspace):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck"]
 
 
-# -- metrics.jsonl ----------------------------------------------------------------------------------
+# -- metrics.jsonl ---------------------------------------------------------------------------------
 
 
 def test_a_torn_last_metrics_line_is_skipped_and_repaired(tmp_path):
