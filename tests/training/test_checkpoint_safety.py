@@ -319,3 +319,25 @@ def test_metrics_are_appended_between_saves_and_ignored_past_the_saved_step(tmp_
     assert "val_loss" in rows[5] and "val_loss" not in rows[6]  # step 6: evaluated, appended whole
     workspace = load_checkpoint(folder)
     assert workspace.step == 5 and [row["step"] for row in workspace.history] == [1, 2, 3, 4, 5]
+
+
+def test_a_full_disk_at_a_periodic_save_warns_and_training_goes_on(tmp_path, monkeypatch,
+                                                                   capsys):
+    import explorer.training.checkpoint as checkpoint_module
+
+    real = checkpoint_module.write_jsonl
+    calls = {"n": 0}
+
+    def full_once(path, rows):
+        calls["n"] += 1
+        if calls["n"] == 2:  # the save at step 6; the one at step 3 went through
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        real(path, rows)
+
+    monkeypatch.setattr(checkpoint_module, "write_jsonl", full_once)
+    folder = tmp_path / "ck"
+    assert main(["train", *TINY_PAIRS, "--steps", "10", "--save-every", "3", "--out", str(folder),
+                 *FAST]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: {folder}: cannot save the checkpoint (the disk is full)" in err
+    assert saved_step(folder) == 10 and load_checkpoint(folder).step == 10
