@@ -47,6 +47,9 @@ class Autosave:
     # -- the run's lifetime ----------------------------------------------------------------------
 
     def __enter__(self) -> Autosave:
+        from explorer.training.checkpoint import check_can_save
+
+        check_can_save(self.out)  # before training, not after it
         self._lock.acquire()
         self.trainer.on_step_end = self._step_done
         if threading.current_thread() is threading.main_thread():  # only it may set handlers

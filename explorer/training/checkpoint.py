@@ -136,6 +136,14 @@ def _write(workspace, folder: Path, training_state: dict | None) -> None:
     write_jsonl(folder / METRICS_FILE, (json_safe_row(row) for row in workspace.history))
 
 
+def check_can_save(directory: Path) -> None:
+    """A save replaces the folder as a whole: refuse one that holds anything but a checkpoint."""
+    if directory.exists() and (not directory.is_dir() or (
+        any(directory.iterdir()) and not (directory / CONFIG_FILE).is_file()
+    )):
+        raise UserError(f"{directory}: exists and is not a checkpoint; choose another folder")
+
+
 def save_checkpoint(workspace, directory: str | Path, optimizer=None) -> Path:
     """Write `workspace` to `directory`, replacing an older checkpoint there.
 
@@ -144,10 +152,7 @@ def save_checkpoint(workspace, directory: str | Path, optimizer=None) -> Path:
     exactly).
     """
     directory = Path(directory)
-    if directory.exists() and (not directory.is_dir() or (
-        any(directory.iterdir()) and not (directory / CONFIG_FILE).is_file()
-    )):
-        raise UserError(f"{directory}: exists and is not a checkpoint; choose another folder")
+    check_can_save(directory)
     state = _training_state(workspace, optimizer)
     try:
         with FolderLock(directory):

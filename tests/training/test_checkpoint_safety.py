@@ -341,3 +341,14 @@ def test_a_full_disk_at_a_periodic_save_warns_and_training_goes_on(tmp_path, mon
     err = capsys.readouterr().err
     assert f"warning: {folder}: cannot save the checkpoint (the disk is full)" in err
     assert saved_step(folder) == 10 and load_checkpoint(folder).step == 10
+
+
+def test_a_folder_that_is_not_a_checkpoint_is_refused_before_training(tmp_path, monkeypatch,
+                                                                      capsys):
+    (tmp_path / "thesis").mkdir()
+    (tmp_path / "thesis" / "chapter1.tex").write_text("years of work")
+    monkeypatch.setattr(Trainer, "run", lambda self: pytest.fail("trained anyway"))
+    assert main(["train", *TINY_PAIRS, "--steps", "5", "--out", str(tmp_path / "thesis"),
+                 *FAST]) == 2
+    assert "exists and is not a checkpoint" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["thesis"]
