@@ -29,7 +29,7 @@ TRAIN_FLAGS = {  # option name -> TrainConfig field
     "warmup": "warmup", "label_smoothing": "label_smoothing", "eval_every": "eval_every",
     "precision": "precision", "threads": "num_threads", "context": "context",
 }
-OTHER_FLAGS = ("arch", "preset", "out", "resume")
+OTHER_FLAGS = ("arch", "preset", "out", "resume", "save_every")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,6 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     checkpoint.add_argument("--resume", metavar="DIR", help="continue training this checkpoint "
                             "(and save to it unless --out is given)")
     checkpoint.add_argument("--config", metavar="FILE.json", help="options as JSON; flags win")
+    checkpoint.add_argument("--save-every", type=int, metavar="N", help="also save every N steps "
+                            "(a run killed later resumes from there); SIGINT and SIGTERM save, "
+                            "then stop")
 
 
 def _options(args: argparse.Namespace) -> dict:
@@ -265,10 +268,13 @@ def format_eval(metrics) -> str:
 
 def run(args: argparse.Namespace) -> int:
     import dataclasses
+    import sys
     from pathlib import Path
 
     from explorer.errors import UserError
     from explorer.training import TrainConfig, Trainer, load_checkpoint, save_checkpoint
+    from explorer.training.autosave import Autosave
+    from explorer.training.checkpoint import check_resumable
 
     options = _options(args)
     out = options.get("out") or options.get("resume")
@@ -278,8 +284,7 @@ def run(args: argparse.Namespace) -> int:
             flag = given[0].replace("_", "-")
             raise UserError(f"--resume keeps the checkpoint's data and model; drop --{flag}")
         workspace = load_checkpoint(options["resume"])
-        if workspace.data is None:
-            raise UserError(f"{options['resume']}: its training data can no longer be found")
+        check_resumable(options["resume"], workspace)  # its data files: missing? changed?
         config = _train_config(options, workspace.train_config)
     else:
         if not any(options.get(k) for k in ("task", "data", "src", "tgt")):
@@ -293,13 +298,18 @@ def run(args: argparse.Namespace) -> int:
     trainer = Trainer(workspace, config)
     printer = ProgressPrinter()
     finished = None
-    for event in trainer.run():
-        finished = printer.show(event) or finished
-    if finished.reason in ("nan", "oom"):
-        raise UserError(finished.message)
     # the checkpoint keeps the app's background thread count unless --threads was given
     threads = options.get("threads", TrainConfig.num_threads)
-    workspace.train_config = dataclasses.replace(workspace.train_config, num_threads=threads)
-    save_checkpoint(workspace, Path(out))
+    # --save-every, SIGINT/SIGTERM and the folder's lock: explorer/training/autosave.py
+    with Autosave(trainer, out, options.get("save_every"), threads) as autosave:
+        for event in trainer.run():
+            finished = printer.show(event) or finished
+        if finished.reason in ("nan", "oom"):
+            raise UserError(finished.message + autosave.kept_note())
+        workspace.train_config = dataclasses.replace(workspace.train_config, num_threads=threads)
+        save_checkpoint(workspace, Path(out))
     printer.summary(workspace, out)
-    return 0
+    if autosave.signal is not None:
+        print(f"{autosave.describe_stop()}: --resume {out} continues from step {workspace.step}",
+              file=sys.stderr)
+    return autosave.exit_code
