@@ -27,6 +27,28 @@ from explorer.ui.menus import build_menus, fill_recent
 from explorer.ui.panels import PANELS, panel_class
 from explorer.ui.training_controls import TrainingControls
 
+# The default layouts, as data: per dock area, its rows top to bottom, each a tab group of dock
+# ids (the first raised), and the share of the height each row gets. The curves get a column of
+# their own, the width of three plots at 1920 px (two at 1280); the training settings share a tab
+# with BLEU (Train, Pause, Step and Stop are on the toolbar). On a screen 1000 px tall or more the
+# analysis panels sit above the decoding panels; on a shorter one (1280 x 800) a heatmap, a tree
+# or five curves would get too little height, so each column is one full-height tab group.
+TALL_LAYOUT = (
+    ("left", (("curves",), ("bleu", "training_controls")), (0.58, 0.42)),
+    ("right", (("attention", "positional", "gradients"), ("beam", "step", "compare")), (0.55, 0.45)),
+)
+SHORT_LAYOUT = (
+    ("left", (("curves", "bleu", "training_controls"),), (1.0,)),
+    ("right", (("attention", "positional", "gradients", "beam", "step", "compare"),), (1.0,)),
+)
+TALL_SCREEN_PX = 1000
+# The left column's share of the width; the right column's panels need ~850 px for their
+# controls, which the dock splitter keeps on a 1280 px screen.
+LEFT_COLUMN = 0.42
+AREAS = {"left": Qt.DockWidgetArea.LeftDockWidgetArea,
+         "right": Qt.DockWidgetArea.RightDockWidgetArea}
+DEFAULT_WINDOW = (1600, 1000)  # at most: on a smaller screen, its available area
+
 STATUS_INTERVAL_MS = 500
 MAX_RECENT = 10
 DATA_SUFFIXES = (".txt", ".tsv", ".gz", ".src", ".tgt", ".en", ".de", ".fr")
@@ -72,13 +94,24 @@ class MainWindow(QMainWindow):
         self._connect()
         self.default_state = self.saveState()
         self.setAcceptDrops(True)
-        self.resize(1400, 900)
+        self._fit_to_screen()
         self._restore_settings()
 
         self._startup_checkpoint = checkpoint
         self._load_demo = load_demo
 
     # -- construction ----------------------------------------------------------------------------
+
+    def _fit_to_screen(self) -> None:
+        """DEFAULT_WINDOW, or the screen's available area where that is smaller (1280 x 800
+        laptops): a window larger than its screen hides its own status bar."""
+        width, height = DEFAULT_WINDOW
+        screen = self.screen()
+        if screen is not None:
+            available = screen.availableGeometry()
+            width = min(width, available.width())
+            height = min(height, available.height())
+        self.resize(max(width, 800), max(height, 600))
 
     def _create_docks(self) -> None:
         """One dock per panel, named by its id; the panel itself comes after the first paint."""
@@ -111,42 +144,49 @@ class MainWindow(QMainWindow):
             self.panels[panel_id] = panel
         attention = self.panels.get("attention")
         self.controller.probe_input = getattr(attention, "probe_holder", None)
+        if self._sized and not isinstance(self.settings.value("window_state"), QByteArray):
+            self.apply_default_sizes()  # the panels' own minimum sizes moved the splitters
         if self.missing_panels:
             self.statusBar().showMessage("Panels not available: " + ", ".join(self.missing_panels))
         self.panels_created.emit()
 
     def _arrange_default_layout(self) -> None:
-        """Training controls at the far left, curves over BLEU beside them, and on the right the
-        attention-like panels tabbed above the decoding panels, tabbed too."""
-        left = Qt.DockWidgetArea.LeftDockWidgetArea
-        right = Qt.DockWidgetArea.RightDockWidgetArea
-        d = self.docks
-        self.addDockWidget(left, self.controls_dock)
-        self.splitDockWidget(self.controls_dock, d["curves"], Qt.Orientation.Horizontal)
-        self.splitDockWidget(d["curves"], d["bleu"], Qt.Orientation.Vertical)
-        placed = {"curves", "bleu"}
-        self.addDockWidget(right, d["attention"])
-        self.splitDockWidget(d["attention"], d["beam"], Qt.Orientation.Vertical)
-        for ids in (("attention", "positional", "gradients"), ("beam", "step", "compare")):
-            for panel_id in ids[1:]:
-                self.tabifyDockWidget(d[ids[0]], d[panel_id])
-            d[ids[0]].raise_()
-            placed.update(ids)
-        for panel_id, dock in d.items():  # panels added to PANELS later
-            if panel_id not in placed:
-                self.addDockWidget(right, dock)
+        """The default layout for this screen (TALL_LAYOUT or SHORT_LAYOUT). Panels it does not
+        name (added to PANELS later) join the right column's last tab group."""
+        screen = self.screen()
+        tall = screen is None or screen.availableGeometry().height() >= TALL_SCREEN_PX
+        self.default_layout = TALL_LAYOUT if tall else SHORT_LAYOUT
+        docks = self._all_docks()
+        named = {dock_id for _, rows, _ in self.default_layout for group in rows
+                 for dock_id in group}
+        extra = tuple(dock_id for dock_id in docks if dock_id not in named)
+        for area_name, rows, _ in self.default_layout:
+            if area_name == self.default_layout[-1][0]:
+                rows = rows[:-1] + (rows[-1] + extra,)
+            firsts = [docks[group[0]] for group in rows]
+            self.addDockWidget(AREAS[area_name], firsts[0])
+            for above, below in zip(firsts, firsts[1:]):
+                self.splitDockWidget(above, below, Qt.Orientation.Vertical)
+            for group in rows:
+                for dock_id in group[1:]:
+                    self.tabifyDockWidget(docks[group[0]], docks[dock_id])
+                docks[group[0]].raise_()
+
+    def _all_docks(self) -> dict[str, QDockWidget]:
+        return {**self.docks, self.controls_dock.objectName(): self.controls_dock}
 
     def apply_default_sizes(self) -> None:
-        """Proportions of the default layout for the window's current size."""
+        """The default layout's proportions at the window's current size."""
+        docks = self._all_docks()
         width, height = self.width(), self.height()
-        controls = 250
-        self.resizeDocks([self.controls_dock, self.docks["curves"], self.docks["attention"]],
-                         [controls, (width - controls) * 45 // 100, (width - controls) * 55 // 100],
-                         Qt.Orientation.Horizontal)
-        self.resizeDocks([self.docks["attention"], self.docks["beam"]],
-                         [height * 50 // 100, height * 50 // 100], Qt.Orientation.Vertical)
-        self.resizeDocks([self.docks["curves"], self.docks["bleu"]],
-                         [height * 55 // 100, height * 45 // 100], Qt.Orientation.Vertical)
+        columns = [docks[rows[0][0]] for _, rows, _ in self.default_layout]
+        left_width = round(width * LEFT_COLUMN)
+        self.resizeDocks(columns, [left_width, width - left_width], Qt.Orientation.Horizontal)
+        for _, rows, shares in self.default_layout:
+            if len(rows) > 1:
+                self.resizeDocks([docks[group[0]] for group in rows],
+                                 [round(height * share) for share in shares],
+                                 Qt.Orientation.Vertical)
 
     def _create_status_bar(self) -> None:
         bar = self.statusBar()
@@ -161,6 +201,7 @@ class MainWindow(QMainWindow):
         self.progress.setToolTip("Progress of the current training run")
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
+        self.progress.setTextVisible(False)  # shown while a run is under way
         # room for long numbers from the start: a label that widens re-lays out the status bar
         for label, widest in ((self.step_label, "step: 0000000"),
                               (self.speed_label, "tokens/s: 000,000")):
@@ -357,7 +398,8 @@ class MainWindow(QMainWindow):
     def data_dialog(self) -> None:
         from explorer.ui.dialogs.data import DataDialog
 
-        self._show_data_dialog(DataDialog(self))
+        workspace = self.controller.workspace
+        self._show_data_dialog(DataDialog(self, task=getattr(workspace, "task", None)))
 
     def _show_data_dialog(self, dialog) -> None:
         dialog.accepted.connect(lambda: self._build_from_dialogs(None, dialog.data_spec()))
@@ -425,7 +467,8 @@ class MainWindow(QMainWindow):
     def _show_stats(self, metrics) -> None:
         self.step_label.setText(f"step: {metrics.step}")
         self.speed_label.setText(f"tokens/s: {metrics.tokens_per_s:,.0f}")
-        if metrics.total_steps:
+        if metrics.total_steps and self.controller.state in ("running", "paused"):
+            # (a throttled update that lands after Stop must not bring the old percentage back)
             # QProgressBar.setValue repaints at once; held back, the bar is painted with the
             # rest of the window's next frame
             self.progress.setUpdatesEnabled(False)
@@ -439,6 +482,10 @@ class MainWindow(QMainWindow):
         self.actions.pause.blockSignals(True)
         self.actions.pause.setChecked(state == "paused")
         self.actions.pause.blockSignals(False)
+        self.progress.setTextVisible(running)
+        if not running:  # no run, no progress: an old percentage would say one is under way
+            self.progress.setRange(0, 1)
+            self.progress.setValue(0)
         self.statusBar().showMessage(f"Training {state}", 3000)
 
     def _on_workspace(self, workspace) -> None:
