@@ -7,6 +7,7 @@ the arguments and loads the checkpoint.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from explorer.commands.arguments import utf8_text
 
@@ -58,6 +59,16 @@ def _check(args) -> list[tuple[str, str]]:
     return [(p, known[p]) for p in args.plots]
 
 
+def _greedy_target(workspace, source: str) -> str:
+    """The model's own greedy output for `source`: without a target, a seq2seq probe would have
+    one query row (<eos>) to show."""
+    from explorer.decoding import greedy
+    from explorer.decoding.scoring import encode_context
+
+    context = encode_context(workspace, source)
+    return greedy(workspace.model, context, max_len=64, tokenizer=workspace.tokenizer).text
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -71,8 +82,13 @@ def run(args: argparse.Namespace) -> int:
     workspace = load_checkpoint(args.checkpoint)
     # what the app's first evaluation shows in the BLEU panel
     bleu = evaluate(workspace, bleu_examples=32) if workspace.is_seq2seq and "bleu" in args.plots else None
+    target = args.target
+    if args.input is not None and not target and workspace.is_seq2seq:
+        target = _greedy_target(workspace, args.input)
+        print(f"explorer export: no --target: probing with the model's greedy output {target!r}",
+              file=sys.stderr)
     written = render_panels(workspace, specs, Path(args.out), tuple(args.formats), width=args.width,
-                            dpi=args.dpi, source=args.input, target=args.target,
+                            dpi=args.dpi, source=args.input, target=target,
                             timeout_s=args.timeout, bleu_metrics=bleu)
     if not written:
         raise UserError(f"nothing to export: none of {', '.join(args.plots)} applies to this model")
