@@ -19,6 +19,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.analysis.labels import head_label, layer_label
+
 BAR_COLOR = "#1f77b4"
 HIGHLIGHT_COLOR = "#ff7f0e"
 
@@ -126,9 +128,7 @@ class AttentionPicker(QWidget):
         self.head_box.setToolTip("Attention head, or the mean over heads")
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(QLabel("Layer"))
-        row.addWidget(self.layer_box)
-        row.addWidget(QLabel("Head"))
+        row.addWidget(self.layer_box)  # the items say "layer 1", "head 1": no labels needed
         row.addWidget(self.head_box)
         row.addStretch(1)
         self._shape = (0, 0)
@@ -140,8 +140,8 @@ class AttentionPicker(QWidget):
             return
         self._shape = (layers, heads)
         for box, items, last in (
-            (self.layer_box, [f"{i + 1}" for i in range(layers)], max(layers - 1, 0)),
-            (self.head_box, ["mean"] + [f"{i + 1}" for i in range(heads)], 0),
+            (self.layer_box, [layer_label(i) for i in range(layers)], max(layers - 1, 0)),
+            (self.head_box, ["mean of heads"] + [head_label(i) for i in range(heads)], 0),
         ):
             box.blockSignals(True)
             box.clear()

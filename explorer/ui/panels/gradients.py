@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 from superqt import QLabeledDoubleSlider
 from superqt.utils import create_worker, qthrottled
 
+from explorer.analysis.labels import stack_layer_label
 from explorer.events import ProbeSnapshot
 from explorer.export.tables import matrix_table
 from explorer.ui.bus import AppBus
@@ -266,13 +267,14 @@ class GradientFlowPanel(Panel):
 
     @staticmethod
     def _depth_labels(snapshot: ProbeSnapshot) -> list[str]:
-        return [label.replace("layer", "") for label in snapshot.grad_depth_labels]  # "encoder.0"
+        return [stack_layer_label(name) for name in snapshot.grad_depth_labels]  # "encoder layer 1"
 
     def _draw_time(self, snapshot: ProbeSnapshot) -> None:
         for name, norms in snapshot.grad_time.items():
             if name not in self.time_curves:
                 pen = pg.mkPen(COLOURS[len(self.time_curves) % len(COLOURS)], width=2)
-                self.time_curves[name] = self.time_plot.plot([], [], pen=pen, name=name)
+                self.time_curves[name] = self.time_plot.plot([], [], pen=pen,
+                                                             name=stack_layer_label(name))
             self.time_curves[name].setData(np.arange(len(norms)), np.maximum(norms, TINY))
         for name, curve in self.time_curves.items():
             if name not in snapshot.grad_time:
@@ -297,10 +299,11 @@ class GradientFlowPanel(Panel):
         if not series:
             return
         names = list(series)
-        if [self.layer_box.itemText(i) for i in range(self.layer_box.count())] != names:
+        if [self.layer_box.itemData(i) for i in range(self.layer_box.count())] != names:
             self.layer_box.blockSignals(True)
             self.layer_box.clear()
-            self.layer_box.addItems(names)
+            for name in names:  # the model's name as data, "encoder layer 1" for people
+                self.layer_box.addItem(stack_layer_label(name), name)
             self.layer_box.blockSignals(False)
         row = {name: np.log10(np.maximum(norms, TINY)) for name, (norms, _) in series.items()}
         shapes = {name: values.shape for name, values in row.items()}
@@ -314,15 +317,16 @@ class GradientFlowPanel(Panel):
 
     def _label_time_axis(self) -> None:
         """Token labels of the chosen layer (encoder and decoder read different tokens)."""
-        name = self.layer_box.currentText()
+        name = self.layer_box.currentData()
         labels = self.snapshot.grad_time_labels.get(name, []) if self.snapshot else []
         self.time_plot.getAxis("bottom").set_labels(labels)
-        title = f"time step t (tokens of {name})" if labels else "time step t"
+        shown = self.layer_box.currentText()
+        title = f"time step t (tokens of {shown})" if labels else "time step t"
         self.time_plot.setLabel("bottom", title)
 
     def history_matrix(self) -> np.ndarray | None:
         """(probes, time steps or blocks) of the chosen layer, log10 of the gradient norm."""
-        name = self.layer_box.currentText()
+        name = self.layer_box.currentData()
         if not self.history_rows or name not in self.history_rows[-1]:
             return None
         return np.stack([row[name] for row in self.history_rows])
@@ -332,14 +336,14 @@ class GradientFlowPanel(Panel):
         matrix = self.history_matrix()
         if matrix is None:
             return
-        name = self.layer_box.currentText()
+        name = self.layer_box.currentData()
         self.history.set_matrix(matrix, [str(s) for s in self.history_steps],
                                 self.history_labels[name])
         if name == DEPTH:
             self.history.set_title("log10 ‖∂L/∂x‖ per block, over training")
             self.history.set_axis_titles("training step", "block")
         else:
-            self.history.set_title(f"log10 ‖∂L/∂h_t‖ of {name} over training")
+            self.history.set_title(f"log10 ‖∂L/∂h_t‖ of {stack_layer_label(name)} over training")
             self.history.set_axis_titles("training step", "time step t")
 
     # -- cells side by side ---------------------------------------------------------------------
@@ -478,9 +482,10 @@ class GradientFlowPanel(Panel):
                 norms = [snapshot.grad_time[n][t] if t < len(snapshot.grad_time[n]) else ""
                          for n in names]
                 rows.append([t, labels[t] if t < len(labels) else "", *norms])
-            tables["through_time"] = (["t", f"token ({names[0]})", *names], rows)
+            shown = [stack_layer_label(name) for name in names]
+            tables["through_time"] = (["t", f"token ({shown[0]})", *shown], rows)
         if snapshot is not None and snapshot.grad_depth is not None:
-            depth = zip(snapshot.grad_depth_labels, snapshot.grad_depth)
+            depth = zip(self._depth_labels(snapshot), snapshot.grad_depth)
             tables["depth"] = (["block", "grad_norm"], [[n, v] for n, v in depth])
         if self.cell_curves:
             cells = list(self.cell_curves)
