@@ -35,6 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="PNG width in pixels; text scales with it (default: as laid out)")
     parser.add_argument("--dpi", type=int, default=None,
                         help="PNG resolution: without --width, 192 doubles the pixels (default 96)")
+    parser.add_argument("--theme", choices=("light", "dark"), default="light",
+                        help="colours of every plot: light (for papers, the default) or dark")
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="seconds to wait for each panel to draw (default: %(default)s)")
 
@@ -89,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
     written = render_panels(workspace, specs, Path(args.out), tuple(args.formats), width=args.width,
                             dpi=args.dpi, source=args.input, target=target,
-                            timeout_s=args.timeout, bleu_metrics=bleu)
+                            timeout_s=args.timeout, bleu_metrics=bleu, theme=args.theme)
     if not written:
         raise UserError(f"nothing to export: none of {', '.join(args.plots)} applies to this model")
     for path in written:

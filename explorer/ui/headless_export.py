@@ -35,19 +35,25 @@ def _still_working(panel) -> bool:
 
 def render_panels(workspace, panel_specs, out: Path, formats: tuple[str, ...], *, width=None, dpi=None,
                   source: str | None = None, target: str = "", timeout_s: float = 120.0,
-                  bleu_metrics=None) -> list[Path]:
+                  bleu_metrics=None, theme: str = "light") -> list[Path]:
     """Build each panel of `panel_specs` ((id, spec) pairs from explorer.ui.panels.PANELS), show it
     `workspace` (and `bleu_metrics`, an EvalMetrics, where given), probe or decode `source` where
     given, and export what it draws. A panel with nothing to draw for this model is skipped with a
-    note on stderr. -> the files written."""
+    note on stderr. Every panel is drawn in one `theme`, "light" (for papers) or "dark".
+    -> the files written."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
+    from explorer.ui.app import apply_theme
     from explorer.ui.bus import AppBus
     from explorer.ui.panels import panel_class
+    from explorer.ui.plot_style import theme_palette
 
     app = QApplication.instance() or QApplication([sys.argv[0]])
     _quiet_qt_messages()
+    system_palette = app.palette()
+    app.setPalette(theme_palette(theme))  # before the panels: they take their colours when built
+    apply_theme(app)
     bus = AppBus()
     panels = []
     for _panel_id, spec in panel_specs:
@@ -82,4 +88,6 @@ def render_panels(workspace, panel_specs, out: Path, formats: tuple[str, ...], *
         for panel in panels:
             panel.shutdown()
         app.processEvents()
+        app.setPalette(system_palette)  # an app that called us goes on in its own colours
+        apply_theme(app)
     return written

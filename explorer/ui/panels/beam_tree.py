@@ -35,7 +35,7 @@ from explorer.analysis.beam_text import describe_greedy_token, describe_node
 from explorer.decoding.types import BeamResult, length_penalty
 from explorer.ui.decode_worker import DecodeWorker, run_beam_search
 from explorer.ui.panels.base import Panel
-from explorer.ui.plot_style import add_legend
+from explorer.ui.plot_style import StepAxis, add_legend, theme_backdrop, theme_grey, theme_text
 from explorer.ui.panels.decoding_widgets import NodeDetail, dark_on_white, show_text, spin_box
 
 STATUS_STYLE = {  # status -> (colour, symbol, size, edge width)
@@ -149,7 +149,7 @@ class BeamTreePanel(Panel):
         self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
 
     def _build_plots(self) -> None:
-        self.plot = pg.PlotWidget(background="w")
+        self.plot = pg.PlotWidget(axisItems={"bottom": StepAxis("bottom")})  # the theme's colours
         item = self.plot.getPlotItem()
         item.invertY(True)  # the best branch on top
         dark_on_white(item)
@@ -167,7 +167,10 @@ class BeamTreePanel(Panel):
         self.node_items = {}
         for status in ("pruned", "kept", "finished", "root"):
             color, symbol, size, _ = STATUS_STYLE[status]
-            scatter = pg.ScatterPlotItem(symbol=symbol, size=size, pen=pg.mkPen("w", width=0.5),
+            if status == "root":  # the root reads in the theme's text colour, as the axes do
+                color = theme_text()
+            scatter = pg.ScatterPlotItem(symbol=symbol, size=size,
+                                         pen=pg.mkPen(theme_backdrop(255), width=0.5),
                                          brush=pg.mkBrush(color), hoverable=True, tip=self._tip,
                                          hoverPen=pg.mkPen(SELECTED_COLOR, width=2))
             scatter.sigClicked.connect(self._on_click)
@@ -382,7 +385,7 @@ class BeamTreePanel(Panel):
         `markers`: (text, x, y, colour, anchor)."""
         plot = self.plot.getPlotItem()
         while len(self.marker_items) < len(markers):
-            item = pg.TextItem(fill=pg.mkBrush(255, 255, 255, 200))  # readable over edges
+            item = pg.TextItem(fill=pg.mkBrush(theme_backdrop()))  # readable over edges
             item.setFont(self._marker_font)
             item.textItem.document().setDocumentMargin(1)
             plot.addItem(item, ignoreBounds=True)
@@ -484,7 +487,7 @@ class BeamTreePanel(Panel):
         self._set_markers(markers)
         plot = self.plot.getPlotItem()
         while len(self.text_pool) < len(shown):
-            item = pg.TextItem(anchor=(0, 1.0), fill=pg.mkBrush(255, 255, 255, 200))
+            item = pg.TextItem(anchor=(0, 1.0), fill=pg.mkBrush(theme_backdrop()))
             item.setFont(self._label_font)
             item.textItem.document().setDocumentMargin(1)  # the box is the text's own height
             plot.addItem(item, ignoreBounds=True)
@@ -492,7 +495,7 @@ class BeamTreePanel(Panel):
         for item, k, text in zip(self.text_pool, shown, texts):
             pruned = self._status[int(self.visible_ids[k])] == "pruned"
             item.setText(text)
-            item.setColor("#9a9a9a" if pruned else "#202020")
+            item.setColor(theme_grey() if pruned else theme_text())
             item.setPos(float(self.layout_.x[k]) + 0.06, float(self.layout_.y[k]))
             item.setVisible(True)
         for item in self.text_pool[len(shown):]:

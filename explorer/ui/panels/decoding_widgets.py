@@ -20,18 +20,21 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.analysis.labels import head_label, layer_label
+from explorer.ui.plot_style import theme_text
 
 BAR_COLOR = "#1f77b4"
 HIGHLIGHT_COLOR = "#ff7f0e"
 
 
 def dark_on_white(plot: pg.PlotItem) -> None:
-    """Black axes and text, for a plot on a white background (print-ready exports)."""
+    """Axes and title in the theme's text colour (black on the light theme's white: print-ready
+    exports), the title included: pyqtgraph draws a title without a colour in grey."""
+    text = theme_text()
     for name in ("left", "bottom"):
         axis = plot.getAxis(name)
-        axis.setPen("k")
-        axis.setTextPen("k")
-    plot.titleLabel.setAttr("color", "k")
+        axis.setPen(text)
+        axis.setTextPen(text)
+    plot.titleLabel.setAttr("color", text)
 
 
 class BarChart:
@@ -83,7 +86,7 @@ class BarChart:
         self.plot.getAxis("left").setTicks([[(i, shorten(str(t), self.MAX_LABEL_CHARS))
                                              for i, t in enumerate(self.labels)]])
         while len(self.value_texts) < len(rows):
-            text = pg.TextItem(color="#202020", anchor=(0, 0.5))
+            text = pg.TextItem(color=theme_text(), anchor=(0, 0.5))
             text.setFont(self.small_font)
             self.plot.addItem(text, ignoreBounds=True)
             self.value_texts.append(text)
@@ -197,7 +200,6 @@ class NodeDetail(QWidget):
         self.info.setStyleSheet("QLabel { font-size: 8pt; }")
         self.picker = AttentionPicker()
         self.charts = pg.GraphicsLayoutWidget()
-        self.charts.setBackground("w")
         # Side by side, each the pane's full height: a source sentence's tokens all fit.
         self.attention_chart = BarChart(self.charts.addPlot(row=0, col=0), "")
         self.attention_chart.set_title("attention over source")

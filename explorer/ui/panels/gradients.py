@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QThreadPool
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -83,7 +84,10 @@ def _log_plot(title: str, x: str, y: str, legend: bool = False, token_x: bool = 
     plot.showGrid(x=True, y=True, alpha=0.25)
     for side in ("left", "bottom"):
         plot.getAxis(side).setTickFont(label_font(10))
-    plot.getAxis("left").setWidth(62)  # room for "10⁻²⁰": labels that do not fit are dropped
+    # room for "10⁻²⁰" or "0.00462" beside the axis title: a label that does not fit is dropped,
+    # and a narrower axis drew its title over the numbers
+    metrics = QFontMetrics(label_font(10))
+    plot.getAxis("left").setWidth(metrics.horizontalAdvance("0.00000") + metrics.height() + 14)
     if legend:
         add_legend(plot, below=True)
     return widget, plot
