@@ -26,16 +26,17 @@ def layer_head_label(layer: int, head: int) -> str:
     return f"{layer_label(layer)} · {head_label(head)}"
 
 
-def stack_layer_label(name: str) -> str:
+def stack_layer_label(name: str, short: bool = False) -> str:
     """A model's name for one layer's states -> its label: "encoder.l0" and "encoder.layer0" ->
     "encoder layer 1", "lm.l1" -> "layer 2", "encoder.l0_reverse" -> "encoder layer 1
-    (backward)". A name of another form is returned as it is."""
+    (backward)". `short` drops the word "layer" after a stack ("encoder 1"), for tick labels
+    under an axis titled "layer". A name of another form is returned as it is."""
     match = _LAYER_NAME.match(name)
     if match is None:
         return name
     stack = _STACKS.get(match["stack"] or "", match["stack"] or "")
     label = layer_label(int(match["index"]))
     if stack:
-        label = f"{stack} {label}"
+        label = f"{stack} {int(match['index']) + 1}" if short else f"{stack} {label}"
     return f"{label} (backward)" if match["reverse"] else label
 

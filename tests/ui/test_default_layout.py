@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QTabBar
 
 from explorer.training.checkpoint import demo_checkpoints
 from explorer.ui import main_window as main_window_module
+from explorer.ui.plot_style import drawn_labels
 
 MIN_VIEW_PX = (80, 50)  # a plot's data area: room for a readable curve between its axes
 
@@ -50,6 +51,23 @@ def _label_text_width(label: QLabel) -> float:
     return max((metrics.horizontalAdvance(line) for line in label.text().splitlines()), default=0)
 
 
+def _dropped_tick_labels(plot: pg.PlotItem) -> list[str]:
+    """Axes given one label per row or column (setTicks) draw every one in view: pyqtgraph drops
+    a label that does not fit its axis, silently."""
+    problems = []
+    for side in ("left", "bottom"):
+        axis = plot.getAxis(side)
+        if not axis.isVisible() or axis._tickLevels is None or not axis.style["showValues"]:
+            continue
+        low, high = sorted(axis.range)
+        in_view = [text for level in axis._tickLevels for value, text in level
+                   if low <= value <= high]
+        drawn = drawn_labels(axis)
+        if len(drawn) < len(in_view):
+            problems.append(f"{side} axis drops labels: {sorted(set(in_view) - set(drawn))[:5]}")
+    return problems
+
+
 def _problems(dock: QDockWidget) -> list[str]:
     """What a user could not read in `dock` as it is laid out now."""
     panel = dock.widget()
@@ -77,6 +95,7 @@ def _problems(dock: QDockWidget) -> list[str]:
                 if box.width() < MIN_VIEW_PX[0] or box.height() < MIN_VIEW_PX[1]:
                     problems.append(f"plot {item.titleLabel.text!r} is {box.width():.0f} x "
                                     f"{box.height():.0f} px")
+                problems += _dropped_tick_labels(item)
                 for side in ("left", "bottom"):
                     axis = item.getAxis(side)
                     # its geometry: the bounding rect reaches past it for the end labels' overhang

@@ -150,6 +150,7 @@ def test_history_of_an_rnn_is_step_by_time_and_of_a_transformer_step_by_block(qt
     assert [panel.layer_box.itemText(i) for i in range(panel.layer_box.count())] == ["blocks (depth)"]
     depth = panel.snapshot.grad_depth
     np.testing.assert_allclose(panel.history.image.image[-1], np.log10(depth), rtol=1e-5)
-    assert panel.history.col_labels == ["encoder layer 1", "encoder layer 2", "decoder layer 1",
-                                        "decoder layer 2"]
+    # layers from 1, under an axis titled "layer (block)"
+    assert panel.history.col_labels == ["encoder 1", "encoder 2", "decoder 1", "decoder 2"]
+    assert panel.tables()["depth"][1][0][0] == "encoder layer 1"
     assert panel.history_steps[-1] == 9

@@ -8,7 +8,7 @@ import html
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -83,8 +83,13 @@ class BarChart:
         brushes = [self.highlight_brush if i == highlight else self.brush for i in rows]
         self.bars.setOpts(x0=np.zeros(len(rows)), y=rows, width=self.values, height=0.75,
                           brushes=brushes)
-        self.plot.getAxis("left").setTicks([[(i, shorten(str(t), self.MAX_LABEL_CHARS))
-                                             for i, t in enumerate(self.labels)]])
+        shown = [shorten(str(t), self.MAX_LABEL_CHARS) for t in self.labels]
+        left = self.plot.getAxis("left")
+        left.setTicks([list(enumerate(shown))])
+        # as wide as the longest label: the axis's own widening came a paint too late and
+        # dropped every label longer than the ones drawn before ("forest-SG" next to "the")
+        widest = max((QFontMetrics(self.small_font).horizontalAdvance(t) for t in shown), default=0)
+        left.setWidth(widest + 12)
         while len(self.value_texts) < len(rows):
             text = pg.TextItem(color=theme_text(), anchor=(0, 0.5))
             text.setFont(self.small_font)
@@ -127,6 +132,8 @@ class AttentionPicker(QWidget):
         super().__init__(parent)
         self.layer_box = QComboBox()
         self.head_box = QComboBox()
+        for box in (self.layer_box, self.head_box):  # "mean of heads" in full
+            box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.layer_box.setToolTip("Decoder layer whose cross-attention is shown")
         self.head_box.setToolTip("Attention head, or the mean over heads")
         row = QHBoxLayout(self)

@@ -158,7 +158,7 @@ class GradientFlowPanel(Panel):
             for cell, colour in CELL_COLOURS.items()
         }
         depth_view, self.depth_plot = _log_plot(
-            "Transformers: ‖∂L/∂(block output)‖ by depth", "block", "‖∂L/∂x‖", token_x=True)
+            "‖∂L/∂(block output)‖ by depth", "layer (block)", "‖∂L/∂x‖", token_x=True)
         self.depth_curve = self.depth_plot.plot(
             [], [], pen=pg.mkPen(COLOURS[0], width=2), symbol="o", symbolBrush=COLOURS[0])
         clip_view, self.clip_plot = _log_plot("global gradient norm and clipping τ", "step",
@@ -271,7 +271,8 @@ class GradientFlowPanel(Panel):
 
     @staticmethod
     def _depth_labels(snapshot: ProbeSnapshot) -> list[str]:
-        return [stack_layer_label(name) for name in snapshot.grad_depth_labels]  # "encoder layer 1"
+        # under an axis titled "layer": "encoder 1", "decoder 2"
+        return [stack_layer_label(name, short=True) for name in snapshot.grad_depth_labels]
 
     def _draw_time(self, snapshot: ProbeSnapshot) -> None:
         for name, norms in snapshot.grad_time.items():
@@ -345,7 +346,7 @@ class GradientFlowPanel(Panel):
                                 self.history_labels[name])
         if name == DEPTH:
             self.history.set_title("log10 ‖∂L/∂x‖ per block, over training")
-            self.history.set_axis_titles("training step", "block")
+            self.history.set_axis_titles("training step", "layer (block)")
         else:
             self.history.set_title(f"log10 ‖∂L/∂h_t‖ of {stack_layer_label(name)} over training")
             self.history.set_axis_titles("training step", "time step t")
@@ -489,8 +490,8 @@ class GradientFlowPanel(Panel):
             shown = [stack_layer_label(name) for name in names]
             tables["through_time"] = (["t", f"token ({shown[0]})", *shown], rows)
         if snapshot is not None and snapshot.grad_depth is not None:
-            depth = zip(self._depth_labels(snapshot), snapshot.grad_depth)
-            tables["depth"] = (["block", "grad_norm"], [[n, v] for n, v in depth])
+            names = [stack_layer_label(name) for name in snapshot.grad_depth_labels]
+            tables["depth"] = (["block", "grad_norm"], list(map(list, zip(names, snapshot.grad_depth))))
         if self.cell_curves:
             cells = list(self.cell_curves)
             length = len(self.cell_curves[cells[0]])
