@@ -42,6 +42,7 @@ SHORT_LAYOUT = (
     ("right", (("attention", "positional", "gradients", "beam", "step", "compare"),), (1.0,)),
 )
 TALL_SCREEN_PX = 1000
+LAYOUT_VERSION = 2  # saved layouts of an older version give way to the default
 # The left column's share of the width; the right column's panels need ~850 px for their
 # controls, which the dock splitter keeps on a 1280 px screen.
 LEFT_COLUMN = 0.42
@@ -73,6 +74,7 @@ class MainWindow(QMainWindow):
         self.error_boxes: list[QMessageBox] = []
         self._closing = False
         self._sized = False
+        self._layout_restored = False  # a saved layout of this LAYOUT_VERSION was restored
 
         self.setDockNestingEnabled(True)
         self.setDockOptions(
@@ -144,7 +146,7 @@ class MainWindow(QMainWindow):
             self.panels[panel_id] = panel
         attention = self.panels.get("attention")
         self.controller.probe_input = getattr(attention, "probe_holder", None)
-        if self._sized and not isinstance(self.settings.value("window_state"), QByteArray):
+        if self._sized and not self._layout_restored:
             self.apply_default_sizes()  # the panels' own minimum sizes moved the splitters
         if self.missing_panels:
             self.statusBar().showMessage("Panels not available: " + ", ".join(self.missing_panels))
@@ -245,7 +247,7 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._sized:  # first show: the default proportions, unless a saved layout exists
             self._sized = True
-            if not isinstance(self.settings.value("window_state"), QByteArray):
+            if not self._layout_restored:
                 self.apply_default_sizes()
         # a window whose docks cover it may never get a paintEvent of its own: do not wait forever
         QTimer.singleShot(500, self._painted)
@@ -517,11 +519,13 @@ class MainWindow(QMainWindow):
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
         if isinstance(state, QByteArray):
-            self.restoreState(state)
+            # a layout saved for an older arrangement of the docks is not restored: the
+            # default one replaces it
+            self._layout_restored = self.restoreState(state, LAYOUT_VERSION)
 
     def save_settings(self) -> None:
         self.settings.setValue("geometry", self.saveGeometry())
-        self.settings.setValue("window_state", self.saveState())
+        self.settings.setValue("window_state", self.saveState(LAYOUT_VERSION))
         self.settings.sync()
 
     def dragEnterEvent(self, event) -> None:

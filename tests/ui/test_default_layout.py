@@ -150,3 +150,21 @@ def test_short_screens_get_full_height_tab_groups_and_tall_ones_two_rows(
     tall = make_main_window(create_panels=False)
     assert tall.docks["beam"] not in tall.tabifiedDockWidgets(tall.docks["attention"])
     assert tall.controls_dock in tall.tabifiedDockWidgets(tall.docks["bleu"])
+
+
+def test_a_layout_saved_by_an_older_version_gives_way_to_the_default(make_main_window,
+                                                                      isolated_settings):
+    from PySide6.QtCore import Qt
+
+    old = make_main_window(create_panels=False)
+    old.removeDockWidget(old.docks["beam"])
+    old.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, old.docks["beam"])
+    isolated_settings.setValue("window_state", old.saveState(1))  # an older layout version
+    isolated_settings.sync()
+    fresh = make_main_window(create_panels=False)
+    assert not fresh._layout_restored
+    assert fresh.dockWidgetArea(fresh.docks["beam"]) == Qt.DockWidgetArea.RightDockWidgetArea
+    old.save_settings()  # this version's layout is restored
+    again = make_main_window(create_panels=False)
+    assert again._layout_restored
+    assert again.dockWidgetArea(again.docks["beam"]) == Qt.DockWidgetArea.LeftDockWidgetArea
