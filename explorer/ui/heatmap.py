@@ -78,6 +78,7 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
         self.col_labels: list[str] = []
         self.hover_text = ""
         self.title_text = title
+        self._shown_title: tuple[str, int] | None = None  # (text, point size) on screen
         self.plot, self.image = add_heatmap_plot(self.ci, colormap)
         # keys along the top, queries down the left: read like the alignment figures in the notes;
         # the bottom repeats the ticks without text, leaving the height to the rows
@@ -158,6 +159,7 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
             return
         if not self.title_text:
             self.plot.setTitle(None)
+            self._shown_title = None
             return
         # the axis's set width: its geometry follows at the next layout pass
         room = (self.width() - self.plot.getAxis("left").minimumWidth() - self.colorbar.width()
@@ -166,6 +168,9 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
             # + 10: the label's HTML layout adds a few pixels to the text's own width
             if QFontMetrics(label_font(size)).horizontalAdvance(self.title_text) + 10 <= room:
                 break
+        if (self.title_text, size) == self._shown_title:
+            return  # live updates set the same title many times a second: no relayout for those
+        self._shown_title = (self.title_text, size)
         self.plot.setTitle(self.title_text, size=f"{size}pt")
         # a layout held wide by the old title: drop the cached minimum sizes and fit the view
         for layout_item in (self.plot, self.ci):
