@@ -51,7 +51,11 @@ def render_panels(workspace, panel_specs, out: Path, formats: tuple[str, ...], *
 
     app = QApplication.instance() or QApplication([sys.argv[0]])
     _quiet_qt_messages()
+    import pyqtgraph as pg
+
+    # what the calling app (or test) had: restored afterwards, antialiasing included
     system_palette = app.palette()
+    system_options = {key: pg.getConfigOption(key) for key in ("background", "foreground", "antialias")}
     app.setPalette(theme_palette(theme))  # before the panels: they take their colours when built
     apply_theme(app)
     bus = AppBus()
@@ -89,5 +93,5 @@ def render_panels(workspace, panel_specs, out: Path, formats: tuple[str, ...], *
             panel.shutdown()
         app.processEvents()
         app.setPalette(system_palette)  # an app that called us goes on in its own colours
-        apply_theme(app)
+        pg.setConfigOptions(**system_options)
     return written
