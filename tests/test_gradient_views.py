@@ -61,5 +61,5 @@ def test_a_transformers_history_is_per_block():
                           grad_depth_labels=["encoder.layer0", "decoder.layer0"])
     history = GradientHistory()
     assert history.add(depth) == [DEPTH]
-    assert history.labels[DEPTH] == ["encoder.0", "decoder.0"]
+    assert history.labels[DEPTH] == ["encoder 1", "decoder 1"]  # people count layers from 1
     np.testing.assert_allclose(history.matrix(DEPTH), [[0.0, 2.0]])

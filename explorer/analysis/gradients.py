@@ -159,5 +159,8 @@ class GradientHistory:
 
 
 def depth_labels(snapshot) -> list[str]:
-    """A Transformer's block names as short tick labels: "encoder.layer0" -> "encoder.0"."""
-    return [label.replace("layer", "") for label in snapshot.grad_depth_labels]
+    """A Transformer's block names as short tick labels under an axis titled "layer (block)":
+    "encoder.layer0" -> "encoder 1" (people count layers from 1)."""
+    from explorer.analysis.labels import stack_layer_label
+
+    return [stack_layer_label(label, short=True) for label in snapshot.grad_depth_labels]

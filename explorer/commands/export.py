@@ -7,6 +7,7 @@ the arguments and loads the checkpoint.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from explorer.commands.arguments import utf8_text
 from explorer.ui.panels import PANELS, export_ids, find_panel  # the registry only: no Qt
@@ -35,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="PNG width in pixels; text scales with it (default: as laid out)")
     parser.add_argument("--dpi", type=int, default=None,
                         help="PNG resolution: without --width, 192 doubles the pixels (default 96)")
+    parser.add_argument("--theme", choices=("light", "dark"), default="light",
+                        help="colours of every plot: light (for papers, the default) or dark")
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="seconds to wait for each panel to draw (default: %(default)s)")
 
@@ -57,6 +60,16 @@ def _check(args) -> list:
     return [find_panel(p) for p in args.plots]
 
 
+def _greedy_target(workspace, source: str) -> str:
+    """The model's own greedy output for `source`: without a target, a seq2seq probe would have
+    one query row (<eos>) to show."""
+    from explorer.decoding import greedy
+    from explorer.decoding.scoring import encode_context
+
+    context = encode_context(workspace, source)
+    return greedy(workspace.model, context, max_len=64, tokenizer=workspace.tokenizer).text
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -70,9 +83,14 @@ def run(args: argparse.Namespace) -> int:
     workspace = load_checkpoint(args.checkpoint)
     # what the app's first evaluation shows in the BLEU panel
     bleu = evaluate(workspace, bleu_examples=32) if workspace.is_seq2seq and "bleu" in args.plots else None
+    target = args.target
+    if args.input is not None and not target and workspace.is_seq2seq:
+        target = _greedy_target(workspace, args.input)
+        print(f"explorer export: no --target: probing with the model's greedy output {target!r}",
+              file=sys.stderr)
     written = render_panels(workspace, specs, Path(args.out), tuple(args.formats), width=args.width,
-                            dpi=args.dpi, source=args.input, target=args.target,
-                            timeout_s=args.timeout, bleu_metrics=bleu)
+                            dpi=args.dpi, source=args.input, target=target,
+                            timeout_s=args.timeout, bleu_metrics=bleu, theme=args.theme)
     if not written:
         raise UserError(f"nothing to export: none of {', '.join(args.plots)} applies to this model")
     for path in written:

@@ -27,21 +27,31 @@ def _quiet_qt_messages() -> None:
 
 def render_panels(workspace, entries, out: Path, formats: tuple[str, ...], *, width=None, dpi=None,
                   source: str | None = None, target: str = "", timeout_s: float = 120.0,
-                  bleu_metrics=None) -> list[Path]:
+                  bleu_metrics=None, theme: str = "light") -> list[Path]:
     """Build the panel of each of `entries` (explorer.ui.panels.PanelEntry), show it `workspace`
     (and `bleu_metrics`, an EvalMetrics, where given), probe and decode `source` where given, wait
-    while each panel is `busy()`, and export what it draws. A panel with nothing to draw for this model is skipped with a
-    note on stderr. -> the files written."""
+    while each panel is `busy()`, and export what it draws. A panel with nothing to draw for this
+    model is skipped with a note on stderr. Every panel is drawn in one `theme`, "light" (for
+    papers) or "dark". -> the files written."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
+    from explorer.ui.app import apply_theme
     from explorer.ui.bus import AppBus
     from explorer.ui.jobs import shutdown_runners
     from explorer.ui.panels import panel_class
     from explorer.ui.probing import Prober
+    from explorer.ui.plot_style import theme_palette
 
     app = QApplication.instance() or QApplication([sys.argv[0]])
     _quiet_qt_messages()
+    import pyqtgraph as pg
+
+    # what the calling app (or test) had: restored afterwards, antialiasing included
+    system_palette = app.palette()
+    system_options = {key: pg.getConfigOption(key) for key in ("background", "foreground", "antialias")}
+    app.setPalette(theme_palette(theme))  # before the panels: they take their colours when built
+    apply_theme(app)
     bus = AppBus()
     prober = Prober(bus)  # the app's controller owns one; here nothing else needs a controller
     panels = []
@@ -76,4 +86,6 @@ def render_panels(workspace, entries, out: Path, formats: tuple[str, ...], *, wi
             panel.shutdown()
         shutdown_runners(bus)  # the prober's
         app.processEvents()
+        app.setPalette(system_palette)  # an app that called us goes on in its own colours
+        pg.setConfigOptions(**system_options)
     return written

@@ -23,11 +23,14 @@ from explorer.ui.actions import build_actions
 from explorer.ui.app import APPLICATION, ORGANISATION
 from explorer.ui.bus import AppBus
 from explorer.ui.controller import Controller
-from explorer.ui.dock_layout import apply_default_sizes, arrange_default_layout, create_docks
+from explorer.ui import dock_layout
 from explorer.ui.jobs import one_line, shutdown_runners
 from explorer.ui.menus import build_menus, fill_recent
 from explorer.ui.panels import PANELS, panel_class
 from explorer.ui.training_controls import TrainingControls
+
+LAYOUT_VERSION = 2  # saved layouts of an older version give way to the default
+DEFAULT_WINDOW = (1600, 1000)  # at most: on a smaller screen, its available area
 
 STATUS_INTERVAL_MS = 500
 MAX_RECENT = 10
@@ -53,6 +56,7 @@ class MainWindow(QMainWindow):
         self.error_boxes: list[QMessageBox] = []
         self._closing = False
         self._sized = False
+        self._layout_restored = False  # a saved layout of this LAYOUT_VERSION was restored
 
         self.setDockNestingEnabled(True)
         self.setDockOptions(
@@ -62,24 +66,35 @@ class MainWindow(QMainWindow):
         self.panels: dict[str, object] = {}
         self.missing_panels: dict[str, str] = {}
         self.actions = build_actions(self)
-        self.docks: dict[str, QDockWidget] = create_docks(self)
+        self.docks: dict[str, QDockWidget] = dock_layout.create_docks(self)
         self.controls_dock = QDockWidget("Training", self)
-        self.controls_dock.setObjectName("training_controls")
+        self.controls_dock.setObjectName(dock_layout.CONTROLS_ID)
         self.controls = TrainingControls(self)
         self.controls_dock.setWidget(self.controls)
-        arrange_default_layout(self, self.controls_dock, self.docks)
+        self._arrange_default_layout()
         build_menus(self)
         self._create_status_bar()
         self._connect()
         self.default_state = self.saveState()
         self.setAcceptDrops(True)
-        self.resize(1400, 900)
+        self._fit_to_screen()
         self._restore_settings()
 
         self._startup_checkpoint = checkpoint
         self._load_demo = load_demo
 
     # -- construction ----------------------------------------------------------------------------
+
+    def _fit_to_screen(self) -> None:
+        """DEFAULT_WINDOW, or the screen's available area where that is smaller (1280 x 800
+        laptops): a window larger than its screen hides its own status bar."""
+        width, height = DEFAULT_WINDOW
+        screen = self.screen()
+        if screen is not None:
+            available = screen.availableGeometry()
+            width = min(width, available.width())
+            height = min(height, available.height())
+        self.resize(max(width, 800), max(height, 600))
 
     def create_panels(self) -> None:
         """Import and build every panel into its dock (once). Panel modules import torch, so the
@@ -100,9 +115,24 @@ class MainWindow(QMainWindow):
             dock.setWindowTitle(panel.TITLE or panel_id)
             dock.setToolTip(panel.TOOLTIP)
             self.panels[panel_id] = panel
+        if self._sized and not self._layout_restored:
+            self.apply_default_sizes()  # the panels' own minimum sizes moved the splitters
         if self.missing_panels:
             self.statusBar().showMessage("Panels not available: " + ", ".join(self.missing_panels))
         self.panels_created.emit()
+
+    def _arrange_default_layout(self) -> None:
+        """The default layout for this screen (explorer/ui/dock_layout.py)."""
+        screen = self.screen()
+        tall = screen is None or screen.availableGeometry().height() >= dock_layout.TALL_SCREEN_PX
+        self.default_layout = dock_layout.arrange_default_layout(self, self._all_docks(), tall)
+
+    def _all_docks(self) -> dict[str, QDockWidget]:
+        return {**self.docks, self.controls_dock.objectName(): self.controls_dock}
+
+    def apply_default_sizes(self) -> None:
+        """The default layout's proportions at the window's current size."""
+        dock_layout.apply_default_sizes(self, self._all_docks(), self.default_layout)
 
     def _create_status_bar(self) -> None:
         bar = self.statusBar()
@@ -117,6 +147,7 @@ class MainWindow(QMainWindow):
         self.progress.setToolTip("Progress of the current training run")
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
+        self.progress.setTextVisible(False)  # shown while a run is under way
         # room for long numbers from the start: a label that widens re-lays out the status bar
         for label, widest in ((self.step_label, "step: 0000000"),
                               (self.speed_label, "tokens/s: 000,000")):
@@ -160,8 +191,8 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._sized:  # first show: the default proportions, unless a saved layout exists
             self._sized = True
-            if not isinstance(self.settings.value("window_state"), QByteArray):
-                apply_default_sizes(self, self.controls_dock, self.docks)
+            if not self._layout_restored:
+                self.apply_default_sizes()
         # a window whose docks cover it may never get a paintEvent of its own: do not wait forever
         QTimer.singleShot(500, self._painted)
 
@@ -309,7 +340,8 @@ class MainWindow(QMainWindow):
     def data_dialog(self) -> None:
         from explorer.ui.dialogs.data import DataDialog
 
-        self._show_data_dialog(DataDialog(self))
+        workspace = self.controller.workspace
+        self._show_data_dialog(DataDialog(self, task=getattr(workspace, "task", None)))
 
     def _show_data_dialog(self, dialog) -> None:
         dialog.accepted.connect(lambda: self._build_from_dialogs(None, dialog.data_spec()))
@@ -377,7 +409,8 @@ class MainWindow(QMainWindow):
     def _show_stats(self, metrics) -> None:
         self.step_label.setText(f"step: {metrics.step}")
         self.speed_label.setText(f"tokens/s: {metrics.tokens_per_s:,.0f}")
-        if metrics.total_steps:
+        if metrics.total_steps and self.controller.state in ("running", "paused"):
+            # (a throttled update that lands after Stop must not bring the old percentage back)
             # QProgressBar.setValue repaints at once; held back, the bar is painted with the
             # rest of the window's next frame
             self.progress.setUpdatesEnabled(False)
@@ -391,6 +424,10 @@ class MainWindow(QMainWindow):
         self.actions.pause.blockSignals(True)
         self.actions.pause.setChecked(state == "paused")
         self.actions.pause.blockSignals(False)
+        self.progress.setTextVisible(running)
+        if not running:  # no run, no progress: an old percentage would say one is under way
+            self.progress.setRange(0, 1)
+            self.progress.setValue(0)
         self.statusBar().showMessage(f"Training {state}", 3000)
 
     def _on_workspace(self, workspace) -> None:
@@ -414,7 +451,7 @@ class MainWindow(QMainWindow):
             dock.setFloating(False)
             dock.show()
         self.restoreState(self.default_state)
-        apply_default_sizes(self, self.controls_dock, self.docks)
+        self.apply_default_sizes()
 
     def _restore_settings(self) -> None:
         geometry = self.settings.value("geometry")
@@ -422,11 +459,13 @@ class MainWindow(QMainWindow):
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
         if isinstance(state, QByteArray):
-            self.restoreState(state)
+            # a layout saved for an older arrangement of the docks is not restored: the
+            # default one replaces it
+            self._layout_restored = self.restoreState(state, LAYOUT_VERSION)
 
     def save_settings(self) -> None:
         self.settings.setValue("geometry", self.saveGeometry())
-        self.settings.setValue("window_state", self.saveState())
+        self.settings.setValue("window_state", self.saveState(LAYOUT_VERSION))
         self.settings.sync()
 
     def dragEnterEvent(self, event) -> None:

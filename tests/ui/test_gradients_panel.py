@@ -57,7 +57,9 @@ def test_history_grows_one_row_per_probe_and_clipping_shows_tau(qtbot):
     assert panel.grad_history.steps[-3:] == [10, 20, 30]
     matrix = panel.history.image.image
     assert matrix.shape == (len(panel.grad_history.steps), len(source) + 1)  # source tokens + <eos>
-    assert [panel.layer_box.itemText(i) for i in range(panel.layer_box.count())] == list(panel.snapshot.grad_time)
+    assert [panel.layer_box.itemData(i) for i in range(panel.layer_box.count())] == list(panel.snapshot.grad_time)
+    # people read layers numbered from 1: "encoder.l0" is "encoder layer 1"
+    assert panel.layer_box.itemText(0) == "encoder layer 1"
 
     class Config:
         clip = 1.0
@@ -127,8 +129,8 @@ def test_history_of_an_rnn_is_step_by_time_and_of_a_transformer_step_by_block(qt
     source = panel.snapshot.source
     for step in (5, 6):
         bus.probe.emit(probe(workspace, source, "", step))
-    assert panel.layer_box.count() >= 1 and panel.layer_box.currentText() in panel.snapshot.grad_time
-    layer = panel.layer_box.currentText()
+    assert panel.layer_box.count() >= 1 and panel.layer_box.currentData() in panel.snapshot.grad_time
+    layer = panel.layer_box.currentData()
     expected = np.log10(panel.snapshot.grad_time[layer])
     np.testing.assert_allclose(panel.history.image.image[-1], expected, rtol=1e-5)
     assert panel.history.image.image.shape[0] == len(panel.grad_history.steps)
@@ -141,5 +143,7 @@ def test_history_of_an_rnn_is_step_by_time_and_of_a_transformer_step_by_block(qt
     assert [panel.layer_box.itemText(i) for i in range(panel.layer_box.count())] == ["blocks (depth)"]
     depth = panel.snapshot.grad_depth
     np.testing.assert_allclose(panel.history.image.image[-1], np.log10(depth), rtol=1e-5)
-    assert panel.history.col_labels == ["encoder.0", "encoder.1", "decoder.0", "decoder.1"]
+    # layers from 1, under an axis titled "layer (block)"
+    assert panel.history.col_labels == ["encoder 1", "encoder 2", "decoder 1", "decoder 2"]
+    assert panel.tables()["depth"][1][0][0] == "encoder layer 1"
     assert panel.grad_history.steps[-1] == 9

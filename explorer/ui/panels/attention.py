@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from explorer.analysis.labels import head_label, layer_head_label, layer_label
 from explorer.events import AttentionSnapshot, ProbeSnapshot
 from explorer.export.tables import matrix_table
 from explorer.ui.bus import AppBus
@@ -183,9 +184,9 @@ class AttentionPanel(Panel):
         layers = sorted(layer for k, layer in self.maps if k == kind)
         heads = self.maps[(kind, layers[0])].weights.shape[0] if layers else 0
         for box, items in (
-            (self.layer_box, [(f"layer {layer}", layer) for layer in layers]),
+            (self.layer_box, [(layer_label(layer), layer) for layer in layers]),
             (self.head_box, [("mean of heads", MEAN_OF_HEADS)] * (heads > 1)
-             + [(f"head {h}", h) for h in range(heads)]),
+             + [(head_label(h), h) for h in range(heads)]),
         ):
             if [box.itemData(i) for i in range(box.count())] == [d for _, d in items]:
                 continue
@@ -221,7 +222,7 @@ class AttentionPanel(Panel):
         self.heatmap.set_matrix(matrix, attention.rows, attention.cols)
         title = self.kind_box.currentText()
         if attention.weights.shape[0] > 1 or self.layer_box.count() > 1:  # an RNN has one alignment
-            title += f", layer {attention.layer}, {self.head_box.currentText()}"
+            title += f", {layer_label(attention.layer)}, {self.head_box.currentText()}"
         self.heatmap.set_title(title)
         if attention.kind == "cross":
             self.heatmap.set_axis_titles("query (target)", "key (source)")
@@ -250,7 +251,7 @@ class AttentionPanel(Panel):
             for row, layer in enumerate(layers):
                 for head in range(heads):
                     plot, image = add_heatmap_plot(self.grid.ci, "viridis", row=row, col=head)
-                    plot.setTitle(f"layer {layer} · head {head}", size="9pt")
+                    plot.setTitle(layer_head_label(layer, head), size="9pt")
                     plot.hideAxis("left")
                     plot.hideAxis("bottom")
                     plot.setMouseEnabled(False, False)
@@ -292,7 +293,9 @@ class AttentionPanel(Panel):
             for head in range(snap.weights.shape[0]):
                 for q, query in enumerate(snap.rows):
                     for k, key in enumerate(snap.cols):
-                        rows.append([kind, layer, head, q, query, k, key, snap.weights[head, q, k]])
+                        # layers and heads numbered from 1, as every label of the app writes them
+                        rows.append([kind, layer + 1, head + 1, q, query, k, key,
+                                     snap.weights[head, q, k]])
         header = ["kind", "layer", "head", "query_index", "query", "key_index", "key", "weight"]
         tables["all_maps"] = (header, rows)
         return tables

@@ -37,7 +37,7 @@ from explorer.decoding.types import BeamResult
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.decode_form import DecodeSettingsForm
 from explorer.ui.panels.decoding_widgets import NodeDetail, TextPool, dark_on_white, show_text
-from explorer.ui.plot_style import add_legend
+from explorer.ui.plot_style import StepAxis, add_legend, theme_backdrop, theme_grey, theme_text
 
 STATUS_STYLE = {  # status -> (colour, symbol, size, edge width)
     "root": ("#000000", "o", 10, 2),
@@ -137,7 +137,7 @@ class BeamTreePanel(Panel):
         self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
 
     def _build_plots(self) -> None:
-        self.plot = pg.PlotWidget(background="w")
+        self.plot = pg.PlotWidget(axisItems={"bottom": StepAxis("bottom")})  # the theme's colours
         item = self.plot.getPlotItem()
         item.invertY(True)  # the best branch on top
         dark_on_white(item)
@@ -155,7 +155,10 @@ class BeamTreePanel(Panel):
         self.node_items = {}
         for status in ("pruned", "kept", "finished", "root"):
             color, symbol, size, _ = STATUS_STYLE[status]
-            scatter = pg.ScatterPlotItem(symbol=symbol, size=size, pen=pg.mkPen("w", width=0.5),
+            if status == "root":  # the root reads in the theme's text colour, as the axes do
+                color = theme_text()
+            scatter = pg.ScatterPlotItem(symbol=symbol, size=size,
+                                         pen=pg.mkPen(theme_backdrop(255), width=0.5),
                                          brush=pg.mkBrush(color), hoverable=True, tip=self._tip,
                                          hoverPen=pg.mkPen(SELECTED_COLOR, width=2))
             scatter.sigClicked.connect(self._on_click)
@@ -394,7 +397,7 @@ class BeamTreePanel(Panel):
         self.markers.show(markers)
         pruned = [self.tree.status[int(self.visible_ids[k])] == "pruned" for k in shown]
         self.labels.show([(text, float(self.layout_.x[k]) + 0.06, float(self.layout_.y[k]),
-                           "#9a9a9a" if grey else "#202020", (0, 1.0))
+                           theme_grey() if grey else theme_text(), (0, 1.0))
                           for k, text, grey in zip(shown, texts, pruned)])
         self.labels_shown = len(shown)
 

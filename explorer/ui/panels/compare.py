@@ -129,7 +129,6 @@ class ComparePanel(Panel):
         self.explanation.hide()  # shown with an example's explanation
         self.status = QLabel("No model yet: train one or open a checkpoint.")
         self.chart_widget = pg.GraphicsLayoutWidget()
-        self.chart_widget.setBackground("w")
         self.score_chart = BarChart(self.chart_widget.addPlot(row=0, col=0), "")
         self.score_chart.set_title("−log p of each output (shorter = more probable)")
         self.bleu_chart = BarChart(self.chart_widget.addPlot(row=0, col=1), "",

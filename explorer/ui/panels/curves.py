@@ -22,6 +22,17 @@ from explorer.ui.panels.base import Panel
 from explorer.ui.plot_style import SteadyViewBox, add_legend_row, readable_axes
 
 
+# Where each plot goes, (row, column, columns spanned), in a grid of 3 columns and, when the dock
+# is too narrow for three plots of MIN_PLOT_PX, of 2; the gradient norm spans two columns: its
+# before/after-clipping band needs the room. The legend takes the row under the plots.
+GRIDS = {
+    3: {"loss": (0, 0, 1), "perplexity": (0, 1, 1), "accuracy": (0, 2, 1), "lr": (1, 0, 1),
+        "grad_norm": (1, 1, 2)},
+    2: {"loss": (0, 0, 1), "perplexity": (0, 1, 1), "accuracy": (1, 0, 1), "lr": (1, 1, 1),
+        "grad_norm": (2, 0, 2)},
+}
+MIN_PLOT_PX = 200  # a plot's axis, tick labels and a readable curve
+
 # Columns of the per-step buffer and of the per-evaluation buffer.
 TRAIN_COLUMNS = ("step", "loss", "perplexity", "lr", "grad_norm", "grad_norm_clipped")
 EVAL_COLUMNS = ("step", "val_loss", "perplexity", "token_accuracy")
@@ -60,15 +71,10 @@ class TrainingCurvesPanel(Panel):
         self.view = TimedGraphicsLayoutWidget()
         self.view.setToolTip(self.TOOLTIP)
         self.plots: dict[str, pg.PlotItem] = {}
-        for name, row, col, ylabel in (
-            ("loss", 0, 0, "loss"),
-            ("perplexity", 0, 1, "perplexity"),
-            ("accuracy", 0, 2, "accuracy"),
-            ("lr", 1, 0, "lr"),
-            ("grad_norm", 1, 1, "‖g‖"),
-        ):
-            # the gradient norm gets two columns: its before/after-clipping band needs the room
-            plot = self.view.addPlot(row=row, col=col, colspan=2 if name == "grad_norm" else 1,
+        for name, ylabel in (("loss", "loss"), ("perplexity", "perplexity"),
+                             ("accuracy", "accuracy"), ("lr", "lr"), ("grad_norm", "‖g‖")):
+            row, col, colspan = GRIDS[3][name]
+            plot = self.view.addPlot(row=row, col=col, colspan=colspan,
                                      axisItems=readable_axes("left", "bottom"),
                                      viewBox=SteadyViewBox())
             plot.setLabel("bottom", "step")
@@ -97,11 +103,12 @@ class TrainingCurvesPanel(Panel):
             ),
         }
         # one legend row under all the plots: inside a plot this small it would cover the curves
-        add_legend_row(self.view.ci, row=2, colspan=3, curves=[
+        self.legend = add_legend_row(self.view.ci, row=2, colspan=3, curves=[
             (self.curves["train_loss"], "train"), (self.curves["val_loss"], "validation"),
             (self.curves["grad"], "‖g‖ before clipping"),
             (self.curves["grad_clipped"], "‖g‖ after clipping"),
         ], text_size="8pt")
+        self.columns = 3
         self.tau_line = pg.InfiniteLine(
             angle=0, movable=False, pen=pg.mkPen((120, 120, 120), style=pg.QtCore.Qt.DashLine),
             label="τ", labelOpts={"position": 0.6, "anchors": [(0, 1), (0, 1)]},
@@ -234,6 +241,33 @@ class TrainingCurvesPanel(Panel):
 
     def flush_pending_draws(self) -> None:
         self.redraw(force=True)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        columns = 3 if self.width() >= 3 * MIN_PLOT_PX else 2
+        if columns != self.columns:
+            self.arrange_plots(columns)
+
+    def arrange_plots(self, columns: int) -> None:
+        """Lay the plots out `columns` (3 or 2) wide, the legend in the row under them. Items
+        move inside the Qt grid (never out of the scene), and pyqtgraph's own record follows."""
+        layout = self.view.ci
+        grid = layout.layout  # QGraphicsGridLayout
+        placed = [(plot, *GRIDS[columns][name]) for name, plot in self.plots.items()]
+        legend_row = 1 + max(row for _, row, _, _ in placed)
+        placed.append((self.legend, legend_row, 0, columns))
+        for item, *_ in placed:
+            grid.removeAt(layout.itemIndex(item))
+        layout.rows.clear()
+        for item, row, col, colspan in placed:
+            grid.addItem(item, row, col, 1, colspan)
+            layout.items[item] = [(row, col + i) for i in range(colspan)]
+            for cell in layout.items[item]:
+                layout.rows.setdefault(cell[0], {})[cell[1]] = item
+        for row in range(grid.rowCount()):  # plots share the height; the legend, none to spare
+            grid.setRowStretchFactor(row, 1 if row < legend_row else 0)
+        self.columns = columns
+        grid.activate()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)

@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -25,6 +26,7 @@ from explorer.analysis.gradients import (
     CELL_HIDDEN, DEPTH, LOG_FLOOR, PLAYGROUND_A_H, GradientHistory, cell_comparison_ids, depth_labels,
     format_gradient, scalar_recurrence_gradient,
 )
+from explorer.analysis.labels import stack_layer_label
 from explorer.events import ProbeSnapshot
 from explorer.export.tables import matrix_table
 from explorer.families import family_of
@@ -55,7 +57,10 @@ def _log_plot(title: str, x: str, y: str, legend: bool = False, token_x: bool = 
     plot.showGrid(x=True, y=True, alpha=0.25)
     for side in ("left", "bottom"):
         plot.getAxis(side).setTickFont(label_font(10))
-    plot.getAxis("left").setWidth(62)  # room for "10⁻²⁰": labels that do not fit are dropped
+    # room for "10⁻²⁰" or "0.00462" beside the axis title: a label that does not fit is dropped,
+    # and a narrower axis drew its title over the numbers
+    metrics = QFontMetrics(label_font(10))
+    plot.getAxis("left").setWidth(metrics.horizontalAdvance("0.00000") + metrics.height() + 14)
     if legend:
         add_legend(plot, below=True)
     return widget, plot
@@ -126,7 +131,7 @@ class GradientFlowPanel(Panel):
             for cell, colour in CELL_COLOURS.items()
         }
         depth_view, self.depth_plot = _log_plot(
-            "Transformers: ‖∂L/∂(block output)‖ by depth", "block", "‖∂L/∂x‖", token_x=True)
+            "‖∂L/∂(block output)‖ by depth", "layer (block)", "‖∂L/∂x‖", token_x=True)
         self.depth_curve = self.depth_plot.plot(
             [], [], pen=pg.mkPen(COLOURS[0], width=2), symbol="o", symbolBrush=COLOURS[0])
         clip_view, self.clip_plot = _log_plot("global gradient norm and clipping τ", "step",
@@ -228,7 +233,8 @@ class GradientFlowPanel(Panel):
         for name, norms in snapshot.grad_time.items():
             if name not in self.time_curves:
                 pen = pg.mkPen(COLOURS[len(self.time_curves) % len(COLOURS)], width=2)
-                self.time_curves[name] = self.time_plot.plot([], [], pen=pen, name=name)
+                self.time_curves[name] = self.time_plot.plot([], [], pen=pen,
+                                                             name=stack_layer_label(name))
             self.time_curves[name].setData(np.arange(len(norms)), np.maximum(norms, LOG_FLOOR))
         for name, curve in self.time_curves.items():
             if name not in snapshot.grad_time:
@@ -240,38 +246,40 @@ class GradientFlowPanel(Panel):
         names = self.grad_history.add(snapshot)
         if not names:
             return
-        if [self.layer_box.itemText(i) for i in range(self.layer_box.count())] != names:
+        if [self.layer_box.itemData(i) for i in range(self.layer_box.count())] != names:
             self.layer_box.blockSignals(True)
             self.layer_box.clear()
-            self.layer_box.addItems(names)
+            for name in names:  # the model's name as data, "encoder layer 1" for people
+                self.layer_box.addItem(stack_layer_label(name), name)
             self.layer_box.blockSignals(False)
         self._draw_history()
 
     def _label_time_axis(self) -> None:
         """Token labels of the chosen layer (encoder and decoder read different tokens)."""
-        name = self.layer_box.currentText()
+        name = self.layer_box.currentData()
         labels = self.snapshot.grad_time_labels.get(name, []) if self.snapshot else []
         self.time_plot.getAxis("bottom").set_labels(labels)
-        title = f"time step t (tokens of {name})" if labels else "time step t"
+        shown = self.layer_box.currentText()
+        title = f"time step t (tokens of {shown})" if labels else "time step t"
         self.time_plot.setLabel("bottom", title)
 
     def history_matrix(self) -> np.ndarray | None:
         """(probes, time steps or blocks) of the chosen layer, log10 of the gradient norm."""
-        return self.grad_history.matrix(self.layer_box.currentText())
+        return self.grad_history.matrix(self.layer_box.currentData())
 
     def _draw_history(self) -> None:
         self._label_time_axis()
         matrix = self.history_matrix()
         if matrix is None:
             return
-        name = self.layer_box.currentText()
+        name = self.layer_box.currentData()
         self.history.set_matrix(matrix, [str(s) for s in self.grad_history.steps],
                                 self.grad_history.labels[name])
         if name == DEPTH:
             self.history.set_title("log10 ‖∂L/∂x‖ per block, over training")
-            self.history.set_axis_titles("training step", "block")
+            self.history.set_axis_titles("training step", "layer (block)")
         else:
-            self.history.set_title(f"log10 ‖∂L/∂h_t‖ of {name} over training")
+            self.history.set_title(f"log10 ‖∂L/∂h_t‖ of {stack_layer_label(name)} over training")
             self.history.set_axis_titles("training step", "time step t")
 
     # -- cells side by side ---------------------------------------------------------------------
@@ -404,10 +412,11 @@ class GradientFlowPanel(Panel):
                 norms = [snapshot.grad_time[n][t] if t < len(snapshot.grad_time[n]) else ""
                          for n in names]
                 rows.append([t, labels[t] if t < len(labels) else "", *norms])
-            tables["through_time"] = (["t", f"token ({names[0]})", *names], rows)
+            shown = [stack_layer_label(name) for name in names]
+            tables["through_time"] = (["t", f"token ({shown[0]})", *shown], rows)
         if snapshot is not None and snapshot.grad_depth is not None:
-            depth = zip(snapshot.grad_depth_labels, snapshot.grad_depth)
-            tables["depth"] = (["block", "grad_norm"], [[n, v] for n, v in depth])
+            names = [stack_layer_label(name) for name in snapshot.grad_depth_labels]
+            tables["depth"] = (["block", "grad_norm"], list(map(list, zip(names, snapshot.grad_depth))))
         if self.cell_curves:
             cells = list(self.cell_curves)
             length = len(self.cell_curves[cells[0]])

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from explorer.export.tables import matrix_table
 from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
-from explorer.ui.panels.base import Panel
+from explorer.ui.panels.base import Panel, elide
 from explorer.ui.panels.inside_widgets import Background, LensTable, TracesPlot, UnitHeatmap
 
 RESIDUAL, LENS = "residual", "lens"  # Transformer views besides one block's output
@@ -181,7 +181,8 @@ class HiddenPanel(Panel):
         if snapshot.lens is not None and not self.SHOWS_GATES:
             items.append(("logit lens", LENS))
         self._fill(self.layer_box, items, keep)
-        self.status.setText(f"step {snapshot.step}: {snapshot.source!r}" + (f" → {snapshot.target!r}" if snapshot.target else ""))
+        source, target = elide(snapshot.source, 32), elide(snapshot.target, 32)
+        self.status.setText(f"step {snapshot.step}: {source!r}" + (f" → {target!r}" if target else ""))
         self._on_layer_changed()
 
     def _layer_title(self, layer) -> str:

@@ -122,7 +122,6 @@ class StepDecodingPanel(Panel):
         self.output_label.setTextFormat(Qt.RichText)
         self.output_label.setWordWrap(True)
         self.plots = pg.GraphicsLayoutWidget()
-        self.plots.setBackground("w")
         # Side by side: the charts are as tall as the dock allows, one readable row per token.
         self.topk_chart = BarChart(self.plots.addPlot(row=0, col=0), "p(next token)")
         self.topk_chart.set_title("most probable next tokens")
