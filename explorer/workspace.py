@@ -26,4 +26,4 @@ class Workspace:
 
     @property
     def is_seq2seq(self) -> bool:
-        return self.family in ("seq2seq", "transformer")
+        return self.family in ("seq2seq", "transformer", "hf-seq2seq")

@@ -1,0 +1,61 @@
+"""The Hugging Face model families: one table entry each (what the family registry needs).
+
+`auto_class` is the transformers Auto class that loads it, `adapter` the explorer.hf.adapter class
+that gives it our decoding interface; `lm` / `source` / `masked` say whether it continues a prompt,
+translates a source, or fills in masked tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from explorer.errors import UserError
+
+
+@dataclass(frozen=True)
+class HFFamily:
+    name: str
+    auto_class: str
+    adapter: str
+    lm: bool
+    source: bool
+    masked: bool
+
+
+HF_FAMILIES = {
+    "hf-causal-lm": HFFamily("hf-causal-lm", "AutoModelForCausalLM", "HFCausalLM",
+                             lm=True, source=False, masked=False),
+    "hf-seq2seq": HFFamily("hf-seq2seq", "AutoModelForSeq2SeqLM", "HFSeq2Seq",
+                           lm=False, source=True, masked=False),
+    "hf-masked-lm": HFFamily("hf-masked-lm", "AutoModelForMaskedLM", "HFMaskedLM",
+                             lm=False, source=False, masked=True),
+}
+# architecture-name endings (config.json "architectures") -> family
+_HEADS = (("ForMaskedLM", "hf-masked-lm"), ("ForCausalLM", "hf-causal-lm"),
+          ("LMHeadModel", "hf-causal-lm"), ("ForConditionalGeneration", "hf-seq2seq"),
+          ("MTModel", "hf-seq2seq"))
+
+
+def family_of(config: dict, name: str) -> HFFamily:
+    """The family of a config.json: its architectures first, then what transformers maps it to."""
+    from transformers.models.auto import modeling_auto as auto
+
+    model_type = config["model_type"]
+    for architecture in config.get("architectures") or ():
+        for ending, family in _HEADS:
+            if architecture.endswith(ending):
+                if family == "hf-seq2seq" and not config.get("is_encoder_decoder", False):
+                    continue
+                return HF_FAMILIES[family]
+    if config.get("is_encoder_decoder") and model_type in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+        return HF_FAMILIES["hf-seq2seq"]
+    if model_type in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES and model_type not in (
+        auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    ):
+        return HF_FAMILIES["hf-masked-lm"]
+    if model_type in auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return HF_FAMILIES["hf-causal-lm"]
+    if model_type in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return HF_FAMILIES["hf-masked-lm"]
+    raise UserError(f"{name}: a {model_type} model has no language-model head the explorer opens "
+                    "(causal LM, encoder-decoder or masked LM)")
