@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 
 import torch
 
@@ -108,8 +109,10 @@ def build_marian(folder, work):
     for name in ("source.spm", "target.spm"):
         shutil.copy(work / "sp.model", work / name)
     (work / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    tokenizer = MarianTokenizer(source_spm=str(work / "source.spm"), target_spm=str(work / "target.spm"),
-                                vocab=str(work / "vocab.json"))
+    with warnings.catch_warnings():  # "Recommended: pip install sacremoses": not needed here
+        warnings.simplefilter("ignore")
+        tokenizer = MarianTokenizer(source_spm=str(work / "source.spm"),
+                                    target_spm=str(work / "target.spm"), vocab=str(work / "vocab.json"))
     torch.manual_seed(0)
     pad = tokenizer.pad_token_id
     config = MarianConfig(vocab_size=len(tokenizer), d_model=32, encoder_layers=2, decoder_layers=2,
