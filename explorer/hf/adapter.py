@@ -49,8 +49,13 @@ class HFAdapter(nn.Module):
         super().__init__()
         self.hf = hf_model
         self.config = config
-        self._fused = hf_model.config._attn_implementation
-        self._switchable = self._fused != "eager" and hf_model._can_set_attn_implementation()
+        self._fused = self._switchable = None  # the fused kernel, when the model can switch to it
+        if getattr(hf_model, "_supports_sdpa", False) and hf_model._can_set_attn_implementation():
+            try:
+                hf_model.set_attn_implementation("sdpa")
+                self._fused, self._switchable = "sdpa", True
+            except (ValueError, ImportError):  # this architecture has no sdpa path: stay eager
+                pass
         self.train(hf_model.training)  # a new Module says training; the wrapped model decides
 
     @contextlib.contextmanager

@@ -55,13 +55,16 @@ def _model_config(hf_model, family, tokenizer, folder: Path):
     eos = tokenizer.eos_token_id if eos is None else eos
     eos = eos[0] if isinstance(eos, (list, tuple)) else eos  # several eos: the first ends hypotheses
     if family.source:
-        start = config.decoder_start_token_id
+        start = getattr(config, "decoder_start_token_id", None)
         if start is None:
             start = getattr(generation, "decoder_start_token_id", None)
     else:
         start = getattr(config, "bos_token_id", None)
         start = tokenizer.bos_token_id if start is None else start
-    pad = next((p for p in (getattr(config, "pad_token_id", None), tokenizer.pad_token_id, eos) if p is not None), 0)
+    pad = next((p for p in (getattr(config, "pad_token_id", None), tokenizer.pad_token_id, eos)
+                if p is not None), 0)
+    if start is None:  # no bos (or decoder start) named: start like GPT-2, from the eos
+        start = eos if eos is not None else pad
     positions = _positions(config)
     return HFModelConfig(
         family=family.name, model_type=config.model_type,
@@ -106,6 +109,7 @@ def open_hf_model(path):
         hf_model = auto_class.from_pretrained(
             str(folder), local_files_only=True, trust_remote_code=False,
             use_safetensors=bool(safetensors), weights_only=True,
+            attn_implementation="eager",  # weights available; the adapter picks sdpa where it can
         )
     except Exception as exc:  # noqa: BLE001 - wrong shapes, a pickle that is not plain tensors
         raise UserError(f"{name}: cannot load the model ({_one_line(exc)})") from None
