@@ -1,5 +1,23 @@
 """Errors a user can act on: the CLI prints them as one line and exits 2, the app shows a dialog."""
 
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
 
 class UserError(Exception):
     """Bad input or a request that cannot be met. The message is one line and names the culprit."""
+
+
+def read_json(path: str | Path, missing: str | None = None) -> Any:
+    """The JSON value in `path`; a UserError when the file is missing (`missing`, or "no such
+    file") or does not hold valid JSON."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(missing or f"{path}: no such file") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not valid JSON ({exc})") from None

@@ -26,4 +26,7 @@ class Workspace:
 
     @property
     def is_seq2seq(self) -> bool:
-        return self.family in ("seq2seq", "transformer", "hf-seq2seq")
+        """Reads a source and writes a target (an encoder-decoder)."""
+        from explorer.families import get_family
+
+        return get_family(self.family).has_source

@@ -2,11 +2,13 @@
 
 Public entries (imported lazily, so `import models` stays cheap):
     RNN, RNNCell, UGRNNCell, GRUCell, LSTMCell         models.recurrent
-    Alignment (the RNN attention scores)               models.alignment
+    Alignment (the RNN attention)                      models.alignment
+    SCORES, AttentionScore (the attention-score table) models.scores
     MultiHeadAttention                                 models.attention
     positional (module: sinusoidal, LearnedPositional, RotaryEmbedding)
     RNNLanguageModel, Seq2Seq, Transformer, GPT, BERT  one file per family
-    configs, PRESETS, make_config, build_model, count_parameters   models.config
+    configs, make_config, build_model, count_parameters            models.config
+    ModelFamily, model_family, model_families, register_model_family   models.families
     Trace, AttentionMap                                models.trace
     reorder_state                                      models.state
 """
@@ -31,7 +33,12 @@ _LAZY = {
     "RNNLMConfig": "models.config",
     "Seq2SeqConfig": "models.config",
     "TransformerConfig": "models.config",
-    "PRESETS": "models.config",
+    "ModelFamily": "models.families",
+    "model_family": "models.families",
+    "model_families": "models.families",
+    "register_model_family": "models.families",
+    "SCORES": "models.scores",
+    "AttentionScore": "models.scores",
     "make_config": "models.config",
     "build_model": "models.config",
     "count_parameters": "models.config",

@@ -1,25 +1,17 @@
-"""Attention scores for RNN encoder-decoders: how well decoder state s matches encoder state h_i.
+"""Attention for RNN encoder-decoders: how well decoder state s matches encoder state h_i.
 
-    dot          s^T h_i                                   (Luong et al., 2015)
-    general      s^T W h_i                                 (Luong et al., 2015)
-    scaled-dot   s^T h_i / sqrt(n), n = size of h_i        (Vaswani et al., 2017)
-    additive     v^T tanh(W [s; h_i])                      (Bahdanau et al., 2015, "concat")
-    cosine       beta * cos(s, h_i), beta learned, init 1  (Graves et al., 2014, content-based)
-    location     alpha = softmax(W s)                      (Luong et al., 2015; ignores h entirely)
-
-The weights are alpha = softmax over source positions, with padding masked to exactly 0, and the
-context is sum_i alpha_i h_i.
+The scores (dot, general, scaled-dot, additive, cosine, location), their formulas and the
+parameters each learns are the table in `models.scores`. Whatever the score, the weights are
+alpha = softmax over source positions, with padding masked to exactly 0, and the context is
+sum_i alpha_i h_i.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
-SCORES = ("dot", "general", "scaled-dot", "additive", "cosine", "location")
+from models.scores import SCORES
 
 
 class Alignment(nn.Module):
@@ -32,24 +24,20 @@ class Alignment(nn.Module):
         max_src_len: int = 128,
     ):
         super().__init__()
-        if score not in SCORES:
-            raise ValueError(f"unknown attention score {score!r}; choose one of {', '.join(SCORES)}")
-        if score in ("dot", "scaled-dot", "cosine") and query_size != key_size:
+        entry = SCORES.get(score)
+        if entry is None or entry.function is None:
+            choices = ", ".join(name for name, s in SCORES.items() if s.function is not None)
+            raise ValueError(f"unknown attention score {score!r}; choose one of {choices}")
+        if entry.same_size and query_size != key_size:
             raise ValueError(
                 f"{score} attention needs query_size == key_size, got {query_size} and {key_size}"
             )
         self.score, self.query_size, self.key_size = score, query_size, key_size
         self.max_src_len = max_src_len
-        if score == "general":
-            self.W = nn.Linear(key_size, query_size, bias=False)  # W h_i, then s^T (W h_i)
-        elif score == "additive":
-            attn_size = attn_size or query_size
-            self.W = nn.Linear(query_size + key_size, attn_size, bias=False)  # acts on [s; h_i]
-            self.v = nn.Linear(attn_size, 1, bias=False)
-        elif score == "cosine":
-            self.beta = nn.Parameter(torch.ones(()))  # key strength: sharpens the flat cosine softmax
-        elif score == "location":
-            self.W = nn.Linear(query_size, max_src_len)  # one logit per source position
+        self._score = entry.function
+        for name, parameter in entry.parameters(query_size, key_size, attn_size or query_size,
+                                                max_src_len).items():
+            setattr(self, name, parameter)  # registered under the table's names (state-dict keys)
 
     def extra_repr(self) -> str:
         return f"{self.score}, query_size={self.query_size}, key_size={self.key_size}"
@@ -74,26 +62,4 @@ class Alignment(nn.Module):
 
     def scores(self, queries: Tensor, keys: Tensor) -> Tensor:
         """Unnormalised scores (B, Tq, Tk) of queries (B, Tq, Hq) against keys (B, Tk, Hk)."""
-        if self.score == "dot":
-            return queries @ keys.transpose(1, 2)
-        if self.score == "scaled-dot":
-            return queries @ keys.transpose(1, 2) / math.sqrt(self.key_size)
-        if self.score == "general":
-            return queries @ self.W(keys).transpose(1, 2)
-        if self.score == "cosine":
-            unit_queries = F.normalize(queries, dim=-1, eps=1e-8)
-            unit_keys = F.normalize(keys, dim=-1, eps=1e-8)
-            return self.beta * (unit_queries @ unit_keys.transpose(1, 2))
-        if self.score == "additive":
-            # W [s; h] = W_s s + W_h h: project each side once instead of every (query, key) pair.
-            w_query, w_key = self.W.weight.split([self.query_size, self.key_size], dim=1)
-            # (B, Tq, 1, A) + (B, 1, Tk, A) -> (B, Tq, Tk, A)
-            projected = F.linear(queries, w_query).unsqueeze(2) + F.linear(keys, w_key).unsqueeze(1)
-            return self.v(torch.tanh(projected)).squeeze(-1)
-        # location: the logits depend on the decoder state only; keep the first Tk positions.
-        src_len = keys.shape[1]
-        if src_len > self.max_src_len:
-            raise ValueError(
-                f"location attention scores at most {self.max_src_len} source positions, got {src_len}"
-            )
-        return self.W(queries)[..., :src_len]
+        return self._score(self, queries, keys)

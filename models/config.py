@@ -1,21 +1,31 @@
-"""One dataclass config per model family, their JSON round trip, presets and `build_model`.
+"""The configs of the built-in families (dataclasses), their JSON round trip, and `make_config` /
+`build_model` for any family in the registry (`models.families`; presets live with each model).
 
 Token ids 0..4 are reserved in every vocabulary: <pad>=0 <bos>=1 <eos>=2 <unk>=3 <mask>=4.
+Importing this module does not import torch.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
-from torch import nn
+from models.families import model_family
+from models.scores import SCORES
+
+if TYPE_CHECKING:
+    from torch import nn
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID = 0, 1, 2, 3, 4
 CELLS = ("rnn", "ugrnn", "gru", "lstm")
-ATTENTION_SCORES = ("none", "dot", "general", "scaled-dot", "additive", "cosine", "location")
-FAMILIES = ("rnn-lm", "seq2seq", "transformer", "gpt", "bert")
+ATTENTION_SCORES = tuple(SCORES)  # "none" and every score in models.scores
 POSITIONAL = ("sinusoidal", "learned", "rope")
+
+
+def _check_cell(cell: str) -> None:
+    if cell not in CELLS:
+        raise ValueError(f"unknown cell {cell!r}; choose one of {', '.join(CELLS)}")
 
 
 @dataclass
@@ -28,6 +38,9 @@ class RNNLMConfig:
     num_layers: int = 1
     dropout: float = 0.0
     tie_weights: bool = False  # needs embed_dim == hidden_size
+
+    def validate(self) -> None:
+        _check_cell(self.cell)
 
 
 @dataclass
@@ -45,6 +58,13 @@ class Seq2SeqConfig:
     dropout: float = 0.0
     max_src_len: int = 128  # location-based attention scores a fixed number of source positions
 
+    def validate(self) -> None:
+        _check_cell(self.cell)
+        if self.attention not in SCORES:
+            raise ValueError(
+                f"unknown attention {self.attention!r}; choose one of {', '.join(SCORES)}"
+            )
+
 
 @dataclass
 class TransformerConfig:
@@ -61,70 +81,45 @@ class TransformerConfig:
     norm_first: bool = True  # pre-norm; False is the original post-norm
     tie_weights: bool = True  # output projection shares the target embedding
 
+    def validate(self) -> None:
+        if self.positional not in POSITIONAL:
+            raise ValueError(f"unknown positional encoding {self.positional!r}")
+        if self.num_heads < 1 or self.d_model % self.num_heads:
+            raise ValueError(f"d_model {self.d_model} is not divisible by {self.num_heads} heads")
+        if self.positional == "rope" and (self.d_model // self.num_heads) % 2:
+            raise ValueError("RoPE rotates pairs of features: d_model / num_heads must be even")
 
-ModelConfig = Union[RNNLMConfig, Seq2SeqConfig, TransformerConfig]
-_CONFIG_FOR_FAMILY = {
-    "rnn-lm": RNNLMConfig,
-    "seq2seq": Seq2SeqConfig,
-    "transformer": TransformerConfig,
-    "gpt": TransformerConfig,
-    "bert": TransformerConfig,
-}
 
-# Size presets, per family. Vocabulary sizes come from the data, not from presets.
-PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    "tiny": {
-        "rnn-lm": dict(embed_dim=32, hidden_size=64, num_layers=1),
-        "seq2seq": dict(embed_dim=32, hidden_size=64, num_layers=1),
-        "transformer": dict(d_model=64, num_heads=4, num_layers=2, d_ff=128, dropout=0.0),
-        "gpt": dict(d_model=64, num_heads=4, num_layers=2, d_ff=128, dropout=0.0),
-        "bert": dict(d_model=64, num_heads=4, num_layers=2, d_ff=128, dropout=0.0),
-    },
-    "small": {
-        "rnn-lm": dict(embed_dim=128, hidden_size=256, num_layers=2, dropout=0.1),
-        "seq2seq": dict(embed_dim=128, hidden_size=256, num_layers=1, dropout=0.1),
-        "transformer": dict(d_model=256, num_heads=4, num_layers=3, d_ff=1024, dropout=0.1),
-        "gpt": dict(d_model=128, num_heads=4, num_layers=4, d_ff=512, dropout=0.0),
-        "bert": dict(d_model=128, num_heads=4, num_layers=4, d_ff=512, dropout=0.1),
-    },
-}
+ModelConfig = Union[RNNLMConfig, Seq2SeqConfig, TransformerConfig]  # or a registered family's
 
 
 def make_config(family: str, preset: str | None = None, **overrides: Any) -> ModelConfig:
     """A config for `family`, starting from `preset` (if given) and then `overrides`."""
-    if family not in _CONFIG_FOR_FAMILY:
-        raise ValueError(f"unknown model family {family!r}; choose one of {', '.join(FAMILIES)}")
+    spec = model_family(family)
     values: dict[str, Any] = {"family": family}
     if preset is not None:
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-        values.update(PRESETS[preset][family])
+        if preset not in spec.presets:
+            raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(spec.presets)}")
+        values.update(spec.presets[preset])
     values.update({k: v for k, v in overrides.items() if v is not None})
-    cls = _CONFIG_FOR_FAMILY[family]
+    return _config(spec.config_class, values)
+
+
+def _config(cls: type, values: dict[str, Any]) -> ModelConfig:
+    """cls(**values), validated; a setting the family does not have is a ValueError."""
     unknown = sorted(set(values) - {f.name for f in fields(cls)})
     if unknown:
-        raise ValueError(f"{family} models have no setting {', '.join(unknown)}")
+        raise ValueError(f"{values['family']} models have no setting {', '.join(unknown)}")
     config = cls(**values)
     validate(config)
     return config
 
 
 def validate(config: ModelConfig) -> None:
-    if isinstance(config, (RNNLMConfig, Seq2SeqConfig)) and config.cell not in CELLS:
-        raise ValueError(f"unknown cell {config.cell!r}; choose one of {', '.join(CELLS)}")
-    if isinstance(config, Seq2SeqConfig) and config.attention not in ATTENTION_SCORES:
-        raise ValueError(
-            f"unknown attention {config.attention!r}; choose one of {', '.join(ATTENTION_SCORES)}"
-        )
-    if isinstance(config, TransformerConfig):
-        if config.positional not in POSITIONAL:
-            raise ValueError(f"unknown positional encoding {config.positional!r}")
-        if config.num_heads < 1 or config.d_model % config.num_heads:
-            raise ValueError(
-                f"d_model {config.d_model} is not divisible by {config.num_heads} heads"
-            )
-        if config.positional == "rope" and (config.d_model // config.num_heads) % 2:
-            raise ValueError("RoPE rotates pairs of features: d_model / num_heads must be even")
+    """Raise ValueError for a value the family cannot build (the config's own validate())."""
+    check = getattr(config, "validate", None)
+    if check is not None:
+        check()
 
 
 def config_to_dict(config: ModelConfig) -> dict[str, Any]:
@@ -132,17 +127,7 @@ def config_to_dict(config: ModelConfig) -> dict[str, Any]:
 
 
 def config_from_dict(data: dict[str, Any]) -> ModelConfig:
-    family = data.get("family")
-    if family not in _CONFIG_FOR_FAMILY:
-        raise ValueError(f"config has unknown model family {family!r}")
-    cls = _CONFIG_FOR_FAMILY[family]
-    known = {f.name for f in fields(cls)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise ValueError(f"config has unknown fields for {family}: {', '.join(unknown)}")
-    config = cls(**data)
-    validate(config)
-    return config
+    return _config(model_family(data.get("family")).config_class, dict(data))
 
 
 def config_to_json(config: ModelConfig) -> str:
@@ -163,17 +148,7 @@ def with_vocab(config: ModelConfig, vocab_size: int, src_vocab_size: int | None 
 
 def build_model(config: ModelConfig) -> nn.Module:
     validate(config)
-    if config.family == "rnn-lm":
-        from models.rnn_lm import RNNLanguageModel
-
-        return RNNLanguageModel(config)
-    if config.family == "seq2seq":
-        from models.seq2seq import Seq2Seq
-
-        return Seq2Seq(config)
-    from models.transformer import BERT, GPT, Transformer
-
-    return {"transformer": Transformer, "gpt": GPT, "bert": BERT}[config.family](config)
+    return model_family(config.family).build(config)
 
 
 def count_parameters(model: nn.Module, trainable_only: bool = True) -> int:

@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.config import RNNLMConfig
+from models.families import ModelFamily
 from models.recurrent import RNN, prefixed, to_batch_first_state, to_torch_state
 
 
@@ -54,3 +55,11 @@ class RNNLanguageModel(nn.Module):
         """tokens (B,) -> logits (B, V) for the next position, the new state, and no attention."""
         logits, state = self.forward(tokens.unsqueeze(1), state, return_state=True)  # tokens: (B, 1)
         return logits.squeeze(1), state, None
+
+
+MODEL_FAMILIES = (
+    ModelFamily("rnn-lm", RNNLMConfig, RNNLanguageModel, presets={
+        "tiny": dict(embed_dim=32, hidden_size=64, num_layers=1),
+        "small": dict(embed_dim=128, hidden_size=256, num_layers=2, dropout=0.1),
+    }),
+)

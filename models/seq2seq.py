@@ -20,7 +20,9 @@ from torch import Tensor, nn
 
 from models.alignment import Alignment
 from models.config import PAD_ID, Seq2SeqConfig
+from models.families import ModelFamily
 from models.recurrent import RNN, concat_traces, prefixed, to_batch_first_state, to_torch_state
+from models.scores import SCORES
 from models.trace import AttentionMap, Trace
 
 
@@ -30,7 +32,7 @@ class Seq2Seq(nn.Module):
         self.config = config
         E, H, L = config.embed_dim, config.hidden_size, config.num_layers
         directions = 2 if config.bidirectional_encoder else 1
-        self.style = {"none": "none", "additive": "bahdanau"}.get(config.attention, "luong")
+        self.style = SCORES[config.attention].style  # "none", "bahdanau" or "luong"
         self.src_embedding = nn.Embedding(config.src_vocab_size, E, padding_idx=PAD_ID)
         self.tgt_embedding = nn.Embedding(config.vocab_size, E, padding_idx=PAD_ID)
         self.encoder = RNN(config.cell, E, H, L, bidirectional=config.bidirectional_encoder,
@@ -176,3 +178,11 @@ class Seq2Seq(nn.Module):
 
     def dropout(self, x: Tensor) -> Tensor:
         return F.dropout(x, self.config.dropout, self.training)
+
+
+MODEL_FAMILIES = (
+    ModelFamily("seq2seq", Seq2SeqConfig, Seq2Seq, presets={
+        "tiny": dict(embed_dim=32, hidden_size=64, num_layers=1),
+        "small": dict(embed_dim=128, hidden_size=256, num_layers=1, dropout=0.1),
+    }),
+)

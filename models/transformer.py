@@ -1,8 +1,9 @@
 """Transformer encoder-decoder (Vaswani et al. 2017), decoder-only GPT and encoder-only BERT.
 
 All three are built from a `models.config.TransformerConfig` and share the blocks of
-`models.transformer_blocks`. With trace=True a forward pass also returns a `models.Trace` holding
-every attention map (B, H, Tq, Tk) and each block's output, still in the autograd graph.
+`models.transformer_blocks`; GPT and BERT share one trunk. With trace=True a forward pass also
+returns a `models.Trace` holding every attention map (B, H, Tq, Tk) and each block's output, still
+in the autograd graph.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.config import TransformerConfig
+from models.families import ModelFamily
 from models.trace import AttentionMap, Trace
 from models.transformer_blocks import DecoderLayer, Embedding, EncoderLayer, final_norm, make_rope
 
@@ -125,8 +127,12 @@ class Transformer(nn.Module):
         return logits, new_state, torch.stack(cross_maps, dim=1)  # attention (B, L, H, Ts)
 
 
-class GPT(nn.Module):
-    """Decoder-only language model (causal self-attention): forward(tokens, pad_mask=None, trace=False)."""
+class _SelfAttentionStack(nn.Module):
+    """The trunk GPT and BERT share: embedding, blocks of self-attention (GELU feed-forward), and
+    the final norm. `causal` makes it a decoder (GPT), else an encoder (BERT)."""
+
+    causal = False
+    trace_kind = "encoder"  # what the attention maps and hidden states are called in a trace
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -135,15 +141,31 @@ class GPT(nn.Module):
         self.rope = make_rope(config)
         self.layers = nn.ModuleList(EncoderLayer(config, F.gelu) for _ in range(config.num_layers))
         self.final_norm = final_norm(config)
+
+    def trunk(self, tokens: Tensor, pad_mask: Tensor | None, record: Trace | None) -> Tensor:
+        """tokens (B, T) -> the normalised output of the last block (B, T, D)."""
+        x = self.embed(tokens)  # (B, T, D)
+        for k, layer in enumerate(self.layers):
+            x, weights = layer(
+                x, pad_mask, is_causal=self.causal, rope=self.rope, need_weights=record is not None
+            )
+            _record(record, self.trace_kind, k, weights, x)
+        return self.final_norm(x)
+
+
+class GPT(_SelfAttentionStack):
+    """Decoder-only language model (causal self-attention): forward(tokens, pad_mask=None, trace=False)."""
+
+    causal = True
+    trace_kind = "decoder"
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__(config)
         self.lm_head = _output_head(config, self.embed)
 
     def forward(self, tokens: Tensor, pad_mask: Tensor | None = None, trace: bool = False):
         record = Trace() if trace else None
-        x = self.embed(tokens)  # (B, T, D)
-        for k, layer in enumerate(self.layers):
-            x, weights = layer(x, pad_mask, is_causal=True, rope=self.rope, need_weights=trace)
-            _record(record, "decoder", k, weights, x)
-        logits = self.lm_head(self.final_norm(x))  # (B, T, V)
+        logits = self.lm_head(self.trunk(tokens, pad_mask, record))  # (B, T, V)
         return (logits, record) if trace else logits
 
     @torch.no_grad()
@@ -174,16 +196,11 @@ class GPT(nn.Module):
         return logits, {"position": state["position"] + 1, "layers": layers}, None
 
 
-class BERT(nn.Module):
+class BERT(_SelfAttentionStack):
     """Encoder-only masked language model: forward(tokens, pad_mask=None, trace=False) -> (B, T, V)."""
 
     def __init__(self, config: TransformerConfig):
-        super().__init__()
-        self.config = config
-        self.embed = Embedding(config.vocab_size, config)
-        self.rope = make_rope(config)
-        self.layers = nn.ModuleList(EncoderLayer(config, F.gelu) for _ in range(config.num_layers))
-        self.final_norm = final_norm(config)
+        super().__init__(config)
         # BERT's masked-LM head: dense layer, GELU, LayerNorm, then the (tied) vocabulary projection
         self.mlm_dense = nn.Linear(config.d_model, config.d_model)
         self.mlm_norm = nn.LayerNorm(config.d_model)
@@ -192,10 +209,22 @@ class BERT(nn.Module):
 
     def forward(self, tokens: Tensor, pad_mask: Tensor | None = None, trace: bool = False):
         record = Trace() if trace else None
-        x = self.embed(tokens)  # (B, T, D)
-        for k, layer in enumerate(self.layers):
-            x, weights = layer(x, pad_mask, rope=self.rope, need_weights=trace)
-            _record(record, "encoder", k, weights, x)
-        x = self.mlm_norm(F.gelu(self.mlm_dense(self.final_norm(x))))
+        x = self.mlm_norm(F.gelu(self.mlm_dense(self.trunk(tokens, pad_mask, record))))
         logits = self.lm_head(x) + self.lm_bias  # (B, T, V)
         return (logits, record) if trace else logits
+
+
+MODEL_FAMILIES = (
+    ModelFamily("transformer", TransformerConfig, Transformer, presets={
+        "tiny": dict(d_model=64, num_heads=4, num_layers=2, d_ff=128, dropout=0.0),
+        "small": dict(d_model=256, num_heads=4, num_layers=3, d_ff=1024, dropout=0.1),
+    }),
+    ModelFamily("gpt", TransformerConfig, GPT, presets={
+        "tiny": dict(d_model=64, num_heads=4, num_layers=2, d_ff=128, dropout=0.0),
+        "small": dict(d_model=128, num_heads=4, num_layers=4, d_ff=512, dropout=0.0),
+    }),
+    ModelFamily("bert", TransformerConfig, BERT, presets={
+        "tiny": dict(d_model=64, num_heads=4, num_layers=2, d_ff=128, dropout=0.0),
+        "small": dict(d_model=128, num_heads=4, num_layers=4, d_ff=512, dropout=0.1),
+    }),
+)

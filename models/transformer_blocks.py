@@ -58,7 +58,22 @@ def make_rope(config: TransformerConfig) -> RotaryEmbedding | None:
     return RotaryEmbedding(config.d_model // config.num_heads, config.max_len)
 
 
-class EncoderLayer(nn.Module):
+class _FeedForwardLayer(nn.Module):
+    """What encoder and decoder layers share: the position-wise feed-forward net (nanoGPT's MLP),
+    linear2(dropout(activation(linear1(x)))), with torch's flat names so state dicts stay compatible."""
+
+    def _add_feed_forward(self, config: TransformerConfig, activation: Callable[[Tensor], Tensor]):
+        self.linear1 = nn.Linear(config.d_model, config.d_ff)
+        self.linear2 = nn.Linear(config.d_ff, config.d_model)
+        self.activation = activation
+        self.dropout = nn.Dropout(config.dropout)  # inside the feed-forward net
+
+    def feed_forward(self, x: Tensor) -> Tensor:
+        """(B, T, D) -> (B, T, D)."""
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+
+class EncoderLayer(_FeedForwardLayer):
     """Self-attention then a position-wise feed-forward net, each in a residual connection.
 
     Post-norm (Vaswani): x = LN(x + f(x)). Pre-norm (norm_first): x = x + f(LN(x)).
@@ -70,12 +85,9 @@ class EncoderLayer(nn.Module):
         d_model = config.d_model
         self.norm_first = config.norm_first
         self.self_attn = MultiHeadAttention(d_model, config.num_heads, dropout=config.dropout)
-        self.linear1 = nn.Linear(d_model, config.d_ff)
-        self.linear2 = nn.Linear(config.d_ff, d_model)
-        self.activation = activation
+        self._add_feed_forward(config, activation)  # after the attention: the same parameter order
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(config.dropout)  # inside the feed-forward net
         self.dropout1 = nn.Dropout(config.dropout)  # on the attention output
         self.dropout2 = nn.Dropout(config.dropout)  # on the feed-forward output
 
@@ -95,11 +107,11 @@ class EncoderLayer(nn.Module):
         if self.norm_first:
             attended, weights = self._self_attention(self.norm1(x), **attend)
             x = x + attended
-            x = x + self._feed_forward(self.norm2(x))
+            x = x + self.dropout2(self.feed_forward(self.norm2(x)))
         else:
             attended, weights = self._self_attention(x, **attend)
             x = self.norm1(x + attended)
-            x = self.norm2(x + self._feed_forward(x))
+            x = self.norm2(x + self.dropout2(self.feed_forward(x)))
         return x, weights
 
     def _self_attention(self, x, pad_mask, is_causal, rope, need_weights, cache):
@@ -109,11 +121,8 @@ class EncoderLayer(nn.Module):
         )
         return self.dropout1(attended), weights
 
-    def _feed_forward(self, x: Tensor) -> Tensor:
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
-
-class DecoderLayer(nn.Module):
+class DecoderLayer(_FeedForwardLayer):
     """Masked self-attention, cross-attention over the encoder's output, feed-forward; each residual."""
 
     def __init__(self, config: TransformerConfig, activation: Callable[[Tensor], Tensor] = F.relu):
@@ -122,13 +131,10 @@ class DecoderLayer(nn.Module):
         self.norm_first = config.norm_first
         self.self_attn = MultiHeadAttention(d_model, config.num_heads, dropout=config.dropout)
         self.multihead_attn = MultiHeadAttention(d_model, config.num_heads, dropout=config.dropout)
-        self.linear1 = nn.Linear(d_model, config.d_ff)
-        self.linear2 = nn.Linear(config.d_ff, d_model)
-        self.activation = activation
+        self._add_feed_forward(config, activation)
         self.norm1 = nn.LayerNorm(d_model)
         self.norm2 = nn.LayerNorm(d_model)
         self.norm3 = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(config.dropout)
         self.dropout1 = nn.Dropout(config.dropout)
         self.dropout2 = nn.Dropout(config.dropout)
         self.dropout3 = nn.Dropout(config.dropout)
@@ -155,13 +161,13 @@ class DecoderLayer(nn.Module):
             x = x + attended
             attended, cross_weights = self._cross_attention(self.norm2(x), memory, **attend_memory)
             x = x + attended
-            x = x + self._feed_forward(self.norm3(x))
+            x = x + self.dropout3(self.feed_forward(self.norm3(x)))
         else:
             attended, self_weights = self._self_attention(x, **attend_self)
             x = self.norm1(x + attended)
             attended, cross_weights = self._cross_attention(x, memory, **attend_memory)
             x = self.norm2(x + attended)
-            x = self.norm3(x + self._feed_forward(x))
+            x = self.norm3(x + self.dropout3(self.feed_forward(x)))
         return x, self_weights, cross_weights
 
     def _self_attention(self, x, pad_mask, rope, need_weights, cache):
@@ -176,9 +182,6 @@ class DecoderLayer(nn.Module):
             x, memory, memory, key_padding_mask=pad_mask, need_weights=need_weights, cache=cache
         )
         return self.dropout2(attended), weights
-
-    def _feed_forward(self, x: Tensor) -> Tensor:
-        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
 def final_norm(config: TransformerConfig) -> nn.Module:

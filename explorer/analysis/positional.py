@@ -46,17 +46,6 @@ def similarity(table: np.ndarray, kind: str = "cosine") -> np.ndarray:
     raise ValueError(f"unknown similarity {kind!r}; choose 'dot' or 'cosine'")
 
 
-def similarity_by_distance(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and spread of similarity[n, n+k] over n, for each distance k: two (N,) arrays.
-
-    For the sinusoidal table the spread is tiny: similarity depends on distance, not position.
-    """
-    size = matrix.shape[0]
-    means = np.array([np.diagonal(matrix, offset=k).mean() for k in range(size)])
-    spreads = np.array([np.diagonal(matrix, offset=k).std() for k in range(size)])
-    return means, spreads
-
-
 @dataclass
 class ShiftFit:
     shift: int  # k
@@ -81,20 +70,6 @@ def fit_shift_map(table: np.ndarray, shift: int) -> ShiftFit:
     residual = float(np.sqrt(np.mean(error**2)))
     scale = float(np.sqrt(np.mean(after**2)))
     return ShiftFit(shift, shift_map, residual, residual / max(scale, 1e-300), len(before))
-
-
-def exact_shift_map(dim: int, shift: int, base: float = DEFAULT_BASE) -> np.ndarray:
-    """The analytic M_k of the sinusoidal table: a 2x2 rotation by k * frequency on each pair."""
-    shift_map = np.zeros((dim, dim), dtype=np.float64)
-    for pair, omega in enumerate(frequencies(dim, base)):
-        s, c = np.sin(shift * omega), np.cos(shift * omega)
-        i = 2 * pair
-        if i + 1 < dim:
-            # row vector [sin(a), cos(a)] @ [[c, -s], [s, c]] = [sin(a + kw), cos(a + kw)]
-            shift_map[i : i + 2, i : i + 2] = [[c, -s], [s, c]]
-        else:  # odd dim: the last sin has no cos partner, so no exact linear map exists for it
-            shift_map[i, i] = c
-    return shift_map
 
 
 def shift_residuals(table: np.ndarray, shifts) -> np.ndarray:

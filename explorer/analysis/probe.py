@@ -7,6 +7,9 @@ back-propagates the teacher-forced loss to every traced hidden state:
 * RNNs: ||dL/dh_t|| for every time step t of every layer (vanishing / exploding through time);
 * Transformers: ||dL/d(block output)|| for every block, bottom to top (gradient through depth).
 
+Each family names how its text becomes model inputs (`encode_pair`, `encode_next_token`,
+`encode_masked`) in explorer.families.
+
 Gradients are taken with `torch.autograd.grad`, so the parameters' `.grad` (the trainer's) is never
 touched, and the model is put back in the mode it was in. Everything returned is numpy.
 """
@@ -22,6 +25,7 @@ import torch.nn.functional as F
 
 from explorer.analysis.gradients import gradient_norms_by_name, gradient_norms_per_layer
 from explorer.events import AttentionSnapshot, ProbeSnapshot
+from explorer.families import family_of
 from models.config import BOS_ID, CELLS, EOS_ID, make_config
 
 # Panels probe from worker threads; one probe at a time, so no probe sees another's model.eval()
@@ -30,7 +34,7 @@ _PROBE_LOCK = threading.Lock()
 
 
 @dataclass
-class _Encoded:
+class Encoded:
     """The probe input as model tensors plus the label of every position."""
 
     inputs: tuple  # positional arguments of model.forward
@@ -42,47 +46,56 @@ def _tokens(tokenizer, ids: list[int]) -> list[str]:
     return [str(t) for t in tokenizer.tokens(ids)]
 
 
-def _encode(workspace, source: str, target: str) -> _Encoded:
+def encode_pair(workspace, source: str, target: str) -> Encoded:
+    """Encoder-decoders: the source, and the target teacher-forced (`[<bos>] + target` in,
+    `target + [<eos>]` out), each cut to the model's longest sequence."""
     config = workspace.model.config
-    family = config.family
-    if family in ("seq2seq", "transformer"):
-        src_tokenizer = workspace.src_tokenizer or workspace.tokenizer
-        limit = getattr(config, "max_len", None) or getattr(config, "max_src_len", None)
-        src = (src_tokenizer.encode(source) + [EOS_ID])[:limit]
-        tgt = workspace.tokenizer.encode(target)
-        tgt_in, tgt_out = ([BOS_ID] + tgt)[:limit], (tgt + [EOS_ID])[:limit]
-        return _Encoded(
-            inputs=(torch.tensor([src]), torch.tensor([tgt_in])),
-            targets=torch.tensor([tgt_out]),
-            labels={
-                "source": _tokens(src_tokenizer, src),
-                "target_in": _tokens(workspace.tokenizer, tgt_in),
-                "target_out": _tokens(workspace.tokenizer, tgt_out),
-            },
-        )
-    text = source or target
-    ids = workspace.tokenizer.encode(text)
-    limit = getattr(config, "max_len", None)
-    if family == "bert":
-        # every position predicts its own token: a loss to send gradients down every block
-        ids = ids[:limit] if limit else ids
-        if not ids:
-            raise ValueError("the probe text is empty")
-        tokens = torch.tensor([ids])
-        return _Encoded((tokens,), tokens, {"tokens": _tokens(workspace.tokenizer, ids)})
-    # language models: predict token t+1 from tokens up to t, as in training
+    src_tokenizer = workspace.src_tokenizer or workspace.tokenizer
+    limit = family_of(config).max_len(config)
+    src = (src_tokenizer.encode(source) + [EOS_ID])[:limit]
+    tgt = workspace.tokenizer.encode(target)
+    tgt_in, tgt_out = ([BOS_ID] + tgt)[:limit], (tgt + [EOS_ID])[:limit]
+    return Encoded(
+        inputs=(torch.tensor([src]), torch.tensor([tgt_in])),
+        targets=torch.tensor([tgt_out]),
+        labels={
+            "source": _tokens(src_tokenizer, src),
+            "target_in": _tokens(workspace.tokenizer, tgt_in),
+            "target_out": _tokens(workspace.tokenizer, tgt_out),
+        },
+    )
+
+
+def encode_masked(workspace, source: str, target: str) -> Encoded:
+    """Masked LMs: every position predicts its own token, a loss that sends gradients down every
+    block. The text is `source`, or `target` when source is empty."""
+    config = workspace.model.config
+    ids = workspace.tokenizer.encode(source or target)
+    limit = family_of(config).max_len(config)
+    ids = ids[:limit] if limit else ids
+    if not ids:
+        raise ValueError("the probe text is empty")
+    tokens = torch.tensor([ids])
+    return Encoded((tokens,), tokens, {"tokens": _tokens(workspace.tokenizer, ids)})
+
+
+def encode_next_token(workspace, source: str, target: str) -> Encoded:
+    """Language models: predict token t+1 from tokens up to t, as in training."""
+    config = workspace.model.config
+    ids = workspace.tokenizer.encode(source or target)
+    limit = family_of(config).max_len(config)
     ids = ids[: limit + 1] if limit else ids
     if len(ids) < 2:
         raise ValueError("the probe text needs at least two tokens for a language model")
     inputs = ids[:-1]
-    return _Encoded(
+    return Encoded(
         (torch.tensor([inputs]),),
         torch.tensor([ids[1:]]),
         {"tokens": _tokens(workspace.tokenizer, inputs)},
     )
 
 
-def _attention_labels(kind: str, family: str, labels: dict[str, list[str]]):
+def _attention_labels(kind: str, labels: dict[str, list[str]]):
     """(query labels, key labels) of one attention kind. Cross-attention rows are labelled with the
     token the decoder produces at that position, as in the alignment figures of the papers."""
     if "tokens" in labels:
@@ -105,14 +118,14 @@ def probe(workspace, source: str, target: str = "", step: int = 0) -> ProbeSnaps
 
     Language models (`rnn-lm`, `gpt`, `bert`) read `source` (or `target` when source is empty).
     """
-    encoded = _encode(workspace, source, target)
+    encoded = family_of(workspace.model).encode_probe(workspace, source, target)
     with _PROBE_LOCK:
         return _probe_locked(workspace, encoded, source, target, step)
 
 
-def _probe_locked(workspace, encoded: _Encoded, source: str, target: str, step: int) -> ProbeSnapshot:
+def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: int) -> ProbeSnapshot:
     model = workspace.model
-    family = model.config.family
+    recurrent = family_of(model).recurrent
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()  # no dropout: the probe shows what the model computes, not a noisy sample
@@ -122,19 +135,19 @@ def _probe_locked(workspace, encoded: _Encoded, source: str, target: str, step: 
             output = model(*[t.to(device) for t in encoded.inputs], trace=True)
             logits, trace = output[0], output[-1]  # rnn-lm may put its state in between
             loss = F.cross_entropy(logits.flatten(0, 1), encoded.targets.to(device).flatten())
-            if family in ("transformer", "gpt", "bert"):
-                names, norms = gradient_norms_per_layer(trace.hidden, loss)
-                snapshot.grad_depth, snapshot.grad_depth_labels = norms, names
-            else:
+            if recurrent:
                 snapshot.grad_time = gradient_norms_by_name(trace.hidden, loss)
                 snapshot.grad_time_labels = {
                     name: _time_labels(name, encoded.labels) for name in snapshot.grad_time
                 }
+            else:
+                names, norms = gradient_norms_per_layer(trace.hidden, loss)
+                snapshot.grad_depth, snapshot.grad_depth_labels = norms, names
     finally:
         model.train(was_training)
 
     for attention in trace.attention:
-        rows, cols = _attention_labels(attention.kind, family, encoded.labels)
+        rows, cols = _attention_labels(attention.kind, encoded.labels)
         weights = attention.weights[0].detach().float().cpu().numpy().copy()  # (H, Tq, Tk)
         snapshot.attention.append(
             AttentionSnapshot(attention.kind, attention.layer, weights, list(rows), list(cols))

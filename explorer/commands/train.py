@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import argparse
 
-ARCHS = ("rnn-lm", "seq2seq", "transformer", "gpt", "bert")
-# option name -> (model config field, families it applies to)
+from explorer.families import family_names
+from models.scores import SCORES
+
+ARCHS = family_names()
+# option name -> the model config field it sets; it applies to the families whose config has one
 MODEL_FLAGS = {
-    "cell": ("cell", ("rnn-lm", "seq2seq")),
-    "attention": ("attention", ("seq2seq",)),
-    "layers": ("num_layers", ARCHS),
-    "hidden": ("hidden_size", ("rnn-lm", "seq2seq")),
-    "d_model": ("d_model", ("transformer", "gpt", "bert")),
-    "heads": ("num_heads", ("transformer", "gpt", "bert")),
-    "dropout": ("dropout", ARCHS),
+    "cell": "cell", "attention": "attention", "layers": "num_layers", "hidden": "hidden_size",
+    "d_model": "d_model", "heads": "num_heads", "dropout": "dropout",
 }
 DATA_FLAGS = ("task", "data", "src", "tgt", "val_src", "val_tgt", "tokenizer", "vocab_size")
 TRAIN_FLAGS = {  # option name -> TrainConfig field
@@ -54,8 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--arch", help=f"{' | '.join(ARCHS)} (default: seq2seq for pairs, gpt "
                        "for text)")
     model.add_argument("--cell", help="rnn | ugrnn | gru | lstm (RNN models)")
-    model.add_argument("--attention", help="none | dot | general | scaled-dot | additive | cosine "
-                       "| location (seq2seq)")
+    model.add_argument("--attention", help=f"{' | '.join(SCORES)} (seq2seq)")
     model.add_argument("--preset", help="tiny or small (default: tiny)")
     model.add_argument("--layers", type=int, help="layers (per stack)")
     model.add_argument("--hidden", type=int, help="RNN hidden size")
@@ -90,21 +87,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _options(args: argparse.Namespace) -> dict:
     """Options from --config, overridden by the flags given on the command line."""
-    import json
     from pathlib import Path
 
-    from explorer.errors import UserError
+    from explorer.errors import UserError, read_json
 
     known = set(MODEL_FLAGS) | set(DATA_FLAGS) | set(TRAIN_FLAGS) | set(OTHER_FLAGS)
     options: dict = {}
     if args.config:
         path = Path(args.config)
-        try:
-            options = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise UserError(f"{path}: no such file") from None
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise UserError(f"{path}: not valid JSON ({exc})") from None
+        options = read_json(path)
         if not isinstance(options, dict):
             raise UserError(f"{path}: expected a JSON object of options")
         options = {k.replace("-", "_"): v for k, v in options.items()}
@@ -124,11 +115,15 @@ def _choose(name: str, value, choices) -> None:
 
 def _data_spec(options: dict):
     from explorer.data.readers import looks_like_tsv
+    from explorer.families import get_family
     from explorer.training.setup import DataSpec
 
     arch, data = options.get("arch"), options.get("data")
     # --data holds source<TAB>target pairs for the pair models; without --arch its first line decides
-    pairs = arch in ("seq2seq", "transformer") or (arch is None and data is not None and looks_like_tsv(data))
+    if arch in ARCHS:
+        pairs = get_family(arch).has_source
+    else:
+        pairs = arch is None and data is not None and looks_like_tsv(data)
     return DataSpec(
         task=options.get("task"),
         text=None if pairs else data,
@@ -140,19 +135,24 @@ def _data_spec(options: dict):
     )
 
 
-def _model_overrides(options: dict, family: str) -> dict:
-    from explorer.errors import UserError
+def _model_overrides(options: dict, name: str) -> dict:
+    from dataclasses import fields
 
+    from explorer.errors import UserError
+    from explorer.families import get_family
+
+    family = get_family(name)
+    settings = {f.name for f in fields(family.model.config_class)}
     overrides = {}
-    for flag, (field, families) in MODEL_FLAGS.items():
+    for flag, field in MODEL_FLAGS.items():
         if options.get(flag) is None:
             continue
-        if family not in families:
-            raise UserError(f"--{flag.replace('_', '-')} does not apply to {family} models")
+        if field not in settings:
+            raise UserError(f"--{flag.replace('_', '-')} does not apply to {name} models")
         overrides[field] = options[flag]
     if "d_model" in overrides:
         overrides["d_ff"] = 4 * overrides["d_model"]
-    if family in ("gpt", "bert"):
+    if family.is_lm and family.has_positions:  # a Transformer LM's positions cover one block
         overrides["max_len"] = options.get("context") or 64
     return overrides
 

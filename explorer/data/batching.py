@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, fields
-from typing import Iterator, Optional, Sequence
+from typing import Optional, Sequence
 
 import torch
 
@@ -124,12 +124,6 @@ class ParallelDataset:
             tgt_pad_mask=tgt_out == PAD_ID,
         )
 
-    def batches(self, batch_size: int, seed: int | None = None) -> Iterator[Batch]:
-        """One epoch. Pass a different seed per epoch (e.g. seed + epoch) for a new order."""
-        lengths = [len(s) + len(t) for s, t in self.examples]
-        for indices in bucketed_order(lengths, batch_size, seed):
-            yield self.collate(indices)
-
 
 class LMDataset:
     """Texts as one token stream (each text ends in <eos>), cut into blocks of `context` tokens."""
@@ -165,27 +159,6 @@ class LMDataset:
             tokens=torch.stack([x for x, _ in blocks]),  # (B, context)
             targets=torch.stack([y for _, y in blocks]),  # (B, context)
         )
-
-    def batches(self, batch_size: int, seed: int | None = None) -> Iterator[Batch]:
-        """Blocks in a seeded random order (or in order without a seed), `batch_size` at a time."""
-        order = list(range(len(self)))
-        if seed is not None:
-            random.Random(seed).shuffle(order)
-        for start in range(0, len(order), batch_size):
-            yield self.collate(order[start : start + batch_size])
-
-    def stream_batches(self, batch_size: int, bptt: int | None = None) -> Iterator[Batch]:
-        """For stateful RNN training (truncated BPTT): row b of every batch continues row b of
-        the previous one, so the hidden state can be carried across batches."""
-        bptt = bptt or self.context
-        rows = (len(self.stream) - 1) // batch_size
-        if rows < 1:
-            raise UserError(f"the text has too few tokens for {batch_size} parallel streams")
-        inputs = self.stream[: rows * batch_size].view(batch_size, rows)  # (B, rows)
-        shifted = self.stream[1 : rows * batch_size + 1].view(batch_size, rows)  # (B, rows)
-        for start in range(0, rows, bptt):
-            window = slice(start, start + bptt)
-            yield Batch(tokens=inputs[:, window], targets=shifted[:, window])  # (B, <=bptt)
 
 
 def mask_tokens(

@@ -12,9 +12,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from explorer.decoding.scoring import MASKED_FAMILIES
 from explorer.decoding.search import inference
 from explorer.errors import UserError
+from explorer.families import family_of
 from explorer.hf.tokenizer import MASK_MARKERS
 
 
@@ -86,9 +86,9 @@ def _split_keep(piece, marker):
 
 def fill_mask(workspace, text: str, top_k: int = 5) -> FillResult:
     """The `top_k` most probable tokens at every masked position of `text`, with their attention."""
-    if workspace.family not in MASKED_FAMILIES:
-        raise UserError(f"fill needs a masked language model ({', '.join(MASKED_FAMILIES)}); "
-                        f"this is a {workspace.family} model")
+    if not family_of(workspace.model).masked_lm:
+        raise UserError("fill needs a masked language model (bert, or a Hugging Face BERT or "
+                        f"DistilBERT); this is a {workspace.family} model")
     if top_k < 1:
         raise UserError(f"--top-k must be at least 1, got {top_k}")
     ids, mask_id, mask_token = encode_masked(workspace, text)

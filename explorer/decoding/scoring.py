@@ -13,15 +13,15 @@ from explorer.decoding.search import inference, is_language_model, labels, speci
 from explorer.decoding.types import ScoreResult
 from explorer.errors import UserError
 from explorer.events import AttentionSnapshot
+from explorer.families import family_of
 from models.config import EOS_ID
-
-MASKED_FAMILIES = ("bert", "hf-masked-lm")
 
 
 def encode_context(workspace, source: str | None) -> list[int]:
     """Source ids `tokens + [<eos>]` for seq2seq models; prompt ids (maybe empty) for LMs."""
-    if workspace.family in MASKED_FAMILIES:  # no left-to-right distribution to search or score
-        raise UserError(f"a {workspace.family} model is a masked language model: it fills in masked "
+    family = family_of(workspace.model)
+    if not family.decodes:  # a masked LM has no left-to-right distribution to search or score
+        raise UserError(f"a {family.name} model is a masked language model: it fills in masked "
                         "tokens (explorer fill), it does not decode or score text left to right")
     if is_language_model(workspace.model):
         return list(workspace.tokenizer.encode(source)) if source else []

@@ -5,9 +5,9 @@ All strategies drive a model through its incremental API (docs/architecture.md):
     state = model.start(src, src_pad_mask)        # LMs: model.start(batch_size=B)
     logits, state, attn = model.step(tokens, state)
 
-A "context" is what the output is conditioned on: for seq2seq / transformer models the source ids
-(`tokens + [<eos>]`), for language models (rnn-lm, gpt) the prompt ids, fed through `step` first
-(an empty prompt becomes `[<bos>]`). Beam search advances every hypothesis of every source in one
+A "context" is what the output is conditioned on: for encoder-decoders the source ids
+(`tokens + [<eos>]`), for language models (`is_lm` in explorer.families) the prompt ids, fed
+through `step` first (an empty prompt becomes `[<bos>]`). Beam search advances every hypothesis of every source in one
 `step` call and reorders the cached state with `models.state.reorder_state`; the Python loops below
 only do bookkeeping over the 2k ranked candidates.
 """
@@ -30,14 +30,9 @@ from explorer.decoding.types import (
     length_penalty,
     node_path,
 )
+from explorer.families import family_of
 from models.config import BOS_ID, EOS_ID, PAD_ID
 from models.state import reorder_state
-
-LM_FAMILIES = ("rnn-lm", "gpt", "hf-causal-lm")
-# families whose positions bound the prompt plus the output / the output alone (config.max_len,
-# None: no bound)
-PROMPT_BOUNDED = ("gpt", "hf-causal-lm")
-OUTPUT_BOUNDED = ("transformer", "hf-seq2seq")
 
 
 @contextlib.contextmanager
@@ -55,7 +50,8 @@ def inference(model):
 
 
 def is_language_model(model) -> bool:
-    return model.config.family in LM_FAMILIES
+    """Decodes by continuing a prompt (no source to encode)."""
+    return family_of(model).is_lm
 
 
 def special_ids(model) -> tuple[int, int, int]:
@@ -68,13 +64,14 @@ def special_ids(model) -> tuple[int, int, int]:
 
 
 def effective_max_len(model, context: list[int], max_len: int) -> int:
-    """A GPT holds config.max_len positions: the prompt plus all generated tokens but the last."""
-    family, positions = model.config.family, getattr(model.config, "max_len", None)
-    if family in PROMPT_BOUNDED and positions is not None:
+    """Positions hold an LM's prompt plus all outputs but the last, or <bos> plus all but the last."""
+    family = family_of(model)
+    positions = family.max_len(model.config) if family.has_positions else None  # None: no bound
+    if positions is not None and family.is_lm:
         prompt_len = max(len(context), 1)
         max_len = min(max_len, positions - prompt_len + 1)
-    elif family in OUTPUT_BOUNDED and positions is not None:
-        max_len = min(max_len, positions)  # <bos> plus all but the last token
+    elif positions is not None:
+        max_len = min(max_len, positions)
     if max_len < 1:
         raise ValueError(f"the prompt leaves no room to generate (model max_len {model.config.max_len})")
     return max_len

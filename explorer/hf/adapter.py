@@ -23,6 +23,7 @@ import torch
 from torch import nn
 from transformers.modeling_outputs import BaseModelOutput
 
+import explorer.hf.families  # noqa: F401 - registers the hf-* families with explorer.families
 from models.trace import AttentionMap, Trace
 
 

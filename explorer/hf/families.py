@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from explorer.errors import UserError
+from explorer.families import Family, Lazy, register_family
 
 
 @dataclass(frozen=True)
@@ -30,13 +31,37 @@ HF_FAMILIES = {
     "hf-masked-lm": HFFamily("hf-masked-lm", "AutoModelForMaskedLM", "HFMaskedLM",
                              lm=False, source=False, masked=True),
 }
+
+
+def not_trainable(*args, **kwargs):
+    """The registry's loss and feed of a Hugging Face family: fine-tuning is not built yet."""
+    raise UserError("training a Hugging Face model is not supported yet (explorer train --from "
+                    "is not built)")
+
+
+_SUMMARIES = {
+    "hf-causal-lm": "Hugging Face causal language model (GPT-2, ...), opened from a folder",
+    "hf-seq2seq": "Hugging Face encoder-decoder (Marian, T5, BART), opened from a folder",
+    "hf-masked-lm": "Hugging Face masked language model (BERT, DistilBERT), opened from a folder",
+}
+_PROBES = {"hf-causal-lm": "explorer.analysis.probe:encode_next_token",
+           "hf-seq2seq": "explorer.hf.probe:encode_pair",
+           "hf-masked-lm": "explorer.analysis.probe:encode_masked"}
+for _family in HF_FAMILIES.values():  # opened from folders, never built: not in the menus
+    register_family(Family(
+        _family.name, _SUMMARIES[_family.name], has_source=_family.source, recurrent=False,
+        has_positions=True, loss=Lazy("explorer.hf.families:not_trainable"),
+        feed=Lazy("explorer.hf.families:not_trainable"), encode_probe=Lazy(_PROBES[_family.name]),
+        masked_lm=_family.masked, max_len_field="max_len",  # None for relative positions (T5)
+    ), listed=False)
+
 # architecture-name endings (config.json "architectures") -> family
 _HEADS = (("ForMaskedLM", "hf-masked-lm"), ("ForCausalLM", "hf-causal-lm"),
           ("LMHeadModel", "hf-causal-lm"), ("ForConditionalGeneration", "hf-seq2seq"),
           ("MTModel", "hf-seq2seq"))
 
 
-def family_of(config: dict, name: str) -> HFFamily:
+def hf_family_of(config: dict, name: str) -> HFFamily:
     """The family of a config.json: its architectures first, then what transformers maps it to."""
     from transformers.models.auto import modeling_auto as auto
 

@@ -77,7 +77,7 @@ def _model_config(hf_model, family, tokenizer, folder: Path):
 def open_hf_model(path):
     """The Workspace of the Hugging Face model at `path` (a folder, or a model id in the cache)."""
     from explorer.hf import adapter as adapters
-    from explorer.hf.families import family_of
+    from explorer.hf.families import hf_family_of
     from explorer.hf.tokenizer import HFTokenizer
     from explorer.workspace import Workspace
 
@@ -95,7 +95,7 @@ def open_hf_model(path):
     if config["model_type"] not in CONFIG_MAPPING_NAMES:
         raise UserError(f"{name}: unknown model_type {config['model_type']!r} (transformers "
                         f"{transformers.__version__} does not know it)")
-    family = family_of(config, name)
+    family = hf_family_of(config, name)
     try:
         with warnings.catch_warnings():  # e.g. Marian's "Recommended: pip install sacremoses"
             warnings.simplefilter("ignore")

@@ -24,7 +24,7 @@ from typing import Any
 
 import importlib.resources
 
-from explorer.errors import UserError
+from explorer.errors import UserError, read_json
 
 FORMAT = "sequence-model-explorer/checkpoint/1"
 CONFIG_FILE = "config.json"
@@ -138,12 +138,7 @@ def _read_config(directory: Path) -> dict[str, Any]:
     path = directory / CONFIG_FILE
     if not directory.is_dir():
         raise UserError(f"{directory}: no such checkpoint folder")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{directory}: not a checkpoint (no {CONFIG_FILE})") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not valid JSON ({exc})") from None
+    config = read_json(path, missing=f"{directory}: not a checkpoint (no {CONFIG_FILE})")
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise UserError(f"{path}: not a Sequence Model Explorer checkpoint")
     return config

@@ -1,5 +1,6 @@
 """Where each step's batch comes from: a pure function of (seed, step), so runs are reproducible
-and a resumed run sees exactly the batches it would have seen.
+and a resumed run sees exactly the batches it would have seen. Each family names its feed in
+explorer.families.
 
 * Seq2SeqFeed: (source, target) pairs, shuffled per epoch and bucketed by length.
 * BlockFeed (gpt, bert): random blocks of `context` tokens from the training stream (nanoGPT).
@@ -16,6 +17,7 @@ from torch import Tensor
 
 from explorer.data.batching import Batch, LMDataset, ParallelDataset, bucketed_order, mask_tokens
 from explorer.errors import UserError
+from explorer.families import family_of
 
 
 def step_seed(seed: int, step: int) -> int:
@@ -33,12 +35,7 @@ def _texts(pairs) -> list[str]:
 
 def model_max_len(model) -> int | None:
     """Longest sequence the model's tables can hold (positions, location attention)."""
-    config = model.config
-    if config.family == "transformer":
-        return config.max_len
-    if config.family == "seq2seq":
-        return config.max_src_len
-    return None
+    return family_of(model).max_len(model.config)
 
 
 class Seq2SeqFeed:
@@ -71,7 +68,7 @@ class BlockFeed:
     """GPT: predict every next token of a block. BERT: predict the masked 15% of a block."""
 
     def __init__(self, workspace, config, max_eval: int, train: bool = True) -> None:
-        self.masked = workspace.family == "bert"
+        self.masked = family_of(workspace.model).masked_lm
         self.seed, self.batch_size, self.context = config.seed, config.batch_size, config.context
         self.mask_prob, self.vocab_size = config.mask_prob, workspace.model.config.vocab_size
         max_len = workspace.model.config.max_len
@@ -163,9 +160,4 @@ def make_feed(workspace, config, max_eval: int | None = None, train: bool = True
     if workspace.data is None:
         raise UserError("this model has no training data; choose a task or data files first")
     max_eval = config.eval_examples if max_eval is None else max_eval
-    family = workspace.family
-    if family in ("seq2seq", "transformer"):
-        return Seq2SeqFeed(workspace, config, max_eval, train)
-    if family == "rnn-lm":
-        return StreamFeed(workspace, config, max_eval, train)
-    return BlockFeed(workspace, config, max_eval, train)
+    return family_of(workspace.model).feed(workspace, config, max_eval, train)

@@ -1,4 +1,5 @@
-"""Training losses per model family, and the sums an evaluation accumulates.
+"""Training losses per model family (each family names its own in explorer.families), and the
+sums an evaluation accumulates.
 
 Every objective is a (mean) cross-entropy over the positions that are predicted:
 * seq2seq / transformer: teacher forcing, `tgt_out` given `src` and `tgt_in`; padding is ignored.
@@ -17,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from explorer.data.batching import IGNORE_INDEX  # LM and BERT positions that are not predicted
+from explorer.families import family_of
 from models.config import PAD_ID
 from models.state import map_state
 
@@ -58,25 +60,37 @@ def rnn_lm_forward(model, inputs: Tensor, state: Any, bptt: int) -> tuple[Tensor
     return torch.cat(pieces, dim=1), state  # (B, T, V)
 
 
+def pair_loss(model, batch, label_smoothing: float = 0.0, state: Any = None,
+              bptt: int | None = None) -> LossOutput:
+    """seq2seq / transformer: teacher forcing, `tgt_out` given `src` and `tgt_in`; padding ignored."""
+    logits = model(batch.src, batch.tgt_in, batch.src_pad_mask, batch.tgt_pad_mask)
+    return _output(logits, batch.tgt_out, PAD_ID, label_smoothing)
+
+
+def stream_loss(model, batch, label_smoothing: float = 0.0, state: Any = None,
+                bptt: int | None = None) -> LossOutput:
+    """rnn-lm: the next token of a stream, carrying `state` in and out, cut every `bptt` tokens."""
+    window = bptt or batch.tokens.size(1)
+    logits, state = rnn_lm_forward(model, batch.tokens, state, window)
+    return _output(logits, batch.targets, IGNORE_INDEX, label_smoothing, state)
+
+
+def block_loss(model, batch, label_smoothing: float = 0.0, state: Any = None,
+               bptt: int | None = None) -> LossOutput:
+    """gpt / bert: every target of a block of a stream (the next token, or the masked ones)."""
+    logits = model(batch.tokens)  # blocks of a stream: no padding
+    return _output(logits, batch.targets, IGNORE_INDEX, label_smoothing)
+
+
+def _output(logits: Tensor, targets: Tensor, ignore: int, smoothing: float, state: Any = None):
+    return LossOutput(_cross_entropy(logits, targets, ignore, smoothing), logits, targets, ignore, state)
+
+
 def compute_loss(
     model, batch, label_smoothing: float = 0.0, state: Any = None, bptt: int | None = None
 ) -> LossOutput:
     """The family's training loss on `batch` (an explorer.data.batching.Batch)."""
-    family = model.config.family
-    if family in ("seq2seq", "transformer"):
-        logits = model(batch.src, batch.tgt_in, batch.src_pad_mask, batch.tgt_pad_mask)
-        targets, ignore = batch.tgt_out, PAD_ID
-    elif family == "rnn-lm":
-        window = bptt or batch.tokens.size(1)
-        logits, state = rnn_lm_forward(model, batch.tokens, state, window)
-        targets, ignore = batch.targets, IGNORE_INDEX
-    elif family in ("gpt", "bert"):
-        logits = model(batch.tokens)  # blocks of a stream: no padding
-        targets, ignore = batch.targets, IGNORE_INDEX
-    else:
-        raise ValueError(f"no objective for model family {family!r}")
-    loss = _cross_entropy(logits, targets, ignore, label_smoothing)
-    return LossOutput(loss, logits, targets, ignore, state)
+    return family_of(model).loss(model, batch, label_smoothing, state, bptt)
 
 
 @dataclass

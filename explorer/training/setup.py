@@ -14,9 +14,12 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from explorer.errors import UserError
+from explorer.families import get_family
 
-LM_FAMILIES = ("rnn-lm", "gpt", "bert")
-SEQ2SEQ_FAMILIES = ("seq2seq", "transformer")
+# What the app builds when a new model and the current data (or new data and the current model)
+# do not fit together: the data kind ("lm" or "seq2seq") picks a task or a family.
+DEFAULT_TASKS = {"lm": "brackets", "seq2seq": "reverse"}
+DEFAULT_FAMILIES = {"lm": "rnn-lm", "seq2seq": "seq2seq"}
 
 
 @dataclass
@@ -147,13 +150,11 @@ def build_workspace(data: DataSpec, family: str, preset: str | None = None, seed
     import torch
 
     from explorer.workspace import Workspace
-    from models.config import FAMILIES, build_model
+    from models.config import build_model
 
-    if family not in FAMILIES:
-        raise UserError(f"unknown model family {family!r}; choose one of {', '.join(FAMILIES)}")
-    kind = data.kind
-    if (family in LM_FAMILIES) != (kind == "lm"):
-        needs = "plain text or an LM task (brackets)" if family in LM_FAMILIES else "pairs"
+    kind, reads = data.kind, data_kind(family)  # an unknown family is a UserError here
+    if reads != kind:
+        needs = "plain text or an LM task (brackets)" if reads == "lm" else "pairs"
         raise UserError(f"a {family} model needs {needs}, but the data is {kind} data")
     splits = read_data(data)
     tokenizer, src_tokenizer = fit_tokenizers(data, splits)
@@ -162,3 +163,33 @@ def build_workspace(data: DataSpec, family: str, preset: str | None = None, seed
     model = build_model(config)
     return Workspace(model=model, tokenizer=tokenizer, src_tokenizer=src_tokenizer, task=data.task,
                      data=splits, data_spec=data)
+
+
+def data_kind(family: str) -> str:
+    """The kind of data a family reads: "lm" (one stream of text) or "seq2seq" (pairs)."""
+    return "lm" if get_family(family).is_lm else "seq2seq"
+
+
+def model_overrides(config) -> dict[str, Any]:
+    """A config's settings as `build_workspace` overrides: all but the family and the vocabulary
+    sizes, which the new data's tokenizers set."""
+    return {k: v for k, v in asdict(config).items()
+            if k not in ("family", "vocab_size", "src_vocab_size")}
+
+
+def next_workspace(model_config=None, data: DataSpec | None = None, current=None):
+    """The app's "new model" (a config, data None) and "new data" (a DataSpec, config None): a
+    fresh workspace. A new model keeps the current workspace's data when its kind fits, else a
+    default task; new data keeps the current architecture when it can read it, else a default
+    family at the tiny preset."""
+    if model_config is None:
+        config = getattr(getattr(current, "model", None), "config", None)
+        if config is None or data_kind(config.family) != data.kind:
+            return build_workspace(data, DEFAULT_FAMILIES[data.kind], preset="tiny")
+        model_config = config
+    elif data is None:
+        kind = data_kind(model_config.family)
+        current_data = getattr(current, "data_spec", None)
+        fits = current_data is not None and current_data.kind == kind
+        data = current_data if fits else DataSpec(task=DEFAULT_TASKS[kind])
+    return build_workspace(data, model_config.family, **model_overrides(model_config))

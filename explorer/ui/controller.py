@@ -287,30 +287,8 @@ def _user_error(message: str):
     return UserError(message)
 
 
-DEFAULT_TASKS = {"lm": "brackets", "seq2seq": "reverse"}
-DEFAULT_FAMILIES = {"lm": "rnn-lm", "seq2seq": "seq2seq"}
-
-
 def build_workspace_job(model_config, data_spec, current):
-    """A fresh workspace (runs in a worker). A new model keeps the current data when its kind
-    fits; new data keeps the current architecture when it fits; otherwise a default fills in."""
-    from dataclasses import asdict
+    """A fresh workspace, in a worker: explorer.training.setup.next_workspace's policy."""
+    from explorer.training.setup import next_workspace
 
-    from explorer.training.setup import LM_FAMILIES, DataSpec, build_workspace
-
-    current_spec = getattr(current, "data_spec", None)
-    if model_config is None:  # new data, same architecture if it can read it
-        kind = data_spec.kind
-        config = getattr(getattr(current, "model", None), "config", None)
-        if config is None or (config.family in LM_FAMILIES) != (kind == "lm"):
-            return build_workspace(data_spec, DEFAULT_FAMILIES[kind], preset="tiny")
-        overrides = {k: v for k, v in asdict(config).items()
-                     if k not in ("family", "vocab_size", "src_vocab_size")}
-        return build_workspace(data_spec, config.family, **overrides)
-    kind = "lm" if model_config.family in LM_FAMILIES else "seq2seq"
-    if data_spec is None:
-        data_spec = current_spec if current_spec is not None and current_spec.kind == kind else None
-        data_spec = data_spec or DataSpec(task=DEFAULT_TASKS[kind])
-    overrides = {k: v for k, v in asdict(model_config).items()
-                 if k not in ("family", "vocab_size", "src_vocab_size")}
-    return build_workspace(data_spec, model_config.family, **overrides)
+    return next_workspace(model_config, data_spec, current)

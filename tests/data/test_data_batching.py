@@ -48,7 +48,7 @@ def test_max_len_truncates_and_counts(reverse_data):
     dataset = ParallelDataset(pairs, tokenizer, tokenizer, max_len=6)
     long_ones = sum(len(s) + 1 > 6 for s, _ in pairs)
     assert long_ones > 0 and dataset.num_truncated == long_ones
-    batch = next(dataset.batches(len(pairs)))
+    batch = dataset.collate(range(len(pairs)))
     assert batch.src.shape[1] <= 6 and batch.tgt_in.shape[1] <= 6
 
 
@@ -75,7 +75,8 @@ def test_bucketed_epoch_covers_everything_once_and_pads_less(reverse_data):
 def test_unseeded_batches_keep_data_order_and_count_tokens(reverse_data):
     pairs, tokenizer = reverse_data
     dataset = ParallelDataset(pairs[:20], tokenizer, tokenizer)
-    batches = list(dataset.batches(batch_size=8))
+    lengths = [len(s) + len(t) for s, t in dataset.examples]
+    batches = [dataset.collate(b) for b in bucketed_order(lengths, batch_size=8, seed=None)]
     assert [b.size for b in batches] == [8, 8, 4]
     assert batches[0].src[0, : len(pairs[0][0])].tolist() == tokenizer.encode(pairs[0][0])
     assert sum(b.num_target_tokens for b in batches) == sum(len(t) + 1 for _, t in pairs[:20])
@@ -89,23 +90,12 @@ def test_lm_blocks_predict_the_next_token():
     assert len(dataset) == (len(stream) - 1) // 4
     tokens, targets = dataset[1]
     assert tokens.tolist() == stream[4:8] and targets.tolist() == stream[5:9]
-    batches = list(dataset.batches(batch_size=2, seed=1))
+    batches = [dataset.collate(range(i, min(i + 2, len(dataset)))) for i in range(0, len(dataset), 2)]
     seen = sorted(tuple(row) for b in batches for row in b.tokens.tolist())
     assert seen == sorted(tuple(stream[i * 4 : i * 4 + 4]) for i in range(len(dataset)))
     assert batches[0].num_target_tokens == batches[0].targets.numel()
     with pytest.raises(UserError, match="too few"):
         LMDataset(["ab"], tokenizer, context=8)
-
-
-def test_stream_batches_continue_row_by_row():
-    tokenizer = CharTokenizer.train(["abcdefghijklmnopqrstuvwxyz"])
-    dataset = LMDataset(["abcdefghijklmnopqrstuvwxyz"] * 3, tokenizer, context=5)
-    batches = list(dataset.stream_batches(batch_size=3, bptt=4))
-    for previous, current in zip(batches, batches[1:]):
-        # the first input of each row is the last target of that row in the previous batch
-        assert current.tokens[:, 0].tolist() == previous.targets[:, -1].tolist()
-    for batch in batches:
-        assert batch.tokens[:, 1:].tolist() == batch.targets[:, :-1].tolist()
 
 
 def test_bert_masking_proportions_on_a_large_sample():

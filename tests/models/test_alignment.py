@@ -6,7 +6,9 @@ import pytest
 import torch
 
 from models import Alignment
-from models.alignment import SCORES
+from models.scores import SCORES as TABLE
+
+SCORES = [name for name, entry in TABLE.items() if entry.function is not None]  # "none" has no score
 
 B, TK, H = 2, 5, 4
 
@@ -97,3 +99,32 @@ def test_gradients_reach_every_parameter():
         context.square().sum().backward()
         for name, p in align.named_parameters():
             assert p.grad is not None and p.grad.abs().sum() > 0, (score, name)
+
+
+def test_the_table_is_complete_and_every_score_has_a_formula_here():
+    """A new entry in models.scores needs its formula in `by_hand` above and a label and tip."""
+    for name, entry in TABLE.items():
+        assert entry.label and entry.tip and entry.formula and entry.style in ("none", "luong", "bahdanau")
+        assert (entry.function is None) == (entry.style == "none") == (name == "none")
+    torch.manual_seed(4)
+    for name in SCORES:  # by_hand knows every score: it returns one value per key
+        align = Alignment(name, H, H, max_src_len=8)
+        assert by_hand(align, torch.randn(H), torch.randn(TK, H)).shape == (TK,)
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_the_parameters_are_the_tables_and_keep_their_state_dict_keys(score):
+    align = Alignment(score, H, 6 if not TABLE[score].same_size else H, attn_size=3, max_src_len=8)
+    names = TABLE[score].parameters(H, 6, 3, 8)
+    assert {key.split(".")[0] for key in align.state_dict()} == set(names)
+    expected = {"dot": set(), "scaled-dot": set(), "cosine": {"beta"}, "general": {"W.weight"},
+                "additive": {"W.weight", "v.weight"}, "location": {"W.weight", "W.bias"}}
+    assert set(align.state_dict()) == expected[score]  # what saved checkpoints hold
+
+
+def test_the_seq2seq_decoding_style_follows_the_table():
+    from models import build_model, make_config
+
+    for name, entry in TABLE.items():
+        model = build_model(make_config("seq2seq", "tiny", attention=name))
+        assert model.style == entry.style

@@ -89,3 +89,57 @@ def test_skipped_lines_are_reported_with_their_reasons(tmp_path):
 def test_bad_specs_are_user_errors(make, message):
     with pytest.raises(UserError, match=message):
         make()
+
+
+# -- the app's "new model" / "new data" policy (explorer.training.setup.next_workspace) --------------
+
+LM_DATA = DataSpec(task="brackets", n_train=40, n_val=8)
+PAIR_DATA = DataSpec(task="copy", n_train=40, n_val=8)
+
+
+def test_new_data_keeps_an_architecture_that_can_read_it_with_new_vocabularies():
+    from explorer.training.setup import next_workspace
+
+    current = build_workspace(PAIR_DATA, "seq2seq", preset="tiny", attention="dot", hidden_size=48)
+    fresh = next_workspace(None, DataSpec(task="reverse", n_train=40, n_val=8), current)
+    config = fresh.model.config
+    assert (config.family, config.attention, config.hidden_size) == ("seq2seq", "dot", 48)
+    assert fresh.task == "reverse" and config.vocab_size == fresh.tokenizer.vocab_size
+
+
+@pytest.mark.parametrize("current_family, data, expected", [
+    (None, LM_DATA, "rnn-lm"), (None, PAIR_DATA, "seq2seq"),
+    ("transformer", LM_DATA, "rnn-lm"), ("gpt", PAIR_DATA, "seq2seq"),
+])
+def test_new_data_falls_back_to_the_default_family_for_its_kind(current_family, data, expected):
+    from explorer.training.setup import next_workspace
+
+    current = None
+    if current_family is not None:
+        other = PAIR_DATA if data is LM_DATA else LM_DATA
+        current = build_workspace(other, current_family, preset="tiny")
+    fresh = next_workspace(None, data, current)
+    assert fresh.family == expected and fresh.model.config.hidden_size == 64  # the tiny preset
+
+
+def test_a_new_model_keeps_fitting_data_and_otherwise_gets_a_default_task():
+    from explorer.training.setup import next_workspace
+    from models.config import make_config
+
+    current = build_workspace(PAIR_DATA, "seq2seq", preset="tiny")
+    kept = next_workspace(make_config("transformer", "tiny", d_model=32), None, current)
+    assert kept.data_spec is current.data_spec and kept.model.config.d_model == 32
+    default = next_workspace(make_config("gpt", "tiny", max_len=48), None, current)
+    assert default.task == "brackets" and default.model.config.max_len == 48
+    assert next_workspace(make_config("seq2seq", "tiny"), None, None).task == "reverse"
+    given = next_workspace(make_config("rnn-lm", "tiny", cell="gru"), LM_DATA, current)
+    assert given.data_spec is LM_DATA and given.model.config.cell == "gru"
+
+
+def test_model_overrides_leave_out_the_family_and_the_vocabularies():
+    from explorer.training.setup import model_overrides
+    from models.config import make_config
+
+    overrides = model_overrides(make_config("transformer", "tiny", vocab_size=9, src_vocab_size=7))
+    assert not {"family", "vocab_size", "src_vocab_size"} & set(overrides)
+    assert overrides["d_model"] == 64

@@ -1,8 +1,10 @@
-"""The new-model dialog: every architecture, cell and attention score in `models/`, size presets,
-and the parameter count of the model before it is built for real."""
+"""The new-model dialog: every family in explorer.families, every cell and attention score in
+`models/`, size presets, and the parameter count of the model before it is built for real. Which
+fields it shows follows the family's config: a field the config has is a row the dialog shows."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from enum import Enum
 
 from PySide6.QtCore import Qt
@@ -20,31 +22,20 @@ from PySide6.QtWidgets import (
 )
 from superqt import QCollapsible, QEnumComboBox, QLabeledSlider
 
-from models.config import ATTENTION_SCORES, CELLS, FAMILIES, POSITIONAL, PRESETS
+from explorer.families import families, get_family
+from models.config import CELLS, POSITIONAL
+from models.families import preset_names
+from models.scores import SCORES
 
-# One line each, after the course notes.
-FAMILY_TIPS = {
-    "rnn-lm": "Recurrent language model: h_t = f(h_{t-1}, x_t), predicts the next token",
-    "seq2seq": "Encoder-decoder RNN: the encoder reads the source, the decoder writes the target",
-    "transformer": "Encoder-decoder Transformer: self-attention replaces recurrence (Vaswani 2017)",
-    "gpt": "Decoder-only Transformer with causal self-attention: next-token language model",
-    "bert": "Encoder-only Transformer trained to fill in masked tokens (15%: 80/10/10)",
-}
+# One line each, after the course notes (families and scores carry their own: explorer.families,
+# models.scores).
+FAMILY_TIPS = {name: family.summary for name, family in families().items()}
+ATTENTION_TIPS = {name: score.tip for name, score in SCORES.items()}
 CELL_TIPS = {
     "rnn": "Vanilla RNN: h_t = tanh(A h_{t-1} + B x_t); gradients vanish or explode over time",
     "ugrnn": "Update-gate RNN: one gate u mixes old state and candidate; u≈1 keeps state long",
     "gru": "GRU: reset and update gates; the most learnable gated RNN for shallow nets",
     "lstm": "LSTM: input, forget and output gates around an additive cell state c_t",
-}
-ATTENTION_TIPS = {
-    "none": "No attention: the decoder sees only the final encoder state (the bottleneck)",
-    "dot": "Dot product: score(s_t, h_i) = s_tᵀ h_i (Luong 2015)",
-    "general": "General: score(s_t, h_i) = s_tᵀ W_a h_i with a trained W_a (Luong 2015)",
-    "scaled-dot": "Scaled dot product: score = s_tᵀ h_i / √n (Vaswani 2017)",
-    "additive": "Additive: score = v_aᵀ tanh(W_a [s_t; h_i]) (Bahdanau 2015)",
-    "cosine": "Content-based: score = cosine(s_t, h_i) (Graves 2014)",
-    "location": "Location-based: α_t = softmax(W_a s_t), from the target position alone "
-    "(Luong 2015)",
 }
 POSITIONAL_TIPS = {
     "sinusoidal": "Fixed sines and cosines of geometric wavelengths (Vaswani 2017)",
@@ -56,13 +47,26 @@ PRESET_TIPS = {
     "small": "Minutes on a CPU; clearer patterns",
 }
 
-Family = Enum("Family", {name.replace("-", "_"): name for name in FAMILIES})
+Family = Enum("Family", {name.replace("-", "_"): name for name in families()})
 Cell = Enum("Cell", {name: name for name in CELLS})
-Attention = Enum("Attention", {name.replace("-", "_"): name for name in ATTENTION_SCORES})
+Attention = Enum("Attention", {name.replace("-", "_"): name for name in SCORES})
 for _enum in (Family, Cell, Attention):
     _enum.__str__ = lambda self: self.value  # QEnumComboBox shows str(member)
 
-RNN_FAMILIES = ("rnn-lm", "seq2seq")
+
+def _settings(family: str) -> set[str]:
+    """The config fields of `family`'s models."""
+    return {f.name for f in fields(get_family(family).model.config_class)}
+
+
+def _value(widget):
+    if isinstance(widget, QEnumComboBox):
+        return widget.currentEnum().value
+    if isinstance(widget, QComboBox):
+        return widget.currentText()
+    if isinstance(widget, QCheckBox):
+        return widget.isChecked()
+    return widget.value()
 
 
 def _set_tips(combo, tips: dict[str, str]) -> None:
@@ -83,7 +87,7 @@ class NewModelDialog(QDialog):
         _set_tips(self.family, FAMILY_TIPS)
         self.family.setToolTip("The architecture; hover the choices for a one-line summary")
         self.preset = QComboBox()
-        self.preset.addItems([*PRESETS, "custom"])
+        self.preset.addItems([*preset_names(), "custom"])
         _set_tips(self.preset, PRESET_TIPS)
         self.preset.setToolTip("Size preset: fills the size fields below")
         self.cell = QEnumComboBox(enum_class=Cell)
@@ -120,6 +124,13 @@ class NewModelDialog(QDialog):
         self.bidirectional.setToolTip("The encoder reads both ways: h_i = [→h_i; ←h_i]")
         self.tie_weights = QCheckBox("tie input and output embeddings")
         self.tie_weights.setToolTip("The output projection reuses the embedding matrix")
+        # the config field each widget sets: a row shows when the family's config has its field
+        self.setting_widgets = {
+            "cell": self.cell, "attention": self.attention, "positional": self.positional,
+            "embed_dim": self.embed_dim, "hidden_size": self.hidden_size, "d_model": self.d_model,
+            "num_heads": self.num_heads, "d_ff": self.d_ff, "max_len": self.max_len,
+            "bidirectional_encoder": self.bidirectional, "tie_weights": self.tie_weights,
+        }
 
         self.form = QFormLayout()
         self.form.addRow("architecture", self.family)
@@ -211,15 +222,10 @@ class NewModelDialog(QDialog):
             self.tie_weights.setChecked(getattr(config, "tie_weights", False))
         finally:
             self._applying = False
-        rnn = family in RNN_FAMILIES
-        for widget, visible in (
-            (self.cell, rnn), (self.attention, family == "seq2seq"), (self.positional, not rnn),
-            (self.embed_dim, rnn), (self.hidden_size, rnn), (self.d_model, not rnn),
-            (self.num_heads, not rnn), (self.d_ff, not rnn), (self.max_len, not rnn),
-            (self.bidirectional, family == "seq2seq"), (self.tie_weights, family != "seq2seq"),
-        ):
+        settings = _settings(family)
+        for name, widget in self.setting_widgets.items():
             form = self.form if self.form.indexOf(widget) >= 0 else self.advanced_form
-            form.setRowVisible(widget, visible)
+            form.setRowVisible(widget, name in settings)
         self.update_count()
 
     def _size_edited(self, *_) -> None:
@@ -235,25 +241,15 @@ class NewModelDialog(QDialog):
         from models.config import make_config
 
         family = self.family_name()
+        settings = _settings(family)
         values = dict(num_layers=self.num_layers.value(), dropout=self.dropout.value(),
                       vocab_size=self.vocab_size)
-        if family in RNN_FAMILIES:
-            values.update(cell=self.cell.currentEnum().value, embed_dim=self.embed_dim.value(),
-                          hidden_size=self.hidden_size.value())
-            if family == "seq2seq":
-                values.update(attention=self.attention.currentEnum().value,
-                              bidirectional_encoder=self.bidirectional.isChecked(),
-                              src_vocab_size=self.src_vocab_size)
-            else:
-                values.update(tie_weights=self.tie_weights.isChecked() and
-                              self.embed_dim.value() == self.hidden_size.value())
-        else:
-            values.update(d_model=self.d_model.value(), num_heads=self.num_heads.value(),
-                          d_ff=self.d_ff.value(), max_len=self.max_len.value(),
-                          positional=self.positional.currentText(),
-                          tie_weights=self.tie_weights.isChecked())
-            if family == "transformer":
-                values.update(src_vocab_size=self.src_vocab_size)
+        values.update((name, _value(widget)) for name, widget in self.setting_widgets.items()
+                      if name in settings)
+        if get_family(family).has_source:
+            values["src_vocab_size"] = self.src_vocab_size
+        if values.get("tie_weights") and "embed_dim" in values:  # an RNN LM ties equal sizes only
+            values["tie_weights"] = values["embed_dim"] == values["hidden_size"]
         return make_config(family, **values)
 
     def update_count(self) -> int | None:
@@ -267,7 +263,7 @@ class NewModelDialog(QDialog):
             self.ok_button.setEnabled(False)
             return None
         vocab = f"vocabulary {self.vocab_size}"
-        if self.family_name() in ("seq2seq", "transformer"):
+        if get_family(self.family_name()).has_source:
             vocab = f"source vocabulary {self.src_vocab_size}, target {self.vocab_size}"
         self.params.setText(f"<b>{count:,}</b> trainable parameters ({vocab})")
         self.ok_button.setEnabled(True)

@@ -28,20 +28,13 @@ from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, add_heatmap_plot
 from explorer.ui.panels.base import Panel
+from models.scores import SCORES
 
 MEAN_OF_HEADS = -1
 KIND_TITLES = {
     "encoder": "encoder self-attention",
     "decoder": "decoder masked self-attention",
     "cross": "cross-attention (decoder → encoder)",
-}
-RNN_SCORE_NAMES = {
-    "additive": "additive (Bahdanau)",
-    "dot": "dot (Luong)",
-    "general": "general (Luong)",
-    "scaled-dot": "scaled dot",
-    "cosine": "cosine",
-    "location": "location (Luong)",
 }
 
 
@@ -250,8 +243,9 @@ class AttentionPanel(Panel):
 
     def _kind_title(self, kind: str) -> str:
         config = self.workspace.model.config if self.workspace is not None else None
-        if kind == "cross" and config is not None and config.family == "seq2seq":
-            return f"RNN alignment, {RNN_SCORE_NAMES.get(config.attention, config.attention)}"
+        score = SCORES.get(getattr(config, "attention", None))  # an RNN encoder-decoder's score
+        if kind == "cross" and score is not None:
+            return f"RNN alignment, {score.label}"
         return KIND_TITLES[kind]
 
     def _on_kind_changed(self) -> None:

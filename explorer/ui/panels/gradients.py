@@ -23,6 +23,7 @@ from superqt.utils import create_worker, qthrottled
 
 from explorer.events import ProbeSnapshot
 from explorer.export.tables import matrix_table
+from explorer.families import family_of
 from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, label_font
@@ -215,8 +216,8 @@ class GradientFlowPanel(Panel):
 
     def set_workspace(self, workspace) -> None:
         self.workspace = workspace
-        family = getattr(getattr(getattr(workspace, "model", None), "config", None), "family", "")
-        self._show_views(transformer=family in ("transformer", "gpt", "bert"))
+        config = getattr(getattr(workspace, "model", None), "config", None)
+        self._show_views(transformer=config is not None and not family_of(config).recurrent)
         self.snapshot = None
         self.history_steps, self.history_rows, self.norm_count = [], [], 0
         self.layer_box.clear()
@@ -353,7 +354,8 @@ class GradientFlowPanel(Panel):
         ids = (ids * (60 // len(ids) + 1))[:60]
         config = workspace.model.config
         hidden = getattr(config, "hidden_size", 32)
-        trained = {config.cell: workspace.model} if config.family == "rnn-lm" else {}
+        family = family_of(config)
+        trained = {config.cell: workspace.model} if family.recurrent and family.is_lm else {}
         return ids, workspace.tokenizer.vocab_size, hidden, trained
 
     def compare_cells(self) -> None:

@@ -1,0 +1,170 @@
+"""The app's side of the family registry: what each model family is and how the app trains,
+probes and decodes it. The model side (config class, presets, builder) is `models.families`.
+
+    family = family_of(workspace.model)      # or get_family("gpt")
+    family.is_lm, family.has_source, family.recurrent, family.masked_lm, family.decodes
+    output = family.loss(model, batch, label_smoothing, state, bptt)   # training.objectives
+    feed = family.feed(workspace, train_config, max_eval, train)       # training.feeds
+    encoded = family.encode_probe(workspace, source, target)           # analysis.probe
+
+Decoding follows the flags: a family that `decodes` either continues a prompt (`is_lm`) or encodes
+a source and writes the target (`has_source`) through the model's start/step API; a masked LM
+does not decode left to right.
+
+A new family adds one entry to FAMILIES below; one that lives outside this package (the Hugging
+Face wrappers) calls `register_family` from its own module. This module imports no torch: the
+behaviours are named as "module:function" and imported on first call, so `explorer --help` can
+list the families.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from explorer.errors import UserError
+
+
+class Lazy:
+    """A callable named "module:attribute", imported on first call (keeps this table torch-free)."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self._resolved: Callable | None = None
+
+    def resolve(self) -> Callable:
+        if self._resolved is None:
+            module, _, name = self.target.partition(":")
+            self._resolved = getattr(importlib.import_module(module), name)
+        return self._resolved
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Lazy({self.target!r})"
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str  # the config's `family`; the model side is models.families.model_family(name)
+    summary: str  # one line for menus and tooltips, after the course notes
+    has_source: bool  # reads a source and writes a target (encoder-decoder); else a language model
+    recurrent: bool  # RNN: gradients through time; else a Transformer: gradients through depth
+    has_positions: bool  # positional encoding: config.max_len caps every sequence
+    # (model, batch, label_smoothing, state, bptt) -> objectives.LossOutput
+    loss: Callable
+    # (workspace, train_config, max_eval, train) -> a feed with train_batch(step), val_batches()
+    feed: Callable
+    # (workspace, source, target) -> probe.Encoded (model inputs, targets, token labels)
+    encode_probe: Callable
+    masked_lm: bool = False  # predicts masked tokens: no left-to-right distribution to decode
+    # config field that caps a sequence's length (positions, location attention), or None
+    max_len_field: str | None = None
+
+    @property
+    def is_lm(self) -> bool:
+        return not self.has_source
+
+    @property
+    def decodes(self) -> bool:
+        """Has the incremental start/step API that greedy, sampling and beam search drive."""
+        return not self.masked_lm
+
+    @property
+    def model(self):
+        """The model side: config class, presets and builder (imports the family's model module)."""
+        from models.families import model_family
+
+        return model_family(self.name)
+
+    def max_len(self, config) -> int | None:
+        return getattr(config, self.max_len_field) if self.max_len_field else None
+
+
+def _objective(name: str) -> Lazy:
+    return Lazy(f"explorer.training.objectives:{name}")
+
+
+def _feed(name: str) -> Lazy:
+    return Lazy(f"explorer.training.feeds:{name}")
+
+
+def _probe(name: str) -> Lazy:
+    return Lazy(f"explorer.analysis.probe:{name}")
+
+
+_FAMILIES: dict[str, Family] = {
+    family.name: family
+    for family in (
+        Family(
+            "rnn-lm", "Recurrent language model: h_t = f(h_{t-1}, x_t), predicts the next token",
+            has_source=False, recurrent=True, has_positions=False,
+            loss=_objective("stream_loss"), feed=_feed("StreamFeed"),
+            encode_probe=_probe("encode_next_token"),
+        ),
+        Family(
+            "seq2seq",
+            "Encoder-decoder RNN: the encoder reads the source, the decoder writes the target",
+            has_source=True, recurrent=True, has_positions=False,
+            loss=_objective("pair_loss"), feed=_feed("Seq2SeqFeed"),
+            encode_probe=_probe("encode_pair"), max_len_field="max_src_len",
+        ),
+        Family(
+            "transformer",
+            "Encoder-decoder Transformer: self-attention replaces recurrence (Vaswani 2017)",
+            has_source=True, recurrent=False, has_positions=True,
+            loss=_objective("pair_loss"), feed=_feed("Seq2SeqFeed"),
+            encode_probe=_probe("encode_pair"), max_len_field="max_len",
+        ),
+        Family(
+            "gpt",
+            "Decoder-only Transformer with causal self-attention: next-token language model",
+            has_source=False, recurrent=False, has_positions=True,
+            loss=_objective("block_loss"), feed=_feed("BlockFeed"),
+            encode_probe=_probe("encode_next_token"), max_len_field="max_len",
+        ),
+        Family(
+            "bert", "Encoder-only Transformer trained to fill in masked tokens (15%: 80/10/10)",
+            has_source=False, recurrent=False, has_positions=True, masked_lm=True,
+            loss=_objective("block_loss"), feed=_feed("BlockFeed"),
+            encode_probe=_probe("encode_masked"), max_len_field="max_len",
+        ),
+    )
+}
+
+
+# families that are opened, never built from scratch (Hugging Face folders): not in the menus
+_UNLISTED: dict[str, Family] = {}
+
+
+def register_family(family: Family, listed: bool = True) -> None:
+    """Add (or replace) a family, e.g. from a module outside explorer/families.py. Its model side
+    registers with models.families.register_model_family. An unlisted family is found by
+    `get_family` / `family_of` but left out of `families()` (the new-model menu, train --arch)."""
+    (_FAMILIES if listed else _UNLISTED)[family.name] = family
+
+
+def families() -> dict[str, Family]:
+    """Every family a new model can be built from, by name, in menu order."""
+    return dict(_FAMILIES)
+
+
+def family_names() -> tuple[str, ...]:
+    return tuple(_FAMILIES)
+
+
+def get_family(name: str) -> Family:
+    """The family called `name`; a one-line UserError naming the choices otherwise."""
+    if name in _UNLISTED:
+        return _UNLISTED[name]
+    if name not in _FAMILIES:
+        raise UserError(f"unknown model family {name!r}; choose one of {', '.join(_FAMILIES)}")
+    return _FAMILIES[name]
+
+
+def family_of(model_or_config) -> Family:
+    """The family of a model (anything with a .config) or of a config."""
+    config = getattr(model_or_config, "config", model_or_config)
+    return get_family(config.family)
