@@ -104,3 +104,23 @@ def test_fill_refuses_other_models(hf_workspace):
         fill_mask(hf_workspace("gpt2"), "the [MASK] sat")
     with pytest.raises(UserError, match="no mask"):
         fill_mask(hf_workspace("bert"), "the cat sat")
+
+
+@pytest.mark.parametrize("name", ["gpt2", "marian", "bert"])
+def test_probe_of_hf_models(hf_workspace, name):
+    """The attention panel's probe: HF attention maps labelled by the tokenizer, gradient per layer."""
+    from explorer.analysis.probe import probe
+
+    workspace = hf_workspace(name)
+    snapshot = probe(workspace, "the cat sat on the mat", "der hund")
+    kinds = {"gpt2": {"decoder"}, "marian": {"encoder", "decoder", "cross"}, "bert": {"encoder"}}[name]
+    assert {a.kind for a in snapshot.attention} == kinds
+    for attention in snapshot.attention:
+        assert attention.weights.shape[1:] == (len(attention.rows), len(attention.cols))
+        np.testing.assert_allclose(attention.weights.sum(-1), 1.0, atol=1e-5)
+    if name == "marian":
+        cross = next(a for a in snapshot.attention if a.kind == "cross")
+        assert cross.cols == workspace.tokenizer.tokens(workspace.tokenizer.encode("the cat sat on the mat"))
+        assert cross.rows == workspace.tokenizer.tokens(workspace.tokenizer.encode_target("der hund"))
+    layers = 4 if name == "marian" else 2  # gradient norm per block (encoder and decoder stacks)
+    assert len(snapshot.grad_depth) == layers and np.all(np.asarray(snapshot.grad_depth) > 0)
