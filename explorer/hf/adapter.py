@@ -58,6 +58,15 @@ class HFAdapter(nn.Module):
             except (ValueError, ImportError):  # this architecture has no sdpa path: stay eager
                 pass
         self.train(hf_model.training)  # a new Module says training; the wrapped model decides
+        self.forbidden = forbidden_tokens(hf_model)  # (N,) ids that never come out, or None
+
+    def _allowed(self, logits: torch.Tensor) -> torch.Tensor:
+        """The model's logits with the tokens its generation config forbids set to -inf."""
+        if self.forbidden is None:
+            return logits
+        logits = logits.clone()
+        logits[..., self.forbidden.to(logits.device)] = -torch.inf
+        return logits
 
     @contextlib.contextmanager
     def attention_weights(self, wanted: bool = True):
@@ -91,6 +100,16 @@ class HFAdapter(nn.Module):
                              f"positions")
 
 
+def forbidden_tokens(hf_model) -> torch.Tensor | None:
+    """Tokens that transformers' generate never produces for this model: one-token bad_words_ids
+    (Marian's <pad>) and suppress_tokens. Longer bad-word sequences, forced BOS/EOS and
+    repetition penalties are not applied: they are search rules, not the model's distribution."""
+    generation = getattr(hf_model, "generation_config", None)
+    ids = [words[0] for words in (getattr(generation, "bad_words_ids", None) or ()) if len(words) == 1]
+    ids += list(getattr(generation, "suppress_tokens", None) or ())
+    return torch.tensor(sorted(set(ids)), dtype=torch.long) if ids else None
+
+
 def _maps(kind: str, attentions) -> list[AttentionMap]:
     return [AttentionMap(kind, layer, weights) for layer, weights in enumerate(attentions or ())]
 
@@ -108,9 +127,10 @@ class HFCausalLM(HFAdapter):
         with self.attention_weights(trace):
             out = self.hf(input_ids=tokens, attention_mask=mask, use_cache=False,
                           output_attentions=trace, output_hidden_states=trace)
+        logits = self._allowed(out.logits)  # (B, T, V)
         if not trace:
-            return out.logits  # (B, T, V)
-        return out.logits, Trace(attention=_maps("decoder", out.attentions),
+            return logits
+        return logits, Trace(attention=_maps("decoder", out.attentions),
                                  hidden=_hidden("decoder", out.hidden_states))
 
     def start(self, src=None, src_pad_mask=None, batch_size: int = 1) -> dict:
@@ -130,7 +150,7 @@ class HFCausalLM(HFAdapter):
 
     def _forward_cached(self, input_ids, state):
         out = self.hf(input_ids=input_ids, past_key_values=state["past"], use_cache=True)
-        return out.logits[:, -1], {"past": out.past_key_values}, None
+        return self._allowed(out.logits[:, -1]), {"past": out.past_key_values}, None
 
 
 class HFSeq2Seq(HFAdapter):
@@ -143,13 +163,14 @@ class HFSeq2Seq(HFAdapter):
             out = self.hf(input_ids=src, attention_mask=mask, decoder_input_ids=tgt_in,
                           decoder_attention_mask=tgt_mask, use_cache=False,
                           output_attentions=trace, output_hidden_states=trace)
+        logits = self._allowed(out.logits)  # (B, T, V)
         if not trace:
-            return out.logits  # (B, T, V)
+            return logits
         maps = (_maps("encoder", out.encoder_attentions) + _maps("decoder", out.decoder_attentions)
                 + _maps("cross", out.cross_attentions))
         hidden = {**_hidden("encoder", out.encoder_hidden_states),
                   **_hidden("decoder", out.decoder_hidden_states)}
-        return out.logits, Trace(attention=maps, hidden=hidden)
+        return logits, Trace(attention=maps, hidden=hidden)
 
     def start(self, src=None, src_pad_mask=None, batch_size: int = 1) -> dict:
         """Run the encoder once; the decoder's steps reuse its output and the cross-attention cache."""
@@ -171,7 +192,7 @@ class HFSeq2Seq(HFAdapter):
                           decoder_input_ids=tokens[:, None], past_key_values=past,
                           use_cache=True, output_attentions=True)
         cross = torch.stack([a[:, :, -1] for a in out.cross_attentions], dim=1)  # (B, L, H, S)
-        return out.logits[:, -1], {**state, "past": out.past_key_values}, cross
+        return self._allowed(out.logits[:, -1]), {**state, "past": out.past_key_values}, cross
 
 
 class HFMaskedLM(HFAdapter):

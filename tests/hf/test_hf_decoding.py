@@ -11,7 +11,9 @@ pytest.importorskip("transformers")
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from explorer.decoding import StepDecoder, beam_search, greedy, greedy_batch, sample, score  # noqa: E402
+from explorer.decoding import (  # noqa: E402
+    StepDecoder, beam_search, greedy, greedy_batch, sample, score, score_ids,
+)
 from explorer.decoding.scoring import encode_context  # noqa: E402
 
 PROMPTS = {"gpt2": "the cat sat", "marian": "the cat sat on the mat", "t5": "the dog ran in the park"}
@@ -139,3 +141,28 @@ def test_step_decoder_back_and_forth(hf_workspace):
     full = beam_search(workspace.model, encode_context(workspace, PROMPTS["marian"]), beam_size=3,
                        max_len=5, tokenizer=workspace.tokenizer)
     assert decoder.output.token_ids == full.best.token_ids
+
+
+def test_tokens_the_generation_config_forbids(hf_models, tmp_path):
+    """One-token bad_words_ids (opus-mt forbids <pad>) never come out, as in generate."""
+    from explorer.hf import open_hf_model
+
+    folder = tmp_path / "marian-bad-words"
+    shutil.copytree(hf_models("marian"), folder)
+    workspace = open_hf_model(folder)
+    context = encode_context(workspace, PROMPTS["marian"])
+    banned = greedy(workspace.model, context, max_len=4, tokenizer=workspace.tokenizer).token_ids[0]
+    config = json.loads((folder / "generation_config.json").read_text())
+    config["bad_words_ids"] = [[banned]]
+    (folder / "generation_config.json").write_text(json.dumps(config))
+    changed = open_hf_model(folder)
+    hypothesis = greedy(changed.model, context, max_len=8, tokenizer=changed.tokenizer)
+    assert banned not in hypothesis.token_ids
+    ids = torch.tensor([context])
+    out = changed.model.hf.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                    max_new_tokens=8, output_scores=True, return_dict_in_generate=True)
+    new = out.sequences[0, 1:].tolist()
+    assert hypothesis.token_ids == new
+    expected = [F.log_softmax(s[0].double(), -1)[t].item() for s, t in zip(out.scores, new)]
+    assert hypothesis.token_logprobs == pytest.approx(expected, abs=1e-5)
+    assert score_ids(changed.model, context, [banned]).total == -float("inf")
