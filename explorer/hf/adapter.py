@@ -17,6 +17,7 @@ cross-attention an encoder-decoder's step reports): for those calls the model sw
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -25,6 +26,11 @@ from transformers.modeling_outputs import BaseModelOutput
 
 import explorer.hf.families  # noqa: F401 - registers the hf-* families with explorer.families
 from models.trace import AttentionMap, Trace
+
+
+# Calls that want weights switch the model to eager attention and back; a decoding worker and a
+# probe may run at once, so the switch is held for the whole call (other calls may run eager).
+_SWITCH_LOCK = threading.RLock()
 
 
 @dataclass
@@ -74,11 +80,12 @@ class HFAdapter(nn.Module):
         if not (wanted and self._switchable):
             yield
             return
-        self.hf.set_attn_implementation("eager")
-        try:
-            yield
-        finally:
-            self.hf.set_attn_implementation(self._fused)
+        with _SWITCH_LOCK:  # another thread's block must not switch back while this one runs
+            self.hf.set_attn_implementation("eager")
+            try:
+                yield
+            finally:
+                self.hf.set_attn_implementation(self._fused)
 
     def reorder_state(self, state: dict, index: torch.Tensor) -> dict:
         """Beam search: pick / duplicate batch rows of every cached tensor (the Cache in place)."""
