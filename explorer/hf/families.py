@@ -35,8 +35,7 @@ HF_FAMILIES = {
 
 def not_trainable(*args, **kwargs):
     """The registry's loss and feed of a Hugging Face family: fine-tuning is not built yet."""
-    raise UserError("training a Hugging Face model is not supported yet (explorer train --from "
-                    "is not built)")
+    raise UserError("fine-tuning is built for Hugging Face causal LMs only (explorer train --from)")
 
 
 _SUMMARIES = {
@@ -44,14 +43,18 @@ _SUMMARIES = {
     "hf-seq2seq": "Hugging Face encoder-decoder (Marian, T5, BART), opened from a folder",
     "hf-masked-lm": "Hugging Face masked language model (BERT, DistilBERT), opened from a folder",
 }
+# hf-causal-lm trains like our gpt (next token on blocks of a stream); the others are not built
+_LOSS = {"hf-causal-lm": "explorer.training.objectives:block_loss"}
+_FEED = {"hf-causal-lm": "explorer.training.feeds:BlockFeed"}
 _PROBES = {"hf-causal-lm": "explorer.analysis.probe:encode_next_token",
            "hf-seq2seq": "explorer.hf.probe:encode_pair",
            "hf-masked-lm": "explorer.analysis.probe:encode_masked"}
 for _family in HF_FAMILIES.values():  # opened from folders, never built: not in the menus
     register_family(Family(
         _family.name, _SUMMARIES[_family.name], has_source=_family.source, recurrent=False,
-        has_positions=True, loss=Lazy("explorer.hf.families:not_trainable"),
-        feed=Lazy("explorer.hf.families:not_trainable"), encode_probe=Lazy(_PROBES[_family.name]),
+        has_positions=True,
+        loss=Lazy(_LOSS.get(_family.name, "explorer.hf.families:not_trainable")),
+        feed=Lazy(_FEED.get(_family.name, "explorer.hf.families:not_trainable")), encode_probe=Lazy(_PROBES[_family.name]),
         masked_lm=_family.masked, max_len_field="max_len",  # None for relative positions (T5)
     ), listed=False)
 
