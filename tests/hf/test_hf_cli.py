@@ -5,13 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
 
 pytest.importorskip("transformers")
 
@@ -144,19 +140,18 @@ def test_bin_weights_load_with_weights_only(hf_models, tmp_path, capsys):
     assert not (tmp_path / "pwned").exists()
 
 
-def test_cached_model_id_opens_offline(hf_models, tmp_path):
+def test_cached_model_id_opens_offline(hf_models, tmp_path, monkeypatch, capsys):
     """A model id in the local cache (HF_HUB_CACHE) opens by name, with the network off."""
     cache = tmp_path / "hub"
     snapshot = cache / "models--tiny--gpt2" / "snapshots" / "0123abcd"
     shutil.copytree(hf_models("gpt2"), snapshot)
     (cache / "models--tiny--gpt2" / "refs").mkdir()
     (cache / "models--tiny--gpt2" / "refs" / "main").write_text("0123abcd")
-    env = {**os.environ, "HF_HUB_CACHE": str(cache), "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "explorer", "decode", "--checkpoint", "tiny/gpt2",
-                           "--max-len", "3", "--json", "the cat"], capture_output=True, text=True,
-                          env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert len(json.loads(done.stdout)["hypotheses"][0]["token_ids"]) == 3
-    done = subprocess.run([sys.executable, "-m", "explorer", "decode", "--checkpoint", "tiny/absent",
-                           "hi"], capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 2 and "Traceback" not in done.stderr
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    code, out, err = run_cli(capsys, "decode", "--checkpoint", "tiny/gpt2", "--max-len", "3",
+                             "--json", "the cat")
+    assert code == 0, err
+    assert len(json.loads(out)["hypotheses"][0]["token_ids"]) == 3
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+    code, _, err = run_cli(capsys, "decode", "--checkpoint", "tiny/absent", "hi")
+    assert_one_line_error(code, err, "tiny/absent")
