@@ -22,6 +22,7 @@ COMMANDS = {
     "train": "train a model headless and write a checkpoint",
     "score": "teacher-forced log-probability of a target under a checkpoint",
     "decode": "decode with greedy, beam or sampling search; print text or JSON",
+    "fill": "a masked language model's top-k tokens for every [MASK] in a text",
     "bleu": "corpus BLEU with its n-gram breakdown (sacreBLEU-compatible)",
     "export": "render the app's panels headless to PNG, SVG and CSV",
 }

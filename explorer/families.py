@@ -159,14 +159,19 @@ _FAMILIES: dict[str, Family] = {
 }
 
 
-def register_family(family: Family) -> None:
+# families that are opened, never built from scratch (Hugging Face folders): not in the menus
+_UNLISTED: dict[str, Family] = {}
+
+
+def register_family(family: Family, listed: bool = True) -> None:
     """Add (or replace) a family, e.g. from a module outside explorer/families.py. Its model side
-    registers with models.families.register_model_family."""
-    _FAMILIES[family.name] = family
+    registers with models.families.register_model_family. An unlisted family is found by
+    `get_family` / `family_of` but left out of `families()` (the new-model menu, train --arch)."""
+    (_FAMILIES if listed else _UNLISTED)[family.name] = family
 
 
 def families() -> dict[str, Family]:
-    """Every family by name, in menu order."""
+    """Every family a new model can be built from, by name, in menu order."""
     return dict(_FAMILIES)
 
 
@@ -176,6 +181,8 @@ def family_names() -> tuple[str, ...]:
 
 def get_family(name: str) -> Family:
     """The family called `name`; a one-line UserError naming the choices otherwise."""
+    if name in _UNLISTED:
+        return _UNLISTED[name]
     if name not in _FAMILIES:
         raise UserError(f"unknown model family {name!r}; choose one of {', '.join(_FAMILIES)}")
     return _FAMILIES[name]

@@ -139,7 +139,10 @@ def _embedded(model, stream: str, inputs: tuple) -> torch.Tensor:
 
 def _transformer_stacks(model, trace, inputs: tuple, labels: dict[str, list[str]]) -> list[TransformerStack]:
     stacks = []
+    known = family_of(model).stacks  # a family that names no embedding module (HF) has no stacks here
     for stream in ("encoder", "decoder"):
+        if stream not in known:
+            continue
         names = sorted((n for n in trace.hidden if n.startswith(f"{stream}.layer")),
                        key=lambda n: int(n.rsplit("layer", 1)[1]))
         if not names:

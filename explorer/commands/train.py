@@ -29,7 +29,7 @@ TRAIN_FLAGS = {  # option name -> TrainConfig field
     "warmup": "warmup", "label_smoothing": "label_smoothing", "eval_every": "eval_every",
     "precision": "precision", "threads": "num_threads", "context": "context",
 }
-OTHER_FLAGS = ("arch", "preset", "out", "resume", "save_every")
+OTHER_FLAGS = ("arch", "preset", "out", "resume", "save_every", "from_hf")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,6 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     checkpoint.add_argument("--out", metavar="DIR", help="write the checkpoint here")
     checkpoint.add_argument("--resume", metavar="DIR", help="continue training this checkpoint "
                             "(and save to it unless --out is given)")
+    checkpoint.add_argument("--from", dest="from_hf", metavar="HF_DIR",
+                            help="fine-tune this Hugging Face causal LM on --data FILE; --out gets "
+                            "a Hugging Face folder (save_pretrained)")
     checkpoint.add_argument("--config", metavar="FILE.json", help="options as JSON; flags win")
     checkpoint.add_argument("--save-every", type=int, metavar="N", help="also save every N steps "
                             "(a run killed later resumes from there); SIGINT and SIGTERM save, "
@@ -286,6 +289,16 @@ def run(args: argparse.Namespace) -> int:
         workspace = load_checkpoint(options["resume"])
         check_resumable(options["resume"], workspace)  # its data files: missing? changed?
         config = _train_config(options, workspace.train_config)
+    elif options.get("from_hf"):  # a Hugging Face causal LM, fine-tuned by the same Trainer
+        from explorer.hf.finetune import open_for_finetuning
+
+        config = _train_config(options, None)
+        if not options.get("out"):
+            raise UserError("say where to write the fine-tuned model: --out DIR")
+        if options.get("save_every"):
+            raise UserError("--save-every does not work with --from yet: the fine-tuned model is "
+                            "saved at the end (and at Ctrl+C)")
+        workspace = open_for_finetuning(options["from_hf"], _data_spec({**options, "arch": "gpt"}))
     else:
         if not any(options.get(k) for k in ("task", "data", "src", "tgt")):
             raise UserError("no data: give --task NAME, --data FILE, or --src FILE --tgt FILE")
@@ -307,7 +320,12 @@ def run(args: argparse.Namespace) -> int:
         if finished.reason in ("nan", "oom"):
             raise UserError(finished.message + autosave.kept_note())
         workspace.train_config = dataclasses.replace(workspace.train_config, num_threads=threads)
-        save_checkpoint(workspace, Path(out))
+        if options.get("from_hf"):
+            from explorer.hf.finetune import save_hf_model
+
+            save_hf_model(workspace, Path(out))
+        else:
+            save_checkpoint(workspace, Path(out))
     printer.summary(workspace, out)
     if autosave.signal is not None:
         print(f"{autosave.describe_stop()}: --resume {out} continues from step {workspace.step}",

@@ -241,12 +241,15 @@ def load_checkpoint(directory: str | Path, load_data: bool = True):
     from safetensors.torch import load_model
 
     from explorer.data.tokenizers import load_tokenizer
+    from explorer.hf import is_hf_model, open_hf_model
     from explorer.training.config import TrainConfig
     from explorer.training.setup import DataSpec, read_data
     from explorer.training.weights_file import check_against_config, check_field_types
     from explorer.workspace import Workspace
     from models.config import build_model, config_from_dict
 
+    if is_hf_model(directory):  # a Hugging Face folder or cached model id: transformers loads it
+        return open_hf_model(directory)
     directory = existing_folder(Path(directory))
     config = _read_config(directory)
     try:
