@@ -88,7 +88,7 @@ def main() -> None:
     big_ids = np.arange(n)
     big_scores = -rng.random(n) - big_steps
     print(f"layout of a {n}-node tree:     {timed(lambda: layout_tree(big_ids, big_parents, big_steps, big_scores)):7.2f} ms")
-    panel.worker.stop()
+    panel.jobs.shutdown()
 
 
 if __name__ == "__main__":

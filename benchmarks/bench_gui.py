@@ -66,7 +66,7 @@ def app_run(steps: int) -> dict:
     window.show()
     workspace = make_workspace(steps)
     window.controller.set_workspace(workspace)
-    while window.controller.jobs:  # the first evaluation lands before the clock starts
+    while window.controller.jobs.busy:  # the first evaluation lands before the clock starts
         app.processEvents()
     result: dict = {"tokens": 0, "lateness_ms": []}
     window.bus.step_metrics.connect(lambda batch: result.__setitem__(

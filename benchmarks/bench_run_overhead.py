@@ -61,6 +61,7 @@ def measure(case: dict, rounds: int, steps: int, threads: int, every: int) -> di
         sides[side] = (workspace, trainer, trainer.run())
     folder = Path(tempfile.mkdtemp(prefix="bench-run-")) / "run"
     writer = RunWriter(folder, snapshot_every=every, stream=io.StringIO())
+    writer.claim(resume=False)
     workspace, trainer, events = sides["run"]
     started = time.perf_counter()
     writer.start(workspace, trainer, build={"family": case["family"], "seed": 0})

@@ -3,10 +3,10 @@ and 50 snapshots, from nothing to the curves' numpy arrays and the snapshot list
 
     python benchmarks/bench_run_read.py [--steps 100000] [--snapshots 50] [--repeats 5]
 
-The run is written with RunWriter's own row encoder (the rows of a real `explorer train`), and
-its snapshots are real checkpoints of a tiny model. Reported: the median wall-clock and CPU time in
-this process (page cache warm), and those of a fresh Python process that imports explorer.runs,
-opens the run and builds the curves. On a shared, loaded VM wall time can be several times the
+The run is written with RunWriter's row encoder, durable.json_line (the rows of a real `explorer
+train`), and its snapshots are real checkpoints of a tiny model. Reported: the median wall-clock
+and CPU time in this process (page cache warm), and those of a fresh Python process that imports
+explorer.runs, opens the run and builds the curves. On a shared, loaded VM wall time can be several times the
 CPU time.
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from explorer.runs import RunReader, snapshot_dir  # noqa: E402
-from explorer.runs.writer import encode_row  # noqa: E402
+from explorer.durable import json_line as encode_row  # noqa: E402
 
 OPEN = """
 import sys, time

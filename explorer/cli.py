@@ -23,6 +23,7 @@ COMMANDS = {
     "replay": "train a recorded run again from its seed, settings and data; compare the losses",
     "score": "teacher-forced log-probability of a target under a checkpoint",
     "decode": "decode with greedy, beam or sampling search; print text or JSON",
+    "fill": "a masked language model's top-k tokens for every [MASK] in a text",
     "bleu": "corpus BLEU with its n-gram breakdown (sacreBLEU-compatible)",
     "export": "render the app's panels headless to PNG, SVG and CSV",
 }

@@ -3,6 +3,7 @@ probes and decodes it. The model side (config class, presets, builder) is `model
 
     family = family_of(workspace.model)      # or get_family("gpt")
     family.is_lm, family.has_source, family.recurrent, family.masked_lm, family.decodes
+    family.stacks, family.lm_stack, family.embeddings, family.logit_lens   # what analysis reads
     output = family.loss(model, batch, label_smoothing, state, bptt)   # training.objectives
     feed = family.feed(workspace, train_config, max_eval, train)       # training.feeds
     encoded = family.encode_probe(workspace, source, target)           # analysis.probe
@@ -20,8 +21,8 @@ list the families.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
 from explorer.errors import UserError
 
@@ -62,6 +63,15 @@ class Family:
     masked_lm: bool = False  # predicts masked tokens: no left-to-right distribution to decode
     # config field that caps a sequence's length (positions, location attention), or None
     max_len_field: str | None = None
+    # Where analysis finds things inside the model (module paths are dotted attribute names):
+    # stack -> (module that embeds its tokens, index of the model input it reads). The stacks are
+    # the first part of the trace's names ("encoder.l0", "decoder.layer1", "lm.l0"); an LM has one.
+    stacks: Mapping[str, tuple[str, int]] = field(default_factory=dict, hash=False)
+    # "input", "source", "output" -> the module whose .weight is that (V, D) token embedding;
+    # None: ask the model (a Hugging Face model's get_input_embeddings / get_output_embeddings)
+    embeddings: Mapping[str, str] | None = field(default=None, hash=False)
+    # modules from the decoder's residual stream to logits (final norm, head); empty: no logit lens
+    logit_lens: tuple[str, ...] = ()
 
     @property
     def is_lm(self) -> bool:
@@ -78,6 +88,11 @@ class Family:
         from models.families import model_family
 
         return model_family(self.name)
+
+    @property
+    def lm_stack(self) -> str | None:
+        """A language model's one stack: "lm" (RNN), "decoder" (GPT) or "encoder" (BERT)."""
+        return next(iter(self.stacks), None) if self.is_lm else None
 
     def max_len(self, config) -> int | None:
         return getattr(config, self.max_len_field) if self.max_len_field else None
@@ -103,6 +118,7 @@ _FAMILIES: dict[str, Family] = {
             has_source=False, recurrent=True, has_positions=False,
             loss=_objective("stream_loss"), feed=_feed("StreamFeed"),
             encode_probe=_probe("encode_next_token"),
+            stacks={"lm": ("embedding", 0)}, embeddings={"input": "embedding", "output": "head"},
         ),
         Family(
             "seq2seq",
@@ -110,6 +126,8 @@ _FAMILIES: dict[str, Family] = {
             has_source=True, recurrent=True, has_positions=False,
             loss=_objective("pair_loss"), feed=_feed("Seq2SeqFeed"),
             encode_probe=_probe("encode_pair"), max_len_field="max_src_len",
+            stacks={"encoder": ("src_embedding", 0), "decoder": ("tgt_embedding", 1)},
+            embeddings={"input": "tgt_embedding", "source": "src_embedding", "output": "head"},
         ),
         Family(
             "transformer",
@@ -117,6 +135,9 @@ _FAMILIES: dict[str, Family] = {
             has_source=True, recurrent=False, has_positions=True,
             loss=_objective("pair_loss"), feed=_feed("Seq2SeqFeed"),
             encode_probe=_probe("encode_pair"), max_len_field="max_len",
+            stacks={"encoder": ("src_embed", 0), "decoder": ("tgt_embed", 1)},
+            embeddings={"input": "tgt_embed.token", "source": "src_embed.token", "output": "lm_head"},
+            logit_lens=("decoder_norm", "lm_head"),
         ),
         Family(
             "gpt",
@@ -124,25 +145,33 @@ _FAMILIES: dict[str, Family] = {
             has_source=False, recurrent=False, has_positions=True,
             loss=_objective("block_loss"), feed=_feed("BlockFeed"),
             encode_probe=_probe("encode_next_token"), max_len_field="max_len",
+            stacks={"decoder": ("embed", 0)}, embeddings={"input": "embed.token", "output": "lm_head"},
+            logit_lens=("final_norm", "lm_head"),
         ),
         Family(
             "bert", "Encoder-only Transformer trained to fill in masked tokens (15%: 80/10/10)",
             has_source=False, recurrent=False, has_positions=True, masked_lm=True,
             loss=_objective("block_loss"), feed=_feed("BlockFeed"),
             encode_probe=_probe("encode_masked"), max_len_field="max_len",
+            stacks={"encoder": ("embed", 0)}, embeddings={"input": "embed.token", "output": "lm_head"},
         ),
     )
 }
 
 
-def register_family(family: Family) -> None:
+# families that are opened, never built from scratch (Hugging Face folders): not in the menus
+_UNLISTED: dict[str, Family] = {}
+
+
+def register_family(family: Family, listed: bool = True) -> None:
     """Add (or replace) a family, e.g. from a module outside explorer/families.py. Its model side
-    registers with models.families.register_model_family."""
-    _FAMILIES[family.name] = family
+    registers with models.families.register_model_family. An unlisted family is found by
+    `get_family` / `family_of` but left out of `families()` (the new-model menu, train --arch)."""
+    (_FAMILIES if listed else _UNLISTED)[family.name] = family
 
 
 def families() -> dict[str, Family]:
-    """Every family by name, in menu order."""
+    """Every family a new model can be built from, by name, in menu order."""
     return dict(_FAMILIES)
 
 
@@ -152,9 +181,18 @@ def family_names() -> tuple[str, ...]:
 
 def get_family(name: str) -> Family:
     """The family called `name`; a one-line UserError naming the choices otherwise."""
+    if name in _UNLISTED:
+        return _UNLISTED[name]
     if name not in _FAMILIES:
         raise UserError(f"unknown model family {name!r}; choose one of {', '.join(_FAMILIES)}")
     return _FAMILIES[name]
+
+
+def module_at(model, path: str):
+    """The submodule at a dotted attribute path ("tgt_embed.token") of `model`."""
+    for part in path.split("."):
+        model = getattr(model, part)
+    return model
 
 
 def family_of(model_or_config) -> Family:

@@ -117,6 +117,9 @@ def _config(cls: type, values: dict[str, Any]) -> ModelConfig:
 
 def validate(config: ModelConfig) -> None:
     """Raise ValueError for a value the family cannot build (the config's own validate())."""
+    dropout = getattr(config, "dropout", 0.0)
+    if not 0 <= dropout < 1:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
     check = getattr(config, "validate", None)
     if check is not None:
         check()

@@ -38,3 +38,30 @@ def test_models_are_pure_pytorch(path):
     calls = {node.func.id for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
     assert "open" not in calls
+
+
+def test_no_panel_imports_another_panel():
+    """Panels hold no data source: what they show comes on the bus, so none imports another (the
+    shared widget modules in explorer/ui/panels/ are no panels)."""
+    from explorer.ui.panels import PANELS
+
+    panel_modules = {entry.spec.split(":")[0] for entry in PANELS}
+    for module in sorted(panel_modules):
+        path = ROOT / (module.replace(".", "/") + ".py")
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module)
+                imported.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+        assert not imported & (panel_modules - {module}), f"{module} imports another panel"
+
+
+def test_every_registered_panel_declares_its_id_and_group():
+    from explorer.ui.panels import DOCK_GROUPS, PANELS, panel_class
+
+    assert len({entry.panel_id for entry in PANELS}) == len(PANELS)
+    for entry in PANELS:
+        assert entry.group in DOCK_GROUPS
+        assert panel_class(entry).PANEL_ID == entry.panel_id

@@ -56,7 +56,7 @@ def test_export_attention_positional_gradients(qapp, checkpoint, tmp_path, capsy
     workspace = load_checkpoint(checkpoint)
     snapshot = probe(workspace, "abcd", "dcba")
     shown = read_csv(out / "attention_heatmap.csv")
-    # the panel opens on cross-attention (the alignment), layer 0, mean of heads
+    # the panel opens on cross-attention (the alignment), the first layer, mean of heads
     (first,) = [m for m in snapshot.attention if m.kind == "cross" and m.layer == 0]
     assert shown[0][1:] == first.cols and [row[0] for row in shown[1:]] == first.rows
     assert first.rows == ["d", "c", "b", "a", "<eos>"]  # target over source

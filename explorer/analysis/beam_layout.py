@@ -139,3 +139,42 @@ def pick_labels(columns: np.ndarray, y_px: np.ndarray, priority: np.ndarray,
         heights.insert(at, y)
         picked.append(index)
     return np.array(picked, dtype=np.int64)
+
+
+def stack_nbest_numbers(ends, px_per_step: float, px_per_row: float, line_px: float):
+    """Where the n-best numbers go: just below-right of each hypothesis' last node `(rank, x, y)`
+    (finished nodes have no children, so the right is free), pushed down where two in one column
+    would overlap. -> ([("#rank", x, y)], [(column, bottom pixel)] each number takes)."""
+    placed, taken = [], []
+    bottom_of: dict[float, float] = {}  # column -> lowest number's bottom so far, in pixels
+    for rank, x, y in sorted(ends, key=lambda e: (e[1], e[2])):
+        top_px = max(y * px_per_row, bottom_of.get(x, -np.inf))
+        bottom_of[x] = top_px + line_px
+        placed.append((f"#{rank}", x + 6 / px_per_step, top_px / px_per_row))
+        taken.append((x, top_px + line_px))
+    return placed, taken
+
+
+def fitted_range(layout: TreeLayout, ghosts, view_height: float, line_px: float):
+    """(x range, y range) showing the whole tree and the greedy ghosts `(x, y)` with one label
+    line of margin in pixels above the top row and below the bottom one."""
+    bottom = max(float(layout.y.max()), max((y for _, y in ghosts), default=0.0))
+    right = max([float(layout.x.max())] + [x for x, _ in ghosts]) + 1.0
+    height = max(view_height, 4 * line_px)
+    margin = line_px + 6
+    span = max(bottom, 1.0) / max(1 - 2 * margin / height, 0.2)
+    pad = margin * span / height
+    return (-1.3, right), (-pad, bottom + pad)
+
+
+def ghost_markers(ghosts, tokens: list[str], px_per_step: float, text_width):
+    """Texts for the greedy path where it left the beam (`ghosts`: (position, row) each): a caption
+    left of the first, and each token under its ghost when the widest fits in one step's pixels
+    (`text_width(text)` measures one). -> [(text, x, y, anchor)]."""
+    if not ghosts:
+        return []
+    row = ghosts[0][1]
+    markers = [("greedy, outside the beam:", ghosts[0][0] - 0.2, row, (1, 0.5))]
+    if max(text_width(tokens[p]) for p, _ in ghosts) + 8 <= px_per_step:
+        markers += [(tokens[p], p, row, (0.5, -0.1)) for p, _ in ghosts]
+    return markers

@@ -34,3 +34,21 @@ def describe_greedy_token(result: BeamResult, position: int) -> str:
             f"token log p = {greedy.token_logprobs[position]:.3f}\n"
             f"cumulative log p = {sum(greedy.token_logprobs[: position + 1]):.3f}\n"
             "beam search pruned this prefix")
+
+
+SCORE_TOLERANCE = 1e-4  # batched float32 steps make equal paths differ by ~1e-6 in log p
+
+
+def summarize_result(result: BeamResult) -> str:
+    """One paragraph under the tree: its size and settings, the best and the greedy output, and
+    whether beam search found a more probable output than greedy."""
+    best = result.nbest[0] if result.nbest else None
+    greedy = result.greedy
+    text = f"{len(result.nodes) - 1} candidates ranked, width {result.beam_size}, α {result.alpha:g}."
+    if best is not None:
+        text += f" Best: “{best.text}” (log p = {best.score:.3f})."
+    if greedy is not None:
+        text += f" Greedy: “{greedy.text}” (log p = {greedy.score:.3f})."
+        if best is not None and best.score > greedy.score + SCORE_TOLERANCE:
+            text += " Beam found a more probable output than greedy."
+    return text

@@ -1,7 +1,7 @@
 """Token embeddings: a 2-D PCA projection, nearest neighbours by cosine, analogies, token sets.
 
 Works on every family's input (and source) embedding and its output embedding (the unembedding
-rows), and on Hugging Face models through `get_input_embeddings` / `get_output_embeddings`.
+rows), found where its registry entry says (`embeddings` in explorer.families), and on Hugging Face models through `get_input_embeddings` / `get_output_embeddings`.
 Everything is numpy: no projector dependency.
 
 Analogies follow word2vec / gensim's `most_similar(positive=[a, c], negative=[b])` ("3CosAdd"):
@@ -19,6 +19,7 @@ import numpy as np
 from explorer.data.tasks.dates import MONTHS, WEEKDAYS
 from explorer.data.tasks.symbols import BRACKETS
 from explorer.data.tasks.translate_toy import ADJECTIVES, NOUNS, PLACES, VERBS
+from explorer.families import families, module_at
 
 EMBEDDING_KINDS = ("input", "output", "source")
 EXACT_PCA_LIMIT = 4e8  # V * D * D multiply-adds below which the covariance is formed exactly
@@ -26,22 +27,10 @@ EXACT_PCA_LIMIT = 4e8  # V * D * D multiply-adds below which the covariance is f
 
 def _weights(model, which: str):
     """The (V, D) parameter behind `which`, or None when the model has no such embedding."""
-    family = getattr(getattr(model, "config", None), "family", None)
-    paths = {
-        "rnn-lm": {"input": "embedding", "output": "head"},
-        "seq2seq": {"input": "tgt_embedding", "source": "src_embedding", "output": "head"},
-        "transformer": {"input": "tgt_embed.token", "source": "src_embed.token", "output": "lm_head"},
-        "gpt": {"input": "embed.token", "output": "lm_head"},
-        "bert": {"input": "embed.token", "output": "lm_head"},
-    }
-    if family in paths:
-        path = paths[family].get(which)
-        if path is None:
-            return None
-        module = model
-        for part in path.split("."):
-            module = getattr(module, part)
-        return module.weight
+    family = families().get(getattr(getattr(model, "config", None), "family", None))
+    if family is not None and family.embeddings is not None:
+        path = family.embeddings.get(which)
+        return None if path is None else module_at(model, path).weight
     # a Hugging Face model
     getter = {"input": "get_input_embeddings", "output": "get_output_embeddings"}.get(which)
     module = getattr(model, getter)() if getter and hasattr(model, getter) else None

@@ -23,10 +23,7 @@ import torch
 
 from explorer.analysis.logit_lens import LogitLens, logit_lens_from_trace
 from explorer.analysis.probe import _PROBE_LOCK
-from explorer.families import family_of
-
-RECURRENT_FAMILIES = ("rnn-lm", "seq2seq")
-TRANSFORMER_FAMILIES = ("transformer", "gpt", "bert")
+from explorer.families import family_of, module_at
 
 
 @dataclass
@@ -136,15 +133,16 @@ def _recurrent_layers(trace, labels: dict[str, list[str]], reverse_source: bool)
 
 def _embedded(model, stream: str, inputs: tuple) -> torch.Tensor:
     """The residual stream before the first block: token embedding plus positions, (1, T, D)."""
-    family = model.config.family
-    if family == "transformer":
-        return model.src_embed(inputs[0]) if stream == "encoder" else model.tgt_embed(inputs[1])
-    return model.embed(inputs[0])
+    path, index = family_of(model).stacks[stream]
+    return module_at(model, path)(inputs[index])
 
 
 def _transformer_stacks(model, trace, inputs: tuple, labels: dict[str, list[str]]) -> list[TransformerStack]:
     stacks = []
+    known = family_of(model).stacks  # a family that names no embedding module (HF) has no stacks here
     for stream in ("encoder", "decoder"):
+        if stream not in known:
+            continue
         names = sorted((n for n in trace.hidden if n.startswith(f"{stream}.layer")),
                        key=lambda n: int(n.rsplit("layer", 1)[1]))
         if not names:
@@ -184,15 +182,15 @@ def snapshot_from_trace(workspace, encoded, inputs: tuple, trace, source: str, t
     """The snapshot of a forward pass already traced (the probe's: `explorer.analysis.probe`), with
     the model still in eval mode. `encoded` is the probe's encoding, `inputs` its tensors."""
     model = workspace.model
-    family = model.config.family
-    snapshot = HiddenSnapshot(family=family, step=step, source=source, target=target)
+    family = family_of(model)
+    snapshot = HiddenSnapshot(family=family.name, step=step, source=source, target=target)
     with torch.no_grad():
-        if family in RECURRENT_FAMILIES:
+        if family.recurrent:
             reverse = bool(getattr(model.config, "reverse_source", False))
             snapshot.layers = _recurrent_layers(trace, encoded.labels, reverse)
         else:
             snapshot.stacks = _transformer_stacks(model, trace, inputs, encoded.labels)
-            if lens and family in ("gpt", "transformer"):
+            if lens and family.logit_lens:
                 stack = snapshot.stacks[-1]  # the decoder: the side that predicts tokens
                 snapshot.lens = logit_lens_from_trace(
                     model, trace, _embedded(model, "decoder", inputs), stack.tokens,

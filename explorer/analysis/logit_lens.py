@@ -23,6 +23,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from explorer.families import family_of, module_at
+
 
 @dataclass
 class LogitLens:
@@ -50,13 +52,18 @@ class LogitLens:
 
 
 def _readout(model):
-    """The model's own path from the residual stream to logits."""
-    family = model.config.family
-    if family == "gpt":
-        return lambda x: model.lm_head(model.final_norm(x))
-    if family == "transformer":
-        return lambda x: model.lm_head(model.decoder_norm(x))
-    raise ValueError(f"the logit lens reads a decoder; a {family} model has none")
+    """The model's own path from the residual stream to logits (`logit_lens` in explorer.families)."""
+    family = family_of(model)
+    if not family.logit_lens:
+        raise ValueError(f"the logit lens reads a decoder; a {family.name} model has none")
+    modules = [module_at(model, path) for path in family.logit_lens]
+
+    def readout(x: Tensor) -> Tensor:
+        for module in modules:
+            x = module(x)
+        return x
+
+    return readout
 
 
 def model_lens_layers(model, trace, embedded: Tensor) -> Iterator[tuple[str, Tensor]]:

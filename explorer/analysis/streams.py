@@ -14,6 +14,7 @@ import torch
 
 from explorer.analysis.probe import _PROBE_LOCK
 from explorer.analysis.selection import StateStream
+from explorer.families import family_of
 from models.config import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -21,7 +22,7 @@ def _sequences(workspace, pairs, max_tokens: int) -> tuple[list[list[int]], list
     """Token ids per text (the source side, or the LM text) and per target, within `max_tokens`."""
     config = workspace.model.config
     seq2seq = workspace.is_seq2seq
-    limit = getattr(config, "max_len", None) or getattr(config, "max_src_len", None)
+    limit = family_of(config).max_len(config)
     src_tokenizer = (workspace.src_tokenizer or workspace.tokenizer) if seq2seq else workspace.tokenizer
     sources, targets, total = [], [] if seq2seq else None, 0
     for source, target in pairs:
@@ -91,7 +92,7 @@ def state_streams(workspace, pairs, max_tokens: int = 100_000, batch_size: int =
     """name -> StateStream of every traced layer over the texts of `pairs` ((source, target) tuples;
     a language model reads source, or target where source is empty), at most ~`max_tokens` tokens."""
     model = workspace.model
-    family = model.config.family
+    family = family_of(model)
     device = next(model.parameters()).device
     sources, targets = _sequences(workspace, pairs, max_tokens)
     if not sources:
@@ -101,7 +102,7 @@ def state_streams(workspace, pairs, max_tokens: int = 100_000, batch_size: int =
     chunks: dict[str, list[np.ndarray]] = {}
     labels: dict[str, list[str]] = {"encoder": [], "decoder": [], "lm": []}
     lengths: dict[str, list[int]] = {"encoder": [], "decoder": [], "lm": []}
-    fused = _fused_layers(model.rnn) if family == "rnn-lm" else None
+    fused = _fused_layers(model.rnn) if family.recurrent and family.is_lm else None
     with _PROBE_LOCK:
         was_training = model.training
         model.eval()
@@ -119,10 +120,10 @@ def state_streams(workspace, pairs, max_tokens: int = 100_000, batch_size: int =
                         hidden = _rnn_lm_states(model, fused, src, src_mask)
                         sides = {"lm": rows}
                     else:
-                        extra = (src_mask,) if family in ("gpt", "bert") else ()
+                        # a Transformer LM masks the padding; an RNN LM's padding comes after each text
+                        extra = () if family.recurrent else (src_mask,)
                         trace = model(src, *extra, trace=True)[-1]
-                        side = "lm" if family == "rnn-lm" else ("decoder" if family == "gpt" else "encoder")
-                        sides = {side: rows}
+                        sides = {family.lm_stack: rows}
                         hidden = trace.hidden
                     for name, steps in hidden.items():
                         side_rows = sides[name.split(".", 1)[0]]

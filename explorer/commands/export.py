@@ -7,10 +7,12 @@ the arguments and loads the checkpoint.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from explorer.commands.arguments import utf8_text
+from explorer.ui.panels import PANELS, export_ids, find_panel  # the registry only: no Qt
 
-DEFAULT_PLOTS = ("attention", "positional", "gradients", "beam", "bleu", "curves")
+DEFAULT_PLOTS = tuple(entry.panel_id for entry in PANELS if entry.exported_by_default)
 FORMATS = ("png", "svg", "csv")
 
 
@@ -27,27 +29,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seq2seq: the target the attention and gradients are probed with")
     parser.add_argument("--plots", type=_csv_list, default=",".join(DEFAULT_PLOTS),
                         help="comma-separated panels (default: %(default)s); any of "
-                             "attention, positional, gradients, beam, bleu, curves, step, compare, "
-                             "hidden, gates, embeddings")
+                             + ", ".join(export_ids()))
     parser.add_argument("--format", dest="formats", type=_csv_list, default=",".join(FORMATS),
                         help="comma-separated formats among png, svg, csv (default: %(default)s)")
     parser.add_argument("--width", type=int, default=None,
                         help="PNG width in pixels; text scales with it (default: as laid out)")
     parser.add_argument("--dpi", type=int, default=None,
                         help="PNG resolution: without --width, 192 doubles the pixels (default 96)")
+    parser.add_argument("--theme", choices=("light", "dark"), default="light",
+                        help="colours of every plot: light (for papers, the default) or dark")
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="seconds to wait for each panel to draw (default: %(default)s)")
 
 
-def _check(args) -> list[tuple[str, str]]:
+def _check(args) -> list:
     from explorer.errors import UserError
-    from explorer.ui.panels import EXPORT_ONLY_PANELS, PANELS
 
-    known = dict(PANELS + EXPORT_ONLY_PANELS)
-    unknown = [p for p in args.plots if p not in known]
+    unknown = [p for p in args.plots if find_panel(p) is None]
     if unknown or not args.plots:
         named = ", ".join(unknown) or "(none)"
-        raise UserError(f"unknown plot(s) {named}; choose from {', '.join(known)}")
+        raise UserError(f"unknown plot(s) {named}; choose from {', '.join(export_ids())}")
     bad = [f for f in args.formats if f not in FORMATS]
     if bad or not args.formats:
         named = ", ".join(bad) or "(none)"
@@ -56,7 +57,17 @@ def _check(args) -> list[tuple[str, str]]:
         raise UserError(f"--width {args.width} is out of range (16 to 20000 pixels)")
     if args.dpi is not None and not 10 <= args.dpi <= 2400:
         raise UserError(f"--dpi {args.dpi} is out of range (10 to 2400)")
-    return [(p, known[p]) for p in args.plots]
+    return [find_panel(p) for p in args.plots]
+
+
+def _greedy_target(workspace, source: str) -> str:
+    """The model's own greedy output for `source`: without a target, a seq2seq probe would have
+    one query row (<eos>) to show."""
+    from explorer.decoding import greedy
+    from explorer.decoding.scoring import encode_context
+
+    context = encode_context(workspace, source)
+    return greedy(workspace.model, context, max_len=64, tokenizer=workspace.tokenizer).text
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,9 +83,14 @@ def run(args: argparse.Namespace) -> int:
     workspace = load_checkpoint(args.checkpoint)
     # what the app's first evaluation shows in the BLEU panel
     bleu = evaluate(workspace, bleu_examples=32) if workspace.is_seq2seq and "bleu" in args.plots else None
+    target = args.target
+    if args.input is not None and not target and workspace.is_seq2seq:
+        target = _greedy_target(workspace, args.input)
+        print(f"explorer export: no --target: probing with the model's greedy output {target!r}",
+              file=sys.stderr)
     written = render_panels(workspace, specs, Path(args.out), tuple(args.formats), width=args.width,
-                            dpi=args.dpi, source=args.input, target=args.target,
-                            timeout_s=args.timeout, bleu_metrics=bleu)
+                            dpi=args.dpi, source=args.input, target=target,
+                            timeout_s=args.timeout, bleu_metrics=bleu, theme=args.theme)
     if not written:
         raise UserError(f"nothing to export: none of {', '.join(args.plots)} applies to this model")
     for path in written:

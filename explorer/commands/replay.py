@@ -124,13 +124,13 @@ def run(args: argparse.Namespace) -> int:
     config, run_section, segments, recorded = _recorded(reader)
     snapshot_every = args.snapshot_every or run_section.get("snapshot_every")
     writer = RunWriter(args.out, snapshot_every)
-    writer.check_target(resume=False)
-    workspace = _rebuild(config, run_section, segments)
-    last_step = max(recorded)
-    replayed: dict[int, float] = {}
-    printer = ProgressPrinter()
+    writer.claim(resume=False)
     error = None
     try:
+        workspace = _rebuild(config, run_section, segments)
+        last_step = max(recorded)
+        replayed: dict[int, float] = {}
+        printer = ProgressPrinter()
         for index, segment in enumerate(segments):
             start = segment.get("step") or 0
             end = segments[index + 1]["step"] if index + 1 < len(segments) else last_step

@@ -29,7 +29,7 @@ TRAIN_FLAGS = {  # option name -> TrainConfig field
     "warmup": "warmup", "label_smoothing": "label_smoothing", "eval_every": "eval_every",
     "precision": "precision", "threads": "num_threads", "context": "context",
 }
-OTHER_FLAGS = ("arch", "preset", "out", "resume", "snapshot_every")
+OTHER_FLAGS = ("arch", "preset", "out", "resume", "save_every", "from_hf", "snapshot_every")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,7 +82,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     checkpoint.add_argument("--out", metavar="DIR", help="write the checkpoint here")
     checkpoint.add_argument("--resume", metavar="DIR", help="continue training this checkpoint "
                             "(and save to it unless --out is given)")
+    checkpoint.add_argument("--from", dest="from_hf", metavar="HF_DIR",
+                            help="fine-tune this Hugging Face causal LM on --data FILE; --out gets "
+                            "a Hugging Face folder (save_pretrained)")
     checkpoint.add_argument("--config", metavar="FILE.json", help="options as JSON; flags win")
+    checkpoint.add_argument("--save-every", type=int, metavar="N", help="also save every N steps "
+                            "(a run killed later resumes from there); SIGINT and SIGTERM save, "
+                            "then stop")
     checkpoint.add_argument("--snapshot-every", type=int, metavar="N", help="also keep a full "
                             "checkpoint of every N-th step in DIR/snapshots/step-NNNNNN")
 
@@ -266,20 +272,28 @@ def format_eval(metrics) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    options = _options(args)
-    out = options.get("out") or options.get("resume")
-    # -- runs (issue 14): torchrun's ranks; rank 0 alone writes the run folder
     from explorer.runs import RunWriter
     from explorer.training.distributed import init_from_env, shutdown
 
+    options = _options(args)
+    out = options.get("out") or options.get("resume")
+    # torchrun's ranks (issue 14): rank 0 alone writes the run folder; --from writes a Hugging
+    # Face folder (save_pretrained), not a run
     parallel = init_from_env(options.get("device") or "auto")
     main_rank = parallel is None or parallel.is_main
-    writer = RunWriter(out, options.get("snapshot_every")) if out and main_rank else None
-    if writer is not None:
-        writer.check_target(resume=_same_folder(options.get("resume"), out))
+    writer = None
+    if out and main_rank and not options.get("from_hf"):
+        writer = RunWriter(out, options.get("snapshot_every"))
+        writer.claim(resume=_same_folder(options.get("resume"), out))  # locked until close
+    error = None
     try:
         return _train(options, out, parallel, writer)
+    except BaseException as exc:
+        error = exc
+        raise
     finally:
+        if writer is not None:
+            writer.close(error)
         shutdown(parallel)
 
 
@@ -290,11 +304,16 @@ def _same_folder(a, b) -> bool:
 
 
 def _train(options: dict, out, parallel, writer) -> int:
+    import contextlib
     import dataclasses
     import os
+    import sys
+    from pathlib import Path
 
     from explorer.errors import UserError
     from explorer.training import TrainConfig, Trainer, load_checkpoint
+    from explorer.training.autosave import Autosave
+    from explorer.training.checkpoint import check_resumable
 
     if options.get("resume"):
         given = [k for k in (*DATA_FLAGS, *MODEL_FLAGS, "arch", "preset") if k in options]
@@ -302,9 +321,19 @@ def _train(options: dict, out, parallel, writer) -> int:
             flag = given[0].replace("_", "-")
             raise UserError(f"--resume keeps the checkpoint's data and model; drop --{flag}")
         workspace = load_checkpoint(options["resume"])
-        if workspace.data is None:
-            raise UserError(f"{options['resume']}: its training data can no longer be found")
+        check_resumable(options["resume"], workspace)  # its data files: missing? changed?
         config = _train_config(options, workspace.train_config)
+    elif options.get("from_hf"):  # a Hugging Face causal LM, fine-tuned by the same Trainer
+        from explorer.hf.finetune import open_for_finetuning
+
+        config = _train_config(options, None)
+        if not options.get("out"):
+            raise UserError("say where to write the fine-tuned model: --out DIR")
+        for flag in ("save_every", "snapshot_every"):
+            if options.get(flag):
+                raise UserError(f"--{flag.replace('_', '-')} does not work with --from yet: the "
+                                "fine-tuned model is saved at the end (and at Ctrl+C)")
+        workspace = open_for_finetuning(options["from_hf"], _data_spec({**options, "arch": "gpt"}))
     else:
         if not any(options.get(k) for k in ("task", "data", "src", "tgt")):
             raise UserError("no data: give --task NAME, --data FILE, or --src FILE --tgt FILE")
@@ -315,16 +344,22 @@ def _train(options: dict, out, parallel, writer) -> int:
         workspace = _new_workspace(options)
     trainer = Trainer(workspace, config)
     trainer.parallel = parallel
-    quiet = writer is None and parallel is not None  # ranks other than 0 print nothing
+    quiet = parallel is not None and not parallel.is_main  # other ranks print and save nothing
     printer = ProgressPrinter(open(os.devnull, "w") if quiet else None)
     if not quiet:
         report_data(workspace.data)
-    build = None if options.get("resume") else {
+    build = None if options.get("resume") or options.get("from_hf") else {
         "family": workspace.family, "preset": options.get("preset", "tiny"),
         "seed": options.get("seed") or 0, "overrides": _model_overrides(options, workspace.family)}
     finished = None
-    error = None
-    try:
+    # the checkpoint keeps the app's background thread count unless --threads was given
+    threads = options.get("threads", TrainConfig.num_threads)
+    # --save-every, SIGINT/SIGTERM and the folder's lock: explorer/training/autosave.py; its saves
+    # go through the run's writer, which keeps metrics.jsonl and snapshots/
+    autosave = None if quiet else Autosave(
+        trainer, out, options.get("save_every"), threads,
+        save=None if writer is None else writer.save_latest)
+    with autosave or contextlib.nullcontext():
         if writer is not None:
             writer.start(workspace, trainer, build=build, resumed_from=options.get("resume"))
         for event in trainer.run():
@@ -334,17 +369,18 @@ def _train(options: dict, out, parallel, writer) -> int:
         if finished.reason in ("nan", "oom"):
             if writer is not None:
                 writer.end(finished.reason, finished.message, finished.step)
-            raise UserError(finished.message)
-        # the checkpoint keeps the app's background thread count unless --threads was given
-        threads = options.get("threads", TrainConfig.num_threads)
+            raise UserError(finished.message + (autosave.kept_note() if autosave else ""))
         workspace.train_config = dataclasses.replace(workspace.train_config, num_threads=threads)
-        if writer is not None:
+        if options.get("from_hf"):
+            from explorer.hf.finetune import save_hf_model
+
+            save_hf_model(workspace, Path(out))
+        elif writer is not None:
             writer.finish(workspace, finished)
-    except BaseException as exc:
-        error = exc
-        raise
-    finally:
-        if writer is not None:
-            writer.close(error)
+    if quiet:
+        return 0
     printer.summary(workspace, out)
-    return 0
+    if autosave.signal is not None:
+        print(f"{autosave.describe_stop()}: --resume {out} continues from step {workspace.step}",
+              file=sys.stderr)
+    return autosave.exit_code

@@ -134,7 +134,7 @@ class LMDataset:
         self.tokenizer, self.context = tokenizer, context
         stream: list[int] = []
         for text in texts:
-            stream += tokenizer.encode(text) + [EOS_ID]
+            stream += tokenizer.encode(text) + [getattr(tokenizer, "eos_id", EOS_ID)]  # HF: its own
         self.stream = torch.tensor(stream, dtype=torch.long)  # (N,)
         if len(self.stream) < context + 1:
             raise UserError(

@@ -16,6 +16,7 @@ Standard library only, so `explorer bleu` can use `read_lines` without importing
 from __future__ import annotations
 
 import gzip
+import hashlib
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,6 +34,9 @@ class ReadReport:
     kept: int = 0
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> number of lines
     source: str = ""  # the file(s) read, for the summary
+    # path -> sha256 of its bytes as read: a checkpoint records them, so a resumed run can tell
+    # that a file changed since
+    digests: dict[str, str] = field(default_factory=dict)
 
     @property
     def total_skipped(self) -> int:
@@ -47,15 +51,18 @@ class ReadReport:
         return f"{prefix}kept {self.kept} lines, skipped {self.total_skipped} ({reasons})"
 
 
-def _read_bytes(path: Path) -> bytes:
+def _read_raw(path: Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise UserError(f"{path}: is a directory, not a text file") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _decompress(path: Path, data: bytes) -> bytes:
     if data[:2] == GZIP_MAGIC:  # by content, so a misnamed .gz file still reads
         try:
             data = gzip.decompress(data)
@@ -72,8 +79,14 @@ def _line_of(data: bytes, offset: int) -> int:
 
 def read_lines(path: str | Path, allow_empty: bool = False) -> list[str]:
     """Every line of a UTF-8 text file (blank ones included), without line terminators."""
-    path = Path(path)
-    data = _read_bytes(path)
+    return _read_lines(Path(path), allow_empty)[0]
+
+
+def _read_lines(path: Path, allow_empty: bool = False) -> tuple[list[str], str]:
+    """The lines and the sha256 of the bytes they came from."""
+    raw = _read_raw(path)
+    digest = hashlib.sha256(raw).hexdigest()
+    data = _decompress(path, raw)
     if not data and not allow_empty:
         raise UserError(f"{path}: file is empty")
     nul = data.find(b"\x00")
@@ -89,12 +102,12 @@ def read_lines(path: str | Path, allow_empty: bool = False) -> list[str]:
         ) from None
     text = text.removeprefix("\ufeff")  # a byte-order mark is not part of the first sentence
     if not text:
-        return []
+        return [], digest
     # split on "\n" only: str.splitlines also splits on \x0b, \u2028, ... and shifts line numbers
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()  # the terminator of the last line
-    return [line.removesuffix("\r") for line in lines]
+    return [line.removesuffix("\r") for line in lines], digest
 
 
 def looks_like_tsv(path: str | Path) -> bool:
@@ -105,10 +118,11 @@ def looks_like_tsv(path: str | Path) -> bool:
 
 def read_text_with_report(path: str | Path) -> tuple[list[str], ReadReport]:
     """Non-blank lines of a text file, for language models, and what was skipped."""
-    report = ReadReport(source=str(path))
+    lines, digest = _read_lines(Path(path))
+    report = ReadReport(source=str(path), digests={str(path): digest})
     texts = []
     skipped: Counter = Counter()
-    for line in read_lines(path):
+    for line in lines:
         if line.strip():
             texts.append(line)
         else:
@@ -147,7 +161,8 @@ def _pairs_with_report(
 def read_tsv_with_report(path: str | Path) -> tuple[list[tuple[str, str]], ReadReport]:
     """`source<TAB>target[<TAB>...]` rows (extra columns ignored) and what was skipped."""
     rows = []
-    for number, line in enumerate(read_lines(path), start=1):
+    lines, digest = _read_lines(Path(path))
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             rows.append((number, "", ""))
             continue
@@ -157,7 +172,10 @@ def read_tsv_with_report(path: str | Path) -> tuple[list[tuple[str, str]], ReadR
                 f"{path}:{number}: expected source<TAB>target, found one column: {line[:40]!r}"
             )
         rows.append((number, columns[0], columns[1]))
-    return _pairs_with_report(rows, str(path), f"{path}: has no rows with both source and target")
+    pairs, report = _pairs_with_report(rows, str(path),
+                                       f"{path}: has no rows with both source and target")
+    report.digests = {str(path): digest}
+    return pairs, report
 
 
 def read_tsv(path: str | Path) -> list[tuple[str, str]]:
@@ -168,7 +186,8 @@ def read_parallel_with_report(
     src_path: str | Path, tgt_path: str | Path
 ) -> tuple[list[tuple[str, str]], ReadReport]:
     """Two line-aligned files (line i of one translates line i of the other), and the skips."""
-    src_lines, tgt_lines = read_lines(src_path), read_lines(tgt_path)
+    (src_lines, src_digest), (tgt_lines, tgt_digest) = (
+        _read_lines(Path(src_path)), _read_lines(Path(tgt_path)))
     if len(src_lines) != len(tgt_lines):
         src_shorter = len(src_lines) < len(tgt_lines)
         shorter, longer = (src_path, tgt_path) if src_shorter else (tgt_path, src_path)
@@ -179,9 +198,11 @@ def read_parallel_with_report(
             f"this line has no partner in {shorter}"
         )
     rows = [(i + 1, s, t) for i, (s, t) in enumerate(zip(src_lines, tgt_lines))]
-    return _pairs_with_report(
+    pairs, report = _pairs_with_report(
         rows, f"{src_path} + {tgt_path}", f"{src_path}: no line pairs with both sides non-blank"
     )
+    report.digests = {str(src_path): src_digest, str(tgt_path): tgt_digest}
+    return pairs, report
 
 
 def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[tuple[str, str]]:

@@ -230,6 +230,18 @@ def make_tokenizer(kind: str, texts: Iterable[str], vocab_size: int | None = Non
     return TOKENIZER_CLASSES[kind]().fit(texts, vocab_size, min_freq)
 
 
+def _checked_bpe(tokenizer: BPETokenizer) -> BPETokenizer:
+    """A crafted backend may load and fail later: ids must be 0..n-1 with the special tokens
+    first, and encoding must work (the library checks its unknown token only then)."""
+    vocab = tokenizer.backend.get_vocab(with_added_tokens=True)
+    if sorted(vocab.values()) != list(range(len(vocab))):
+        raise ValueError("token ids are not 0..n-1")
+    if [tokenizer.backend.id_to_token(i) for i in range(NUM_SPECIAL)] != list(SPECIAL_TOKENS):
+        raise ValueError("special tokens are not at ids 0..4")
+    tokenizer.encode("probe \u00e9\U0001f600 ?")
+    return tokenizer
+
+
 def load_tokenizer(directory: str | Path, prefix: str):
     """The tokenizer `save(directory, prefix)` wrote."""
     path = _file(directory, prefix)
@@ -239,10 +251,14 @@ def load_tokenizer(directory: str | Path, prefix: str):
         if kind == "bpe":
             from tokenizers import Tokenizer
 
-            return BPETokenizer(Tokenizer.from_str(json.dumps(state["backend"])))
+            return _checked_bpe(BPETokenizer(Tokenizer.from_str(json.dumps(state["backend"]))))
         vocab = state["vocab"]
         if list(vocab[:NUM_SPECIAL]) != list(SPECIAL_TOKENS):
             raise ValueError("special tokens are not at ids 0..4")
+        if not all(isinstance(token, str) and token for token in vocab):
+            raise ValueError("the vocabulary must be a list of non-empty strings")
+        if len(set(vocab)) != len(vocab):
+            raise ValueError("the vocabulary lists a token twice")
         if kind == "word":
             return WordTokenizer(vocab, lowercase=bool(state.get("lowercase", False)))
         if kind == "char":
@@ -250,5 +266,9 @@ def load_tokenizer(directory: str | Path, prefix: str):
         raise ValueError(f"unknown tokenizer kind {kind!r}")
     except FileNotFoundError:
         raise UserError(f"{path}: no such tokenizer file") from None
-    except Exception as exc:  # malformed JSON, missing keys, or the tokenizers library's own errors
-        raise UserError(f"{path}: not a valid tokenizer file ({exc})") from None
+    except BaseException as exc:  # malformed JSON, missing keys, the tokenizers library's errors
+        # (a Rust panic arrives as pyo3's PanicException, a BaseException)
+        if isinstance(exc, (KeyboardInterrupt, SystemExit, MemoryError)):
+            raise
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"{path}: not a valid tokenizer file ({reason})") from None

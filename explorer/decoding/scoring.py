@@ -9,20 +9,20 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from explorer.decoding.search import inference, is_language_model, labels
+from explorer.decoding.search import inference, is_language_model, labels, special_ids
 from explorer.decoding.types import ScoreResult
 from explorer.errors import UserError
 from explorer.events import AttentionSnapshot
 from explorer.families import family_of
-from models.config import BOS_ID, EOS_ID
+from models.config import EOS_ID
 
 
 def encode_context(workspace, source: str | None) -> list[int]:
     """Source ids `tokens + [<eos>]` for seq2seq models; prompt ids (maybe empty) for LMs."""
     family = family_of(workspace.model)
     if not family.decodes:  # a masked LM has no left-to-right distribution to search or score
-        raise UserError(f"a {family.name} model is a masked language model: it fills in <mask> "
-                        "tokens, it does not decode or score text left to right")
+        raise UserError(f"a {family.name} model is a masked language model: it fills in masked "
+                        "tokens (explorer fill), it does not decode or score text left to right")
     if is_language_model(workspace.model):
         return list(workspace.tokenizer.encode(source)) if source else []
     if source is None:
@@ -31,13 +31,14 @@ def encode_context(workspace, source: str | None) -> list[int]:
     ids = list(tokenizer.encode(source))
     if not ids:
         raise UserError("the source text is empty after tokenization")
-    return ids + [EOS_ID]
+    # a Hugging Face tokenizer adds the model's own special tokens itself: nothing is added
+    return ids if getattr(tokenizer, "adds_special_tokens", False) else ids + [EOS_ID]
 
 
 def context_labels(workspace, context: list[int]) -> list[str]:
     """Token labels of a context: the attention columns of a seq2seq model."""
     if is_language_model(workspace.model):
-        return labels(workspace.tokenizer, context or [BOS_ID])
+        return labels(workspace.tokenizer, context or [special_ids(workspace.model)[0]])
     return labels(workspace.src_tokenizer or workspace.tokenizer, context)
 
 
@@ -46,16 +47,17 @@ def score_ids(model, context: list[int], target_ids: list[int], tokenizer=None) 
     if not target_ids:
         raise ValueError("nothing to score: the target is empty")
     device = next(model.parameters()).device
+    start_id = special_ids(model)[0]
     target = torch.tensor([target_ids], dtype=torch.long, device=device)  # (1, T)
     with inference(model):
         if is_language_model(model):
-            prefix = list(context) if context else [BOS_ID]
+            prefix = list(context) if context else [start_id]
             tokens = torch.tensor([prefix + target_ids[:-1]], dtype=torch.long, device=device)
             logits = model(tokens)  # (1, P + T - 1, V)
             logits = logits[:, len(prefix) - 1 :]  # (1, T, V): the positions that predict targets
         else:
             src = torch.tensor([context], dtype=torch.long, device=device)  # (1, S)
-            tgt_in = torch.tensor([[BOS_ID] + target_ids[:-1]], dtype=torch.long, device=device)
+            tgt_in = torch.tensor([[start_id] + target_ids[:-1]], dtype=torch.long, device=device)
             logits = model(src, tgt_in)  # (1, T, V)
     logprobs = F.log_softmax(logits.double(), dim=-1)  # (1, T, V)
     picked = logprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)[0]  # (T,)
@@ -69,7 +71,9 @@ def score(workspace, source: str | None, target: str) -> ScoreResult:
     For language models `source` is None (the text is scored from <bos>) or a prompt to condition on.
     """
     context = encode_context(workspace, source)
-    target_ids = list(workspace.tokenizer.encode(target)) + [EOS_ID]
+    encode_target = getattr(workspace.tokenizer, "encode_target", None)  # HF: labels with eos
+    target_ids = (encode_target(target) if encode_target is not None
+                  else list(workspace.tokenizer.encode(target)) + [EOS_ID])
     return score_ids(workspace.model, context, target_ids, workspace.tokenizer)
 
 
@@ -84,17 +88,18 @@ def forward_attention(workspace, context: list[int], target_ids: list[int]) -> l
     if not target_ids:
         return []
     device = next(model.parameters()).device
+    start_id = special_ids(model)[0]
     output_labels = labels(workspace.tokenizer, target_ids)
     source_labels = context_labels(workspace, context)
     with inference(model):
         if is_language_model(model):
-            fed = (list(context) if context else [BOS_ID]) + target_ids[:-1]
+            fed = (list(context) if context else [start_id]) + target_ids[:-1]
             result = model(torch.tensor([fed], dtype=torch.long, device=device), trace=True)
             fed_labels = labels(workspace.tokenizer, fed)
             axes = {"decoder": (fed_labels, fed_labels)}
         else:
             src = torch.tensor([context], dtype=torch.long, device=device)  # (1, S)
-            fed = [BOS_ID] + target_ids[:-1]
+            fed = [start_id] + target_ids[:-1]
             tgt_in = torch.tensor([fed], dtype=torch.long, device=device)  # (1, T)
             result = model(src, tgt_in, trace=True)
             axes = {

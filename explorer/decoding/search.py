@@ -54,14 +54,24 @@ def is_language_model(model) -> bool:
     return family_of(model).is_lm
 
 
+def special_ids(model) -> tuple[int, int, int]:
+    """(start, eos, pad) ids: a Hugging Face model's own (its config says them), else the shared
+    <bos> <eos> <pad>. start is what an output starts from: an encoder-decoder's decoder start,
+    an LM's empty prompt."""
+    config = model.config
+    return (getattr(config, "start_id", BOS_ID), getattr(config, "eos_id", EOS_ID),
+            getattr(config, "pad_id", PAD_ID))
+
+
 def effective_max_len(model, context: list[int], max_len: int) -> int:
     """Positions hold an LM's prompt plus all outputs but the last, or <bos> plus all but the last."""
     family = family_of(model)
-    if family.has_positions and family.is_lm:
+    positions = family.max_len(model.config) if family.has_positions else None  # None: no bound
+    if positions is not None and family.is_lm:
         prompt_len = max(len(context), 1)
-        max_len = min(max_len, model.config.max_len - prompt_len + 1)
-    elif family.has_positions:
-        max_len = min(max_len, model.config.max_len)
+        max_len = min(max_len, positions - prompt_len + 1)
+    elif positions is not None:
+        max_len = min(max_len, positions)
     if max_len < 1:
         raise ValueError(f"the prompt leaves no room to generate (model max_len {model.config.max_len})")
     return max_len
@@ -74,22 +84,27 @@ def begin(model, contexts: list[list[int]]):
     """
     device = next(model.parameters()).device
     batch = len(contexts)
+    start_id, _, pad_id = special_ids(model)
     if is_language_model(model):
-        prompts = [list(c) if len(c) else [BOS_ID] for c in contexts]
+        prompts = [list(c) if len(c) else [start_id] for c in contexts]
         if len({len(p) for p in prompts}) != 1:
             raise ValueError("a batch of prompts must have equal lengths")
         prompt = torch.tensor(prompts, dtype=torch.long, device=device)  # (B, P)
         state = model.start(batch_size=batch)
-        for position in range(prompt.size(1)):
-            logits, state, attn = model.step(prompt[:, position], state)
+        if hasattr(model, "prefill"):  # the whole prompt in one forward pass (Hugging Face models)
+            logits, state, attn = model.prefill(prompt, state)
+        else:
+            for position in range(prompt.size(1)):
+                logits, state, attn = model.step(prompt[:, position], state)
     else:
         longest = max(len(c) for c in contexts)
-        src = torch.full((batch, longest), PAD_ID, dtype=torch.long, device=device)  # (B, S)
+        src = torch.full((batch, longest), pad_id, dtype=torch.long, device=device)  # (B, S)
         for row, ids in enumerate(contexts):
             src[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-        src_pad_mask = src == PAD_ID  # (B, S), True = padding
+        lengths = torch.tensor([len(c) for c in contexts], device=device)  # (B,)
+        src_pad_mask = torch.arange(longest, device=device)[None, :] >= lengths[:, None]  # (B, S)
         state = model.start(src=src, src_pad_mask=src_pad_mask)
-        bos = torch.full((batch,), BOS_ID, dtype=torch.long, device=device)  # (B,)
+        bos = torch.full((batch,), start_id, dtype=torch.long, device=device)  # (B,)
         logits, state, attn = model.step(bos, state)
     return state, _logprobs(logits), _attention(attn)
 
@@ -122,9 +137,10 @@ def labels(tokenizer, ids: list[int]) -> list[str]:
     return list(tokenizer.tokens(list(ids)))
 
 
-def make_hypothesis(tokenizer, ids, logprobs, attention, alpha: float, finished: bool) -> Hypothesis:
+def make_hypothesis(tokenizer, ids, logprobs, attention, alpha: float, finished: bool,
+                    eos_id: int = EOS_ID) -> Hypothesis:
     ids = [int(i) for i in ids]
-    words = ids[:-1] if ids and ids[-1] == EOS_ID else ids
+    words = ids[:-1] if ids and ids[-1] == eos_id else ids
     text = tokenizer.decode(words) if tokenizer is not None else " ".join(map(str, words))
     total = float(sum(logprobs))
     return Hypothesis(
@@ -171,6 +187,7 @@ class TokenByToken:
         self.max_len = min(effective_max_len(model, c, max_len) for c in self.contexts)
         self.sample, self.temperature, self.top_k, self.top_p = sample, temperature, top_k, top_p
         self.generator = generator
+        _, self.eos_id, self.pad_id = special_ids(model)
         rows = len(self.contexts)
         self.ids: list[list[int]] = [[] for _ in range(rows)]
         self.logprobs: list[list[float]] = [[] for _ in range(rows)]
@@ -185,7 +202,7 @@ class TokenByToken:
 
     def _row_done(self, row: int) -> bool:
         ids = self.ids[row]
-        return len(ids) >= self.max_len or (bool(ids) and ids[-1] == EOS_ID)
+        return len(ids) >= self.max_len or (bool(ids) and ids[-1] == self.eos_id)
 
     def _choose(self, row: int) -> int:
         if not self.sample:
@@ -210,7 +227,7 @@ class TokenByToken:
             best = self.next_logprobs.argmax(dim=-1).tolist()  # (B,) one op for the whole batch
             choices = {row: best[row] for row in active}
         # finished rows are fed <pad> to keep the batch rectangular; their outputs are ignored
-        feed = [choices.get(row, PAD_ID) for row in rows]
+        feed = [choices.get(row, self.pad_id) for row in rows]
         index = torch.tensor(feed, device=self.next_logprobs.device)[:, None]  # (B, 1)
         chosen = self.next_logprobs.gather(1, index)[:, 0].tolist()  # (B,)
         for row in active:
@@ -225,16 +242,16 @@ class TokenByToken:
         return not self.done
 
     def hypothesis(self, row: int = 0, alpha: float = 0.0) -> Hypothesis:
-        finished = bool(self.ids[row]) and self.ids[row][-1] == EOS_ID
+        finished = bool(self.ids[row]) and self.ids[row][-1] == self.eos_id
         return make_hypothesis(self.tokenizer, self.ids[row], self.logprobs[row],
-                               self.attention[row], alpha, finished)
+                               self.attention[row], alpha, finished, self.eos_id)
 
 
 class SourceBeam:
     """One source's search: its tree of nodes, live hypotheses (node ids, best first), finished list."""
 
-    def __init__(self, context: list[int], root_id: int, root_label: str):
-        self.context = context
+    def __init__(self, context: list[int], root_id: int, root_label: str, eos_id: int = EOS_ID):
+        self.context, self.eos_id = context, eos_id
         self.nodes = [BeamNode(0, None, -1, root_id, root_label, 0.0, 0.0, "kept")]
         self.live: list[int] = [0]
         self.finished: list[Hypothesis] = []
@@ -253,7 +270,8 @@ class SourceBeam:
             [n.logprob for n in chain],
             [n.attention for n in chain],
             alpha,
-            finished=bool(chain) and chain[-1].token_id == EOS_ID,
+            finished=bool(chain) and chain[-1].token_id == self.eos_id,
+            eos_id=self.eos_id,
         )
 
     def ranked_finished(self) -> list[Hypothesis]:
@@ -292,8 +310,10 @@ class BeamSearch:
         contexts = [list(c) for c in contexts]
         self.max_len = min(effective_max_len(model, c, max_len) for c in contexts)
         lm = is_language_model(model)
-        roots = [(c[-1] if lm and c else BOS_ID) for c in contexts]
-        self.beams = [SourceBeam(c, r, labels(tokenizer, [r])[0]) for c, r in zip(contexts, roots)]
+        start_id, self.eos_id, _ = special_ids(model)
+        roots = [(c[-1] if lm and c else start_id) for c in contexts]
+        self.beams = [SourceBeam(c, r, labels(tokenizer, [r])[0], self.eos_id)
+                      for c, r in zip(contexts, roots)]
         self.active = list(range(len(contexts)))  # sources still searching, in row-block order
         self.width = 1  # rows per active source: 1 before the first step, k after
         self.step_index = 0  # the output position the next advance() fills
@@ -343,7 +363,8 @@ class BeamSearch:
         if not self.active:
             self.state = self.next_logprobs = self.next_attn = None  # free the cache
             return False
-        self.state = reorder_state(self.state, torch.tensor(parent_rows, dtype=torch.long))
+        reorder = getattr(self.model, "reorder_state", reorder_state)  # HF: the model's own cache
+        self.state = reorder(self.state, torch.tensor(parent_rows, dtype=torch.long))
         self.beam_scores = torch.tensor(scores, dtype=torch.float64, device=self.next_logprobs.device)
         self.width = self.k
         with inference(self.model):
@@ -361,7 +382,7 @@ class BeamSearch:
             parent_slot, token = divmod(flat, vocab)
             row = block * self.width + parent_slot
             parent = beam.nodes[beam.live[parent_slot]]
-            if token == EOS_ID:
+            if token == self.eos_id:
                 status = "finished" if rank < self.k else "pruned"
             elif selected < self.k:
                 status = "finished" if last_step else "kept"

@@ -6,20 +6,21 @@
     DIR/snapshots/step-NNNNNN/ a full checkpoint every --snapshot-every steps
     DIR/model.safetensors ...  the latest checkpoint, as `explorer train` always wrote
     DIR/tensorboard/           TensorBoard scalars (with the [tensorboard] extra)
-    DIR/writer.json            while a process writes the run: its pid and host
 
-The folder is the contract between a trainer and every viewer: a reader needs nothing else.
+DIR/../.DIR.lock, beside the folder, is its explorer.durable.FolderLock while a process writes the
+run (it names the pid and host). The folder is the contract between a trainer and every viewer:
+a reader needs nothing else.
 Qt-free; the app's file watcher calls `RunFollower.notify()`.
 """
 
 from explorer.runs.follow import RunFollower, RunState
 from explorer.runs.layout import (
-    METRICS_FILE, RUN_FORMAT, SNAPSHOTS_DIR, WRITER_FILE, snapshot_dir, writer_alive,
+    METRICS_FILE, RUN_FORMAT, SNAPSHOTS_DIR, snapshot_dir, writer_alive,
 )
 from explorer.runs.reader import Curves, RunReader, Snapshot
 from explorer.runs.writer import RunWriter
 
 __all__ = [
     "Curves", "METRICS_FILE", "RUN_FORMAT", "RunFollower", "RunReader", "RunState", "RunWriter",
-    "SNAPSHOTS_DIR", "Snapshot", "WRITER_FILE", "snapshot_dir", "writer_alive",
+    "SNAPSHOTS_DIR", "Snapshot", "snapshot_dir", "writer_alive",
 ]

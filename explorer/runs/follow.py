@@ -12,8 +12,8 @@ check at once by calling `notify()`, from any thread; polling remains for filesy
 change notifications (network and synced folders).
 
 The run has stopped being written when its last training segment wrote its `finished` row, or
-when nothing grew for `idle_after_s` and no live process holds the run's writer.json (a writer on
-another host cannot be checked: then only after `remote_idle_after_s`).
+when nothing grew for `idle_after_s` and no live process holds the run's FolderLock (its lock file
+names the pid; a writer on another host cannot be checked: then only after `remote_idle_after_s`).
 """
 
 from __future__ import annotations

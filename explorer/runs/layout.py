@@ -1,5 +1,6 @@
-"""Names inside a run folder, the writer's pid file, and what a run records about where it came
-from (versions, data hashes). Imports nothing heavy: viewers use this too."""
+"""Names inside a run folder, whether a live process writes it (its FolderLock), and what a run
+records about where it came from (versions, data hashes). Imports nothing heavy: viewers use
+this too."""
 
 from __future__ import annotations
 
@@ -8,16 +9,14 @@ import json
 import os
 import platform
 import socket
-import sys
 from pathlib import Path
-from typing import Any
 
 RUN_FORMAT = "sequence-model-explorer/run/1"
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
 SNAPSHOTS_DIR = "snapshots"
 TENSORBOARD_DIR = "tensorboard"
-WRITER_FILE = "writer.json"
+LATEST_STAGING = ".latest.new"  # the next top-level checkpoint, complete before it moves up
 SNAPSHOT_PREFIX = "step-"
 
 
@@ -70,7 +69,7 @@ def splits_sha256(splits) -> str:
 def is_run_folder(folder: str | Path) -> bool:
     """A folder a RunWriter wrote (its config.json has a run section, or it has snapshots)."""
     folder = Path(folder)
-    if (folder / SNAPSHOTS_DIR).is_dir() or (folder / WRITER_FILE).exists():
+    if (folder / SNAPSHOTS_DIR).is_dir():
         return True
     try:
         config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
@@ -79,19 +78,7 @@ def is_run_folder(folder: str | Path) -> bool:
     return isinstance(config, dict) and "run" in config
 
 
-# -- the writer's pid file -------------------------------------------------------------------
-
-
-def writer_record() -> dict[str, Any]:
-    return {"pid": os.getpid(), "host": socket.gethostname(), "argv": sys.argv}
-
-
-def read_writer(folder: str | Path) -> dict[str, Any] | None:
-    try:
-        record = json.loads((Path(folder) / WRITER_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
+# -- is the run being written? ---------------------------------------------------------------
 
 
 def _pid_alive(pid: int) -> bool:
@@ -105,12 +92,15 @@ def _pid_alive(pid: int) -> bool:
 
 
 def writer_alive(folder: str | Path) -> bool | None:
-    """True when a live process on this host writes the run, False when none does (no pid file,
-    or its process is gone), None when the writer is on another host and cannot be checked."""
-    record = read_writer(folder)
-    if record is None:
+    """True when a live process on this host holds the run's FolderLock, False when none does
+    (no lock file, or its process is gone), None when the holder is on another host and cannot
+    be checked. Reads the lock file's pid; never takes the lock, which would race the writer."""
+    from explorer.durable import FolderLock
+
+    holder = FolderLock(folder).holder()
+    if holder is None:
         return False
-    if record.get("host") != socket.gethostname():
+    pid, host = holder
+    if host and host != socket.gethostname():
         return None
-    pid = record.get("pid")
-    return isinstance(pid, int) and _pid_alive(pid)
+    return _pid_alive(pid)

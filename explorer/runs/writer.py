@@ -1,15 +1,24 @@
 """RunWriter: what `explorer train --out DIR` writes while it trains (see explorer.runs).
 
     writer = RunWriter(out, snapshot_every=100)
-    writer.check_target(resume=False)          # before any work: refuse a folder in use
+    writer.claim(resume=False)                 # before any work: lock the folder, refuse misuse
     writer.start(workspace, trainer, build=...)
     for event in trainer.run():
-        writer.record(event)
-    writer.finish(workspace)                   # the latest checkpoint at the top level
-    writer.close()
+        writer.record(event)                   # metrics rows; snapshots every N steps
+    writer.finish(workspace, finished)         # the latest checkpoint at the top level
+    writer.close()                             # the lock is released
 
-Rows reach metrics.jsonl with one unbuffered write() each, so a reader sees whole rows or a last
-line still being written (which it leaves for later), never a row with a gap in it.
+One lock: the folder's explorer.durable.FolderLock, held from `claim` to `close` (Autosave takes the
+same lock again, re-entrantly). One metrics writer: rows reach metrics.jsonl through a
+durable.JsonlAppender, one write() per row, so a reader sees whole rows or a last line still being
+written (which it leaves for later), never a row with a gap in it.
+
+Crash safety: each snapshot is a folder swapped into place whole (durable.replace_folder). The
+top-level checkpoint shares its folder with metrics.jsonl and snapshots/, so it cannot be swapped
+whole: `save_latest` writes the complete checkpoint to DIR/.latest.new first (atomically), then
+moves its files up one by one, config.json last, and removes the staging. config.json names the
+step, so a kill at any moment leaves a folder that loads, whose step never goes back (the weights
+may then be newer than config.json's step until the next writer, which finishes the moves first).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from explorer.durable import FolderLock, JsonlAppender, fsync_dir, repair_jsonl
 from explorer.errors import UserError
 from explorer.runs import layout
 
@@ -36,14 +46,8 @@ TB_SCALARS = {"loss": "train/loss", "lr": "train/lr", "grad_norm": "train/grad_n
               "bleu": "eval/bleu"}
 TB_MISSING = ("TensorBoard is not installed: no TensorBoard scalars "
               "(pip install 'sequence-model-explorer[tensorboard]')")
-
-
-def _finite(value: Any) -> Any:
-    return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
-def encode_row(row: dict[str, Any]) -> bytes:
-    return (json.dumps({k: _finite(v) for k, v in row.items()}) + "\n").encode("utf-8")
+SKIPPED_FILES = (layout.CONFIG_FILE, layout.METRICS_FILE)  # config.json moves last; metrics stay
+OPTIONAL_FILES = ("optimizer.pt", "src_tokenizer.json")  # a newer save may have none
 
 
 class RunWriter:
@@ -56,57 +60,54 @@ class RunWriter:
         self.want_tensorboard = tensorboard
         self.stream = stream or sys.stderr
         self.trainer = None
-        self._fd: int | None = None
+        self.run_section: dict[str, Any] = {}
+        self._lock = FolderLock(self.folder)
+        self._locked = False
+        self._metrics: JsonlAppender | None = None
         self._tb = None
-        self._owns_pid_file = False
         self._finished = False
         self._last_snapshot: int | None = None
 
     # -- before training -------------------------------------------------------------------
 
-    def check_target(self, resume: bool) -> None:
-        """Refuse a folder another training writes, or one that holds a run, unless resuming."""
+    def claim(self, resume: bool) -> None:
+        """Lock the folder for this writer (a one-line UserError naming the live process that
+        holds it, --resume or not), then refuse a folder that holds something other than a run
+        or checkpoint, and a run unless resuming; finish a save a kill interrupted."""
+        self._lock.acquire()
+        self._locked = True
+        try:
+            if self.folder.is_dir():
+                self._finish_moves()  # a save a kill interrupted, before anyone loads the folder
+            self._check_target(resume)
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_target(self, resume: bool) -> None:
         folder = self.folder
         if folder.exists() and not folder.is_dir():
             raise UserError(f"{folder}: exists and is not a folder; choose another --out")
-        if layout.writer_alive(folder) is not False:
-            record = layout.read_writer(folder) or {}
-            raise UserError(f"{folder}: another training (pid {record.get('pid')} on "
-                            f"{record.get('host')}) is writing this run; wait for it or choose "
-                            "another --out")
         if not folder.is_dir() or not any(folder.iterdir()):
             return
         if not (folder / layout.CONFIG_FILE).is_file():
-            raise UserError(f"{folder}: exists and is not a run or checkpoint; choose another "
+            raise UserError(f"{folder}: exists and is not a checkpoint or run; choose another "
                             "--out")
         if not resume:
             raise UserError(f"{folder}: already holds a run; continue it with --resume {folder}, "
                             "or choose another --out")
 
-    def _claim(self) -> None:
-        """Create writer.json exclusively: of two trainings started at once, one wins."""
-        path = self.folder / layout.WRITER_FILE
-        if path.exists() and layout.writer_alive(self.folder) is False:
-            path.unlink(missing_ok=True)  # left by a process that died
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            self.check_target(resume=True)  # raises: someone claimed it first
-            raise
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(layout.writer_record(), out)
-        self._owns_pid_file = True
-
     def start(self, workspace, trainer, build: dict[str, Any] | None = None,
               resumed_from: str | None = None) -> None:
-        """Claim the folder, write config.json and the starting checkpoint, open metrics.jsonl.
+        """After `claim`: write config.json and the starting checkpoint, open metrics.jsonl.
 
         `build`: how the untrained model was made (family, preset, seed, model overrides), which
         `explorer replay` repeats; `resumed_from`: the checkpoint this training continues."""
+        if not self._locked:
+            raise RuntimeError("RunWriter.start before claim")
         self.trainer = trainer
         elsewhere = resumed_from is not None and not _same(resumed_from, self.folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._claim()
         existing = _read_json(self.folder / layout.CONFIG_FILE)
         run = (existing or {}).get("run")
         if run is None:  # a new run, or the first run section of a plain checkpoint
@@ -126,10 +127,10 @@ class RunWriter:
         if workspace.data is not None:
             run["data_sha256"] = layout.splits_sha256(workspace.data)
         metrics = self.folder / layout.METRICS_FILE
-        _drop_torn_row(metrics)
-        self._fd = os.open(metrics, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        if elsewhere:
-            self._write_rows(workspace.history)  # a new folder carries the curves so far
+        repair_jsonl(metrics)  # a row a killed writer left half-written
+        self._metrics = JsonlAppender(metrics)
+        if elsewhere and workspace.history:
+            self._metrics.append(workspace.history)  # a new folder carries the curves so far
         self.save_latest(workspace, trainer.config)
         kind = "resumed" if (existing or resumed_from) else "started"
         self._segment_row(kind, workspace)
@@ -163,11 +164,7 @@ class RunWriter:
     # -- while training ----------------------------------------------------------------------
 
     def write_row(self, row: dict[str, Any]) -> None:
-        os.write(self._fd, encode_row(row))  # one write per row: whole or not yet there
-
-    def _write_rows(self, rows: list[dict]) -> None:
-        if rows:
-            os.write(self._fd, b"".join(encode_row(row) for row in rows))
+        self._metrics.append([row])  # one write per row: whole or not yet there
 
     def record(self, event) -> None:
         from explorer.events import EvalMetrics, StepMetrics
@@ -192,44 +189,53 @@ class RunWriter:
             if value is not None and math.isfinite(value):
                 self._tb.add_scalar(tag, value, step)
 
-    def snapshot(self, workspace) -> Path:
-        """A full checkpoint of this step in snapshots/step-NNNNNN (renamed into place whole)."""
-        from explorer.training.checkpoint import save_checkpoint
+    def snapshot(self, workspace) -> Path | None:
+        """A full checkpoint of this step in snapshots/step-NNNNNN, swapped into place whole. A
+        failed one (a full disk) is a warning: training and the run's other files go on."""
+        from explorer.training.checkpoint import save_folder
 
         step = workspace.step
         path = layout.snapshot_dir(self.folder, step)
         state = self.trainer.training_state() if self.trainer.optimizer is not None else None
         # the curves live in the run's metrics.jsonl: a snapshot holds none (RunReader adds them)
         frozen = dataclasses.replace(workspace, history=[], train_config=self.trainer.config)
-        save_checkpoint(frozen, path, optimizer=state if state is not None else False)
+        try:
+            save_folder(frozen, path, optimizer=state if state is not None else False)
+        except UserError as exc:
+            self.stream.write(f"\nwarning: {exc}\n")
+            return None
         self._last_snapshot = step
         self.write_row({"event": "snapshot", "step": step,
                         "path": str(path.relative_to(self.folder))})
         return path
 
-    def save_latest(self, workspace, train_config=None) -> None:
-        """The top-level checkpoint, file by file: the run's own metrics.jsonl and snapshots stay.
+    def save_latest(self, workspace, train_config=None, optimizer=None) -> None:
+        """The top-level checkpoint, crash-safe although the folder also holds the run (see the
+        module docstring). `optimizer` as in save_checkpoint. A failure is a UserError naming
+        the run folder; the previous checkpoint there is unchanged."""
+        from explorer.training.checkpoint import save_folder
 
-        Each file is renamed into place whole, config.json last, so a reader of config.json finds
-        the weights it describes."""
-        from explorer.training.checkpoint import save_checkpoint
-
-        staging = self.folder / ".latest.tmp"
-        shutil.rmtree(staging, ignore_errors=True)
         frozen = dataclasses.replace(workspace, history=[],
                                      train_config=train_config or workspace.train_config)
-        save_checkpoint(frozen, staging)
-        try:
-            for path in sorted(staging.iterdir()):
-                if path.name not in (layout.CONFIG_FILE, layout.METRICS_FILE):
-                    os.replace(path, self.folder / path.name)
-            config = json.loads((staging / layout.CONFIG_FILE).read_text(encoding="utf-8"))
-            config["run"] = self.run_section
-            temporary = staging / "config.run.json"
-            temporary.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-            os.replace(temporary, self.folder / layout.CONFIG_FILE)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        staging = self.folder / layout.LATEST_STAGING
+        save_folder(frozen, staging, optimizer, named=self.folder, extra={"run": self.run_section})
+        for name in OPTIONAL_FILES:  # not part of this save: an older one's must not stay
+            if not (staging / name).exists():
+                (self.folder / name).unlink(missing_ok=True)
+        self._finish_moves()
+
+    def _finish_moves(self) -> None:
+        """Move a complete staged checkpoint's files up, config.json last; drop the staging."""
+        staging = self.folder / layout.LATEST_STAGING
+        if not (staging / layout.CONFIG_FILE).is_file():
+            shutil.rmtree(staging, ignore_errors=True)  # nothing, or nothing complete
+            return
+        for path in sorted(staging.iterdir()):
+            if path.name not in SKIPPED_FILES:
+                os.replace(path, self.folder / path.name)
+        os.replace(staging / layout.CONFIG_FILE, self.folder / layout.CONFIG_FILE)
+        fsync_dir(self.folder)
+        shutil.rmtree(staging, ignore_errors=True)
 
     # -- after training ----------------------------------------------------------------------
 
@@ -242,7 +248,7 @@ class RunWriter:
         self.end(finished.reason, finished.message, workspace.step)
 
     def end(self, reason: str, message: str = "", step: int | None = None) -> None:
-        if self._fd is not None and not self._finished:
+        if self._metrics is not None and not self._finished:
             self._finished = True
             self.write_row({"event": "finished", "step": step, "reason": reason,
                             "message": message, "time": time.time()})
@@ -256,26 +262,12 @@ class RunWriter:
         if self._tb is not None:
             self._tb.close()
             self._tb = None
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        if self._owns_pid_file:
-            (self.folder / layout.WRITER_FILE).unlink(missing_ok=True)
-            self._owns_pid_file = False
-
-
-def _drop_torn_row(path: Path) -> None:
-    """Cut a last row that an earlier writer left half-written when it died (readers never
-    consumed it: they stop at the last newline)."""
-    try:
-        with open(path, "rb") as data:
-            size = data.seek(0, os.SEEK_END)
-            data.seek(max(0, size - (1 << 20)))
-            tail = data.read()
-    except FileNotFoundError:
-        return
-    if tail and not tail.endswith(b"\n"):
-        os.truncate(path, size - len(tail) + tail.rfind(b"\n") + 1)
+        if self._metrics is not None:
+            self._metrics.close()
+            self._metrics = None
+        if self._locked:
+            self._locked = False
+            self._lock.release()
 
 
 def _same(a: str | Path, b: str | Path) -> bool:

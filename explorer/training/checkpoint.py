@@ -6,24 +6,28 @@
     optimizer.pt       optimizer state (+ RNN-LM carried state): tensors and plain containers only,
                        read with torch.load(weights_only=True), so a crafted pickle runs nothing
     metrics.jsonl      one JSON object per step: step, loss, lr, grad_norm, tokens_per_s, and the
-                       evaluation fields (val_loss, perplexity, token_accuracy, bleu) when present
+                       evaluation fields (val_loss, perplexity, token_accuracy, bleu) when present;
+                       in a run folder (explorer.runs) it is the run's append-only file, with event
+                       rows and rows past `step` (loading resolves both, and skips a torn last line)
 
-A save writes everything to a temporary sibling directory and renames it into place, so a crash
-never leaves half a checkpoint behind.
+A save writes everything to a staging folder beside the checkpoint, fsyncs it and swaps it into
+place (explorer.durable.replace_folder), under a FolderLock: a kill at any moment leaves the old
+checkpoint or the new one, never half of one, and two processes never write one folder together.
+A run folder's top-level checkpoint is saved by its RunWriter instead (explorer/runs/writer.py),
+which keeps the run's metrics.jsonl and snapshots/.
+Loading checks every field and the weights file's header before it allocates anything.
 """
 
 from __future__ import annotations
 
+import errno
 import json
-import math
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import importlib.resources
 
+from explorer.durable import FolderLock, existing_folder, read_jsonl, replace_folder, write_jsonl
 from explorer.errors import UserError, read_json
 
 FORMAT = "sequence-model-explorer/checkpoint/1"
@@ -56,14 +60,48 @@ def _training_state(workspace, optimizer) -> dict[str, Any] | None:
     return {"optimizer_name": type(optimizer).__name__.lower(), "optimizer": optimizer.state_dict()}
 
 
-def _json_safe(value: Any) -> Any:
-    """NaN and infinity are not JSON: write them as null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+def _data_digests(workspace) -> dict[str, str]:
+    """sha256 of every data file the workspace's data was read from."""
+    digests: dict[str, str] = {}
+    for report in getattr(workspace.data, "reports", None) or ():
+        digests.update(getattr(report, "digests", {}))
+    return digests
 
 
-def _write(workspace, folder: Path, training_state: dict | None) -> None:
+def changed_data_files(directory: str | Path, workspace) -> list[str]:
+    """The data files whose content differs from when the checkpoint in `directory` was saved
+    (compared with what `load_checkpoint` just read). Older checkpoints recorded none."""
+    config = _read_config(existing_folder(Path(directory)))
+    recorded = config.get("data_digests")
+    if not isinstance(recorded, dict):
+        return []
+    now = _data_digests(workspace)
+    return sorted(path for path, digest in recorded.items() if now.get(path, digest) != digest)
+
+
+def check_resumable(directory: str | Path, workspace, stream=None) -> None:
+    """Before a loaded checkpoint trains on: a UserError naming the data file that cannot be
+    read, and a warning line for each data file that changed since the save."""
+    import sys
+
+    from explorer.training.setup import read_data
+
+    if workspace.data is None:
+        reason = "it was never recorded"
+        if workspace.data_spec is not None:
+            try:
+                read_data(workspace.data_spec)
+            except UserError as exc:
+                reason = str(exc)
+        raise UserError(f"{directory}: cannot read its training data ({reason})")
+    for path in changed_data_files(directory, workspace):
+        (stream or sys.stderr).write(
+            f"data: warning: {path} changed since {directory} was saved; training goes on with "
+            "its new content (the vocabulary stays: new symbols become <unk>)\n")
+
+
+def _write(workspace, folder: Path, training_state: dict | None,
+           extra: dict | None = None) -> None:
     import torch
     from safetensors.torch import save_model
 
@@ -80,6 +118,8 @@ def _write(workspace, folder: Path, training_state: dict | None) -> None:
         },
         "task": workspace.task,
         "step": workspace.step,
+        "data_digests": _data_digests(workspace),
+        **(extra or {}),  # a run folder's "run" section
     }
     (folder / CONFIG_FILE).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     save_model(workspace.model, str(folder / WEIGHTS_FILE))
@@ -90,18 +130,15 @@ def _write(workspace, folder: Path, training_state: dict | None) -> None:
         from models.state import map_state
 
         torch.save(map_state(training_state, lambda t: t.detach().cpu()), folder / OPTIMIZER_FILE)
-    with open(folder / METRICS_FILE, "w", encoding="utf-8") as out:
-        for row in workspace.history:
-            out.write(json.dumps({k: _json_safe(v) for k, v in row.items()}) + "\n")
+    write_jsonl(folder / METRICS_FILE, workspace.history)
 
 
-def _default_permissions(folder: Path) -> None:
-    """mkdtemp makes a private folder; a checkpoint gets the permissions of any new folder."""
-    umask = os.umask(0)
-    os.umask(umask)
-    folder.chmod(0o777 & ~umask)
-    for path in folder.iterdir():
-        path.chmod(0o666 & ~umask)
+def check_can_save(directory: Path) -> None:
+    """A save replaces the folder as a whole: refuse one that holds anything but a checkpoint."""
+    if directory.exists() and (not directory.is_dir() or (
+        any(directory.iterdir()) and not (directory / CONFIG_FILE).is_file()
+    )):
+        raise UserError(f"{directory}: exists and is not a checkpoint; choose another folder")
 
 
 def save_checkpoint(workspace, directory: str | Path, optimizer=None) -> Path:
@@ -111,30 +148,31 @@ def save_checkpoint(workspace, directory: str | Path, optimizer=None) -> Path:
     own `training_state` (what the Trainer left); False stores none (smaller; cannot resume
     exactly).
     """
-    directory = Path(directory)
-    if directory.exists() and (not directory.is_dir() or (
-        any(directory.iterdir()) and not (directory / CONFIG_FILE).is_file()
-    )):
-        raise UserError(f"{directory}: exists and is not a checkpoint; choose another folder")
     from explorer.runs.layout import is_run_folder  # replacing it would lose its snapshots
 
+    directory = Path(directory)
+    check_can_save(directory)
     if is_run_folder(directory):
         raise UserError(f"{directory}: holds a training run; save the checkpoint elsewhere")
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+    return save_folder(workspace, directory, optimizer)
+
+
+def save_folder(workspace, directory: Path, optimizer=None, named: Path | None = None,
+                extra: dict | None = None) -> Path:
+    """The atomic part of a save: `directory` is replaced whole, under its FolderLock; `extra`
+    joins config.json. A failure is a UserError naming `named` (default: `directory`); what was
+    there stays."""
+    state = _training_state(workspace, optimizer)
     try:
-        _write(workspace, staging, _training_state(workspace, optimizer))
-        _default_permissions(staging)
-        if directory.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old-", dir=directory.parent))
-            directory.rename(retired / "checkpoint")
-            staging.rename(directory)
-            shutil.rmtree(retired, ignore_errors=True)
+        with FolderLock(directory):
+            replace_folder(directory, lambda staging: _write(workspace, staging, state, extra))
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            reason = "the disk is full"
         else:
-            staging.rename(directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+            reason = exc.strerror or str(exc).strip().splitlines()[0] or type(exc).__name__
+        raise UserError(f"{named or directory}: cannot save the checkpoint ({reason}); the "
+                        "previous checkpoint there is unchanged") from None
     return directory
 
 
@@ -145,7 +183,38 @@ def _read_config(directory: Path) -> dict[str, Any]:
     config = read_json(path, missing=f"{directory}: not a checkpoint (no {CONFIG_FILE})")
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise UserError(f"{path}: not a Sequence Model Explorer checkpoint")
+    _check_shape_of_config(config, path)
     return config
+
+
+def _check_shape_of_config(config: dict, path: Path) -> None:
+    """Every section has the type the loader expects (a crafted file must not crash it)."""
+    def bad(what: str) -> UserError:
+        return UserError(f"{path}: {what}")
+
+    if not isinstance(config.get("model"), dict):
+        raise bad("'model' must be a JSON object")
+    tokenizers = config.get("tokenizers")
+    if not isinstance(tokenizers, dict) or not isinstance(tokenizers.get("tgt"), str):
+        raise bad("'tokenizers' must name the target tokenizer")
+    if not isinstance(tokenizers.get("src"), (str, type(None))):
+        raise bad("'tokenizers.src' must be a tokenizer name or null")
+    for section in ("train", "data"):
+        if not isinstance(config.get(section), (dict, type(None))):
+            raise bad(f"'{section}' must be a JSON object or null")
+    digests = config.get("data_digests", {})
+    if not isinstance(digests, dict) or not all(isinstance(v, str) for v in digests.values()):
+        raise bad("'data_digests' must map file names to sha256 digests")
+    if not isinstance(config.get("task"), (str, type(None))):
+        raise bad("'task' must be a task name or null")
+    step = config.get("step", 0)
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise bad(f"'step' must be a whole number >= 0, got {step!r}")
+    for name, value in (config.get("data") or {}).items():
+        expected = (int, float) if name == "val_fraction" else (
+            int if name in ("vocab_size", "seed", "n_train", "n_val") else str)
+        if value is not None and (not isinstance(value, expected) or isinstance(value, bool)):
+            raise bad(f"data field {name!r} has the wrong type ({type(value).__name__})")
 
 
 def load_training_state(path: Path) -> dict[str, Any]:
@@ -164,21 +233,22 @@ def load_training_state(path: Path) -> dict[str, Any]:
 
 
 def _read_history(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    rows = []
-    text = path.read_text(encoding="utf-8")
-    lines = text.splitlines()
-    if lines and not text.endswith("\n"):  # a run whose writer died mid-row: read up to there
-        lines.pop()
-    for number, line in enumerate(lines, 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except ValueError:
-                raise UserError(f"{path}:{number}: not a JSON object") from None
-    from explorer.runs.reader import history_from_rows  # a run's rows: events and evaluations
+    """metrics.jsonl in a Workspace's history format: one row per step, its evaluation merged in
+    (a run's event rows and the steps a --resume redid are resolved by history_from_rows; a torn
+    last line is left out). Steps must increase, within each training segment of a run."""
+    from explorer.runs.reader import history_from_rows
 
+    rows = read_jsonl(path)
+    last = 0
+    for number, row in enumerate(rows, 1):
+        step, event = row.get("step"), row.get("event")
+        if event not in (None, "eval", "resumed"):
+            continue  # started, snapshot, finished: nothing the history needs
+        if not isinstance(step, int) or isinstance(step, bool) or step < 0 or (
+                event is None and step <= last) or (event == "eval" and step > last):
+            raise UserError(f"{path}: row {number} has step {step!r}; steps must increase")
+        if event is None or event == "resumed":
+            last = step
     return history_from_rows(rows)
 
 
@@ -188,26 +258,43 @@ def load_checkpoint(directory: str | Path, load_data: bool = True):
     from safetensors.torch import load_model
 
     from explorer.data.tokenizers import load_tokenizer
+    from explorer.hf import is_hf_model, open_hf_model
     from explorer.training.config import TrainConfig
     from explorer.training.setup import DataSpec, read_data
+    from explorer.training.weights_file import check_against_config, check_field_types
     from explorer.workspace import Workspace
     from models.config import build_model, config_from_dict
 
-    directory = Path(directory)
+    if is_hf_model(directory):  # a Hugging Face folder or cached model id: transformers loads it
+        return open_hf_model(directory)
+    directory = existing_folder(Path(directory))
     config = _read_config(directory)
     try:
-        model = build_model(config_from_dict(config["model"]))
+        model_config = config_from_dict(config["model"])
+    except Exception as exc:  # noqa: BLE001 - unknown family or fields, values validate rejects
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UserError(f"{directory / CONFIG_FILE}: bad model config ({reason})") from None
+    try:
+        check_field_types(model_config)
+    except UserError as exc:
+        raise UserError(f"{directory / CONFIG_FILE}: {exc}") from None
+    check_against_config(directory / WEIGHTS_FILE, model_config)  # before any allocation
+    try:
+        model = build_model(model_config)
         load_model(model, str(directory / WEIGHTS_FILE), strict=True)
-    except FileNotFoundError:
-        raise UserError(f"{directory}: the checkpoint has no {WEIGHTS_FILE}") from None
-    except Exception as exc:  # noqa: BLE001 - wrong shapes, bad header, unknown config fields
+    except Exception as exc:  # noqa: BLE001 - whatever the checks above could not foresee
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UserError(f"{directory}: cannot load the model ({reason})") from None
     model.eval()
     tokenizer = load_tokenizer(directory, "tgt")
     src_tokenizer = load_tokenizer(directory, "src") if config["tokenizers"].get("src") else None
+    _check_vocabularies(directory, model_config, tokenizer, src_tokenizer)
     train = config.get("train")
-    spec = DataSpec.from_dict(config["data"]) if config.get("data") else None
+    try:  # their own checks, with the file named
+        spec = DataSpec.from_dict(config["data"]) if config.get("data") else None
+        train_config = None if train is None else TrainConfig.from_dict(train)
+    except UserError as exc:
+        raise UserError(f"{directory / CONFIG_FILE}: {exc}") from None
     data = None
     if spec is not None and load_data:
         try:
@@ -215,15 +302,29 @@ def load_checkpoint(directory: str | Path, load_data: bool = True):
         except UserError:
             data = None  # the files moved: the model still opens, training needs new data
     optimizer_path = directory / OPTIMIZER_FILE
+    step = config.get("step", 0)
     return Workspace(
         model=model,
         tokenizer=tokenizer,
         src_tokenizer=src_tokenizer,
         task=config.get("task"),
         data=data,
-        train_config=None if train is None else TrainConfig.from_dict(train),
-        step=int(config.get("step", 0)),
-        history=_read_history(directory / METRICS_FILE),
+        train_config=train_config,
+        step=step,
+        # rows a running `--save-every` appended after this step belong to no checkpoint
+        history=[r for r in _read_history(directory / METRICS_FILE) if r["step"] <= step],
         training_state=load_training_state(optimizer_path) if optimizer_path.is_file() else None,
         data_spec=spec,
     )
+
+
+def _check_vocabularies(directory: Path, model_config, tokenizer, src_tokenizer) -> None:
+    sides = [("target", model_config.vocab_size, tokenizer)]
+    if model_config.family in ("seq2seq", "transformer"):
+        if src_tokenizer is None:
+            raise UserError(f"{directory}: a {model_config.family} model needs src_tokenizer.json")
+        sides.append(("source", model_config.src_vocab_size, src_tokenizer))
+    for side, size, side_tokenizer in sides:
+        if side_tokenizer.vocab_size != size:
+            raise UserError(f"{directory}: the {side} tokenizer has {side_tokenizer.vocab_size} "
+                            f"tokens, the model {size}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -47,10 +48,20 @@ class TrainConfig:
     num_threads: int | None = 1  # CPU intra-op threads while training; None leaves torch's setting
 
     def __post_init__(self) -> None:
-        self.betas = tuple(self.betas)  # JSON gives a list
+        if isinstance(self.betas, list):
+            self.betas = tuple(self.betas)  # JSON gives a list
         self.validate()
 
+    def _check_types(self) -> None:
+        """A JSON file can hold anything: each field must have its declared type (issue 16)."""
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if not _has_type(value, str(field.type)):
+                raise UserError(f"training option {field.name} must be {field.type}, "
+                                f"got {value!r}")
+
     def validate(self) -> None:
+        self._check_types()
         def choose(name: str, value: str, options: tuple[str, ...]) -> None:
             if value not in options:
                 raise UserError(f"unknown {name} {value!r}; choose one of {', '.join(options)}")
@@ -104,3 +115,22 @@ class TrainConfig:
     @classmethod
     def from_json(cls, text: str) -> TrainConfig:
         return cls.from_dict(json.loads(text))
+
+
+def _has_type(value: Any, annotation: str) -> bool:
+    """`value` fits a field annotated `annotation` ("int", "float | None", "tuple[...]")."""
+    if value is None:
+        return annotation.endswith("| None")
+    base = annotation.split(" | ")[0]
+    if isinstance(value, bool):
+        return base == "bool"
+    if base == "int":
+        return isinstance(value, int)
+    if base == "float":
+        return isinstance(value, (int, float)) and math.isfinite(value)
+    if base == "str":
+        return isinstance(value, str)
+    if base.startswith("tuple"):
+        return isinstance(value, tuple) and len(value) == 2 and all(
+            _has_type(v, "float") and not isinstance(v, bool) for v in value)
+    return True

@@ -99,6 +99,10 @@ class Trainer:
         self.scaler: torch.amp.GradScaler | None = None
         self.lm_state: Any = None  # RNN LMs: the hidden state carried into the next batch
         self.parallel = None  # torchrun: an explorer.training.distributed.DataParallel
+        self._updating = False  # inside optimizer.step(): see _out_of_memory
+        # called with the step number once a step, its evaluation and its probe are done
+        # (explorer/training/autosave.py saves checkpoints from here, in the training thread)
+        self.on_step_end: Callable[[int], None] | None = None
 
     # -- set-up --------------------------------------------------------------------------------
 
@@ -162,7 +166,7 @@ class Trainer:
         except Exception as exc:  # out of memory in a step or an evaluation; nothing else
             if not _is_out_of_memory(exc):
                 raise
-            finished = self._out_of_memory(workspace.step)
+            finished = self._out_of_memory(workspace.step, params, last_good)
         workspace.train_config = self.config
         if finished.reason not in ("nan", "oom"):
             workspace.training_state = self.training_state()
@@ -204,6 +208,8 @@ class Trainer:
                     snapshot = self.probe_fn(model, step)
                     if snapshot is not None:
                         yield snapshot
+            if self.on_step_end is not None:
+                self.on_step_end(step)
 
     def _step(self, step: int, params, last_good) -> StepMetrics | None:
         """One optimisation step; None when the loss or the gradient is not finite."""
@@ -249,11 +255,13 @@ class Trainer:
         with torch.no_grad():
             torch._foreach_copy_(last_good, [p.detach() for p in params])
         self.good_step = step - 1
+        self._updating = True  # an out-of-memory error from here on leaves weights half-updated
         if scaler is not None:
             scaler.step(optimizer)
             scaler.update()
         else:
             optimizer.step()
+        self._updating = False
         self.lm_state = output.state
         return StepMetrics(
             step=step, loss=loss, lr=lr, grad_norm=norm, grad_norm_clipped=clipped,
@@ -284,8 +292,16 @@ class Trainer:
             f"{good_step}. Try a lower learning rate (now {self.config.lr:g}) or clipping.",
         )
 
-    def _out_of_memory(self, step: int) -> TrainingFinished:
+    def _out_of_memory(self, step: int, params, last_good) -> TrainingFinished:
+        """Keep the weights of the last finished step: those in place, or, when the update itself
+        ran out of memory, the copy taken before it (the optimizer's state is then not kept)."""
         self.optimizer.zero_grad(set_to_none=True)
+        if self._updating:
+            with torch.no_grad():
+                torch._foreach_copy_(params, last_good)
+            self.workspace.training_state = None
+        else:
+            self.workspace.training_state = self.training_state()
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
         return TrainingFinished(

@@ -141,7 +141,11 @@ def build_model_config(family: str, preset: str | None, tokenizer, src_tokenizer
     except (TypeError, ValueError) as exc:
         raise UserError(str(exc).splitlines()[0]) from None
     src_vocab = None if src_tokenizer is None else src_tokenizer.vocab_size
-    return with_vocab(config, tokenizer.vocab_size, src_vocab)
+    config = with_vocab(config, tokenizer.vocab_size, src_vocab)
+    from explorer.training.weights_file import check_model_size  # issue 16: before allocating
+
+    check_model_size(config)
+    return config
 
 
 def build_workspace(data: DataSpec, family: str, preset: str | None = None, seed: int = 0,

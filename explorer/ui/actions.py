@@ -75,21 +75,41 @@ ACTIONS = {
 }
 
 
+# Qt's own icons for the toolbar where the desktop has no icon theme (Windows, macOS, bare X11)
+STANDARD_ICONS = {
+    "open": "SP_DialogOpenButton",
+    "open_checkpoint": "SP_DirOpenIcon",
+    "save_checkpoint": "SP_DialogSaveButton",
+    "new_model": "SP_FileIcon",
+    "data": "SP_FileDialogDetailedView",
+    "train": "SP_MediaPlay",
+    "pause": "SP_MediaPause",
+    "step": "SP_MediaSkipForward",
+    "stop": "SP_MediaStop",
+}
+
+
 def build_actions(window) -> SimpleNamespace:
     from PySide6.QtGui import QIcon
+    from PySide6.QtWidgets import QStyle
 
     actions = {}
     for name, (text, shortcut, icon, tooltip) in ACTIONS.items():
         action = QAction(text, window)
         action.setObjectName(f"action_{name}")
+        keys = ""
         if shortcut:
             action.setShortcut(QKeySequence(shortcut))
             keys = QKeySequence(shortcut).toString(QKeySequence.SequenceFormat.NativeText)
-            tooltip = f"{tooltip} ({keys})"
-        action.setToolTip(tooltip)
+        plain = text.replace("&", "").rstrip("…")
+        # the toolbar shows icons only: its tooltip names the action, then says what it does
+        action.setToolTip(f"{plain} ({keys}): {tooltip}" if keys else f"{plain}: {tooltip}")
         action.setStatusTip(tooltip)
         if icon and QIcon.hasThemeIcon(icon):
             action.setIcon(QIcon.fromTheme(icon))
+        elif name in STANDARD_ICONS:
+            pixmap = getattr(QStyle.StandardPixmap, STANDARD_ICONS[name])
+            action.setIcon(window.style().standardIcon(pixmap))
         actions[name] = action
     actions["pause"].setCheckable(True)
     actions["quit"].setShortcut(QKeySequence(QKeySequence.StandardKey.Quit))

@@ -12,11 +12,21 @@ class AppBus(QObject):
     probe = Signal(object)  # explorer.events.ProbeSnapshot
     training_state = Signal(str)  # "idle", "running", "paused" or "stopped"
     train_config_changed = Signal(object)  # the TrainConfig in use (lr, clip τ, ...)
+    # probing (explorer/ui/probing.py): panels ask, the controller's Prober answers
+    probe_requested = Signal(str, str)  # a panel asks for this (source, target) to be probed
+    probe_input_changed = Signal(str, str)  # what is probed from now on
+    probe_failed = Signal(str)  # one line, e.g. an LM text of a single token
+    probing_changed = Signal(bool)  # a probe runs (True) or has been delivered (False)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.workspace = None
+        self.probing = False
 
     def set_workspace(self, workspace) -> None:
         self.workspace = workspace
         self.workspace_changed.emit(workspace)
+
+    def set_probing(self, probing: bool) -> None:
+        self.probing = probing
+        self.probing_changed.emit(probing)

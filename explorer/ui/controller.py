@@ -1,8 +1,9 @@
 """The glue between a workspace, the worker threads and the AppBus.
 
-The controller owns the one workspace and at most one training thread. While training runs the
-model belongs to the worker thread: the GUI thread only sees the plain-data events the worker
-sends (at most ~30 batches a second) and re-emits them on the bus for the panels.
+The controller owns the one workspace, at most one training thread, the job runner for loading,
+building and evaluating workspaces, and the Prober (what is probed, explorer/ui/probing.py). While
+training runs the model belongs to the worker thread: the GUI thread only sees the plain-data
+events the worker sends (at most ~30 batches a second) and re-emits them on the bus for the panels.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from pathlib import Path
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Signal
 
 from explorer.ui.bus import AppBus
-from explorer.ui.training_worker import JobWorker, TrainingWorker, WorkerThread, one_line
+from explorer.ui.jobs import JobRunner, one_line
+from explorer.ui.probing import Prober
+from explorer.ui.training_worker import TrainingWorker, WorkerThread
 
 
 def _core():
@@ -36,15 +39,6 @@ def _core():
 PROBE_EVERY_S = 1.0
 
 
-class FixedProbeInput:
-    """A probe input that never changes: the workspace's first validation example."""
-
-    def __init__(self, workspace) -> None:
-        from explorer.analysis.probe import default_probe_input
-
-        self.text = default_probe_input(workspace)
-
-
 class Controller(QObject):
     error = Signal(str)  # one line, shown as a dialog by the main window
     stats = Signal(object)  # the newest StepMetrics, for the status bar
@@ -59,13 +53,15 @@ class Controller(QObject):
         self.train_config = None
         self.control = None
         self.training: WorkerThread | None = None
-        self.jobs: list[WorkerThread] = []
+        self.jobs = JobRunner("workspace", self)  # loading, building, evaluating: newest wins
+        self.jobs.done.connect(self._on_job_done)
+        self.jobs.failed.connect(lambda _job, message: self.error.emit(message))
+        self.jobs.busy_changed.connect(self._on_jobs_busy)
+        self._on_done = {}  # job id -> what to call with its result
         self.state = "idle"
         self.finished_runs = 0
         self._target_steps: int | None = None
-        # what the trainer probes: an object whose `.text` is (source, target), read between steps
-        # from the training thread (the attention panel's editable ProbeInput, when there is one)
-        self.probe_input = None
+        self.prober = Prober(bus, self)  # what is probed, by the trainer or between runs
         self._resume_steps: int | None = None
 
     # -- workspace -------------------------------------------------------------------------------
@@ -146,8 +142,9 @@ class Controller(QObject):
         if self.is_training():
             self.resume()
             return
-        for job in list(self.jobs):  # an evaluation still reading the weights finishes first
-            job.wait()
+        # an evaluation or a probe still reading the weights finishes first
+        self.jobs.wait_idle()
+        self.prober.wait_idle()
         core = _core()
         config = self.train_config
         if steps is not None:
@@ -167,8 +164,7 @@ class Controller(QObject):
         self.device_changed.emit(str(trainer.device))
         from explorer.analysis.probe import make_probe_fn
 
-        probe_input = self.probe_input or FixedProbeInput(self.workspace)
-        trainer.probe_fn = make_probe_fn(self.workspace, probe_input)
+        trainer.probe_fn = make_probe_fn(self.workspace, self.prober.input)
         worker = TrainingWorker(trainer, self.control)
         worker.batch.connect(self._on_batch)
         worker.failed.connect(self.error)
@@ -212,30 +208,27 @@ class Controller(QObject):
     def shutdown(self) -> None:
         """End every thread before the window goes: nothing may outlive its owner."""
         self.stop_training()
-        for job in list(self.jobs):
-            job.stop()
-            job.wait()
-        self.jobs.clear()
+        self.jobs.shutdown()
+        self.prober.shutdown()
 
     # -- background jobs -------------------------------------------------------------------------
 
-    def run_job(self, fn, *args, on_done=None, label: str = "working") -> WorkerThread:
-        worker = JobWorker(fn, *args)
-        if on_done is not None:
-            worker.done.connect(on_done)
-        worker.failed.connect(self.error)
-        job = WorkerThread(worker, [worker.done, worker.failed], self)
-        job.ended.connect(lambda: self._job_ended(job))
-        self.jobs.append(job)
-        self.busy.emit(label)
-        job.start()
+    def run_job(self, fn, *args, on_done=None, label: str = "working") -> int:
+        """Run `fn(*args)` in the workspace job runner; a newer job supersedes this one. Its
+        result goes to `on_done`, an error to `error` as one line."""
+        job = self.jobs.submit(fn, *args)
+        self._on_done = {job: on_done} if on_done is not None else {}
+        if self.jobs.busy:
+            self.busy.emit(label)
         return job
 
-    def _job_ended(self, job: WorkerThread) -> None:
-        job.wait()
-        if job in self.jobs:
-            self.jobs.remove(job)
-        if not self.jobs:
+    def _on_job_done(self, job: int, result) -> None:
+        on_done = self._on_done.pop(job, None)
+        if on_done is not None:
+            on_done(result)
+
+    def _on_jobs_busy(self, busy: bool) -> None:
+        if not busy:
             self.busy.emit("")
 
     def _on_first_look(self, result) -> None:

@@ -25,33 +25,38 @@ def _quiet_qt_messages() -> None:
     qInstallMessageHandler(handler)
 
 
-def _still_working(panel) -> bool:
-    """A panel that reports `busy()` is done when it says so (with or without content); any
-    other panel is waited on until it has content."""
-    if hasattr(panel, "busy"):
-        return panel.busy()
-    return not panel.has_content()
-
-
-def render_panels(workspace, panel_specs, out: Path, formats: tuple[str, ...], *, width=None, dpi=None,
+def render_panels(workspace, entries, out: Path, formats: tuple[str, ...], *, width=None, dpi=None,
                   source: str | None = None, target: str = "", timeout_s: float = 120.0,
-                  bleu_metrics=None) -> list[Path]:
-    """Build each panel of `panel_specs` ((id, spec) pairs from explorer.ui.panels.PANELS), show it
-    `workspace` (and `bleu_metrics`, an EvalMetrics, where given), probe or decode `source` where
-    given, and export what it draws. A panel with nothing to draw for this model is skipped with a
-    note on stderr. -> the files written."""
+                  bleu_metrics=None, theme: str = "light") -> list[Path]:
+    """Build the panel of each of `entries` (explorer.ui.panels.PanelEntry), show it `workspace`
+    (and `bleu_metrics`, an EvalMetrics, where given), probe and decode `source` where given, wait
+    while each panel is `busy()`, and export what it draws. A panel with nothing to draw for this
+    model is skipped with a note on stderr. Every panel is drawn in one `theme`, "light" (for
+    papers) or "dark". -> the files written."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
+    from explorer.ui.app import apply_theme
     from explorer.ui.bus import AppBus
+    from explorer.ui.jobs import shutdown_runners
     from explorer.ui.panels import panel_class
+    from explorer.ui.probing import Prober
+    from explorer.ui.plot_style import theme_palette
 
     app = QApplication.instance() or QApplication([sys.argv[0]])
     _quiet_qt_messages()
+    import pyqtgraph as pg
+
+    # what the calling app (or test) had: restored afterwards, antialiasing included
+    system_palette = app.palette()
+    system_options = {key: pg.getConfigOption(key) for key in ("background", "foreground", "antialias")}
+    app.setPalette(theme_palette(theme))  # before the panels: they take their colours when built
+    apply_theme(app)
     bus = AppBus()
+    prober = Prober(bus)  # the app's controller owns one; here nothing else needs a controller
     panels = []
-    for _panel_id, spec in panel_specs:
-        panel = panel_class(spec)(bus)
+    for entry in entries:
+        panel = panel_class(entry)(bus)
         panel.resize(*PANEL_SIZE)
         panel.show()
         panels.append(panel)
@@ -59,17 +64,15 @@ def render_panels(workspace, panel_specs, out: Path, formats: tuple[str, ...], *
     if bleu_metrics is not None:
         bus.eval_metrics.emit(bleu_metrics)
     if source is not None:
+        prober.set_input(source, target)
         for panel in panels:
-            if hasattr(panel, "set_probe_input"):
-                panel.set_probe_input(source, target)
-            elif hasattr(panel, "set_source"):
-                panel.set_source(source)
+            panel.set_source(source)
 
     written = []
     try:
         for panel in panels:
             deadline = time.monotonic() + timeout_s
-            while time.monotonic() < deadline and _still_working(panel):
+            while time.monotonic() < deadline and panel.busy():
                 app.processEvents()
                 time.sleep(0.01)
             app.processEvents()
@@ -81,5 +84,8 @@ def render_panels(workspace, panel_specs, out: Path, formats: tuple[str, ...], *
     finally:
         for panel in panels:
             panel.shutdown()
+        shutdown_runners(bus)  # the prober's
         app.processEvents()
+        app.setPalette(system_palette)  # an app that called us goes on in its own colours
+        pg.setConfigOptions(**system_options)
     return written

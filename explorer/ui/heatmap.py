@@ -19,6 +19,9 @@ from PySide6.QtWidgets import QToolTip, QWidget
 from explorer.ui.plot_style import TokenAxis
 
 
+TITLE_SIZES = (12, 11, 10, 9, 8)  # points, tried largest first
+
+
 def label_font(point_size: int = 11) -> QFont:
     font = QFont()
     font.setPointSize(point_size)
@@ -74,7 +77,9 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
         self.numeric_rows = self.numeric_cols = True
         self.col_labels: list[str] = []
         self.hover_text = ""
-        self.plot, self.image = add_heatmap_plot(self.ci, colormap, title=title or None)
+        self.title_text = title
+        self._shown_title: tuple[str, int] | None = None  # (text, point size) on screen
+        self.plot, self.image = add_heatmap_plot(self.ci, colormap)
         # keys along the top, queries down the left: read like the alignment figures in the notes;
         # the bottom repeats the ticks without text, leaving the height to the rows
         self.plot.showAxes(True, showValues=(True, True, False, False))
@@ -86,6 +91,7 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
         self.colorbar.setImageItem(self.image, insert_in=self.plot)
         self.colorbar.axis.setWidth(56)  # "-0.25", "1e-05": values that do not fit are not drawn
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self._fit_title()
 
     # -- data ----------------------------------------------------------------------------------
 
@@ -143,7 +149,39 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
         return (low, high) if high > low else (low - 0.5, high + 0.5)
 
     def set_title(self, text: str) -> None:
-        self.plot.setTitle(text, size="12pt")
+        self.title_text = text
+        self._fit_title()
+
+    def _fit_title(self) -> None:
+        """The title at the largest of TITLE_SIZES that fits above the image: a title is as wide
+        as its text at least, and a wider one pushed the colour bar out of the widget."""
+        if not hasattr(self, "colorbar"):  # still in __init__
+            return
+        if not self.title_text:
+            self.plot.setTitle(None)
+            self._shown_title = None
+            return
+        # the axis's set width: its geometry follows at the next layout pass
+        room = (self.width() - self.plot.getAxis("left").minimumWidth() - self.colorbar.width()
+                - sum(self.ci.layout.getContentsMargins()[::2]) - 12)
+        for size in TITLE_SIZES:
+            # + 10: the label's HTML layout adds a few pixels to the text's own width
+            if QFontMetrics(label_font(size)).horizontalAdvance(self.title_text) + 10 <= room:
+                break
+        if (self.title_text, size) == self._shown_title:
+            return  # live updates set the same title many times a second: no relayout for those
+        self._shown_title = (self.title_text, size)
+        self.plot.setTitle(self.title_text, size=f"{size}pt")
+        # a layout held wide by the old title: drop the cached minimum sizes and fit the view
+        for layout_item in (self.plot, self.ci):
+            layout_item.layout.invalidate()
+            layout_item.updateGeometry()
+        self.ci.setGeometry(self.range)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if getattr(self, "title_text", ""):
+            self._fit_title()
 
     def set_axis_titles(self, row_title: str, col_title: str) -> None:
         # a style without a colour would draw the title black, invisible on a dark background
@@ -164,6 +202,7 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
         widest = max((metrics.horizontalAdvance(label) for label in labels[:512]), default=10)
         titled = bool(self.plot.getAxis("left").labelText)
         self.plot.getAxis("left").setWidth(min(widest, 220) + 16 + (metrics.height() + 6) * titled)
+        self._fit_title()  # the title's room changed
 
     # -- hover ---------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, Qt, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, QTimer, Signal
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -23,9 +23,14 @@ from explorer.ui.actions import build_actions
 from explorer.ui.app import APPLICATION, ORGANISATION
 from explorer.ui.bus import AppBus
 from explorer.ui.controller import Controller
+from explorer.ui import dock_layout
+from explorer.ui.jobs import one_line, shutdown_runners
 from explorer.ui.menus import build_menus, fill_recent
 from explorer.ui.panels import PANELS, panel_class
 from explorer.ui.training_controls import TrainingControls
+
+LAYOUT_VERSION = 2  # saved layouts of an older version give way to the default
+DEFAULT_WINDOW = (1600, 1000)  # at most: on a smaller screen, its available area
 
 STATUS_INTERVAL_MS = 500
 MAX_RECENT = 10
@@ -51,6 +56,7 @@ class MainWindow(QMainWindow):
         self.error_boxes: list[QMessageBox] = []
         self._closing = False
         self._sized = False
+        self._layout_restored = False  # a saved layout of this LAYOUT_VERSION was restored
 
         self.setDockNestingEnabled(True)
         self.setDockOptions(
@@ -58,12 +64,11 @@ class MainWindow(QMainWindow):
             | QMainWindow.DockOption.AllowNestedDocks
         )
         self.panels: dict[str, object] = {}
-        self.docks: dict[str, QDockWidget] = {}
         self.missing_panels: dict[str, str] = {}
         self.actions = build_actions(self)
-        self._create_docks()
+        self.docks: dict[str, QDockWidget] = dock_layout.create_docks(self)
         self.controls_dock = QDockWidget("Training", self)
-        self.controls_dock.setObjectName("training_controls")
+        self.controls_dock.setObjectName(dock_layout.CONTROLS_ID)
         self.controls = TrainingControls(self)
         self.controls_dock.setWidget(self.controls)
         self._arrange_default_layout()
@@ -72,7 +77,7 @@ class MainWindow(QMainWindow):
         self._connect()
         self.default_state = self.saveState()
         self.setAcceptDrops(True)
-        self.resize(1400, 900)
+        self._fit_to_screen()
         self._restore_settings()
 
         self._startup_checkpoint = checkpoint
@@ -80,25 +85,26 @@ class MainWindow(QMainWindow):
 
     # -- construction ----------------------------------------------------------------------------
 
-    def _create_docks(self) -> None:
-        """One dock per panel, named by its id; the panel itself comes after the first paint."""
-        for panel_id, _ in PANELS:
-            dock = QDockWidget(panel_id.capitalize(), self)
-            dock.setObjectName(panel_id)
-            placeholder = QLabel("Loading…")
-            placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            dock.setWidget(placeholder)
-            self.docks[panel_id] = dock
+    def _fit_to_screen(self) -> None:
+        """DEFAULT_WINDOW, or the screen's available area where that is smaller (1280 x 800
+        laptops): a window larger than its screen hides its own status bar."""
+        width, height = DEFAULT_WINDOW
+        screen = self.screen()
+        if screen is not None:
+            available = screen.availableGeometry()
+            width = min(width, available.width())
+            height = min(height, available.height())
+        self.resize(max(width, 800), max(height, 600))
 
     def create_panels(self) -> None:
         """Import and build every panel into its dock (once). Panel modules import torch, so the
         app calls this after the window's first paint."""
         if self.panels or self.missing_panels:
             return
-        for panel_id, spec in PANELS:
-            dock = self.docks[panel_id]
+        for entry in PANELS:
+            panel_id, dock = entry.panel_id, self.docks[entry.panel_id]
             try:
-                panel = panel_class(spec)(self.bus)
+                panel = panel_class(entry)(self.bus)
             except (ImportError, AttributeError) as exc:  # a panel still being written
                 self.missing_panels[panel_id] = f"{type(exc).__name__}: {exc}"
                 dock.widget().setText(f"{panel_id} is not available: {exc}")
@@ -109,44 +115,24 @@ class MainWindow(QMainWindow):
             dock.setWindowTitle(panel.TITLE or panel_id)
             dock.setToolTip(panel.TOOLTIP)
             self.panels[panel_id] = panel
-        attention = self.panels.get("attention")
-        self.controller.probe_input = getattr(attention, "probe_holder", None)
+        if self._sized and not self._layout_restored:
+            self.apply_default_sizes()  # the panels' own minimum sizes moved the splitters
         if self.missing_panels:
             self.statusBar().showMessage("Panels not available: " + ", ".join(self.missing_panels))
         self.panels_created.emit()
 
     def _arrange_default_layout(self) -> None:
-        """Training controls at the far left, curves over BLEU beside them, and on the right the
-        attention-like panels tabbed above the decoding panels, tabbed too."""
-        left = Qt.DockWidgetArea.LeftDockWidgetArea
-        right = Qt.DockWidgetArea.RightDockWidgetArea
-        d = self.docks
-        self.addDockWidget(left, self.controls_dock)
-        self.splitDockWidget(self.controls_dock, d["curves"], Qt.Orientation.Horizontal)
-        self.splitDockWidget(d["curves"], d["bleu"], Qt.Orientation.Vertical)
-        placed = {"curves", "bleu"}
-        self.addDockWidget(right, d["attention"])
-        self.splitDockWidget(d["attention"], d["beam"], Qt.Orientation.Vertical)
-        for ids in (("attention", "positional", "gradients"), ("beam", "step", "compare")):
-            for panel_id in ids[1:]:
-                self.tabifyDockWidget(d[ids[0]], d[panel_id])
-            d[ids[0]].raise_()
-            placed.update(ids)
-        for panel_id, dock in d.items():  # panels added to PANELS later
-            if panel_id not in placed:
-                self.addDockWidget(right, dock)
+        """The default layout for this screen (explorer/ui/dock_layout.py)."""
+        screen = self.screen()
+        tall = screen is None or screen.availableGeometry().height() >= dock_layout.TALL_SCREEN_PX
+        self.default_layout = dock_layout.arrange_default_layout(self, self._all_docks(), tall)
+
+    def _all_docks(self) -> dict[str, QDockWidget]:
+        return {**self.docks, self.controls_dock.objectName(): self.controls_dock}
 
     def apply_default_sizes(self) -> None:
-        """Proportions of the default layout for the window's current size."""
-        width, height = self.width(), self.height()
-        controls = 250
-        self.resizeDocks([self.controls_dock, self.docks["curves"], self.docks["attention"]],
-                         [controls, (width - controls) * 45 // 100, (width - controls) * 55 // 100],
-                         Qt.Orientation.Horizontal)
-        self.resizeDocks([self.docks["attention"], self.docks["beam"]],
-                         [height * 50 // 100, height * 50 // 100], Qt.Orientation.Vertical)
-        self.resizeDocks([self.docks["curves"], self.docks["bleu"]],
-                         [height * 55 // 100, height * 45 // 100], Qt.Orientation.Vertical)
+        """The default layout's proportions at the window's current size."""
+        dock_layout.apply_default_sizes(self, self._all_docks(), self.default_layout)
 
     def _create_status_bar(self) -> None:
         bar = self.statusBar()
@@ -161,6 +147,7 @@ class MainWindow(QMainWindow):
         self.progress.setToolTip("Progress of the current training run")
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
+        self.progress.setTextVisible(False)  # shown while a run is under way
         # room for long numbers from the start: a label that widens re-lays out the status bar
         for label, widest in ((self.step_label, "step: 0000000"),
                               (self.speed_label, "tokens/s: 000,000")):
@@ -204,7 +191,7 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._sized:  # first show: the default proportions, unless a saved layout exists
             self._sized = True
-            if not isinstance(self.settings.value("window_state"), QByteArray):
+            if not self._layout_restored:
                 self.apply_default_sizes()
         # a window whose docks cover it may never get a paintEvent of its own: do not wait forever
         QTimer.singleShot(500, self._painted)
@@ -222,7 +209,9 @@ class MainWindow(QMainWindow):
         if self._startup_checkpoint:
             self.open_path(self._startup_checkpoint)
         elif self._load_demo:
-            self.controller.run_job(_demo, on_done=self._open_demo, label="opening the demo")
+            from explorer.demo import first_demo
+
+            self.controller.run_job(first_demo, on_done=self._open_demo, label="opening the demo")
 
     def _open_demo(self, demo) -> None:
         """A demo checkpoint folder, or (none installed) a fresh tiny model on a built-in task."""
@@ -256,8 +245,6 @@ class MainWindow(QMainWindow):
         try:
             dialog = DataDialog(self, files=[str(path)])
         except Exception as exc:  # noqa: BLE001 - any unreadable file is reported, the app goes on
-            from explorer.ui.training_worker import one_line
-
             self.show_error(one_line(exc))
             return
         self.add_recent(path)
@@ -291,8 +278,6 @@ class MainWindow(QMainWindow):
         try:
             saved = self.controller.save_checkpoint(folder)
         except Exception as exc:  # noqa: BLE001
-            from explorer.ui.training_worker import one_line
-
             self.show_error(one_line(exc))
             return None
         self.add_recent(saved)
@@ -309,8 +294,6 @@ class MainWindow(QMainWindow):
             try:
                 written += self.panels[panel_id].export(folder)
             except Exception as exc:  # noqa: BLE001 - one panel failing must not stop the others
-                from explorer.ui.training_worker import one_line
-
                 self.show_error(f"export of {panel_id} failed: {one_line(exc)}")
         self.statusBar().showMessage(f"Exported {len(written)} files to {folder}", 5000)
         return written
@@ -357,7 +340,8 @@ class MainWindow(QMainWindow):
     def data_dialog(self) -> None:
         from explorer.ui.dialogs.data import DataDialog
 
-        self._show_data_dialog(DataDialog(self))
+        workspace = self.controller.workspace
+        self._show_data_dialog(DataDialog(self, task=getattr(workspace, "task", None)))
 
     def _show_data_dialog(self, dialog) -> None:
         dialog.accepted.connect(lambda: self._build_from_dialogs(None, dialog.data_spec()))
@@ -425,7 +409,8 @@ class MainWindow(QMainWindow):
     def _show_stats(self, metrics) -> None:
         self.step_label.setText(f"step: {metrics.step}")
         self.speed_label.setText(f"tokens/s: {metrics.tokens_per_s:,.0f}")
-        if metrics.total_steps:
+        if metrics.total_steps and self.controller.state in ("running", "paused"):
+            # (a throttled update that lands after Stop must not bring the old percentage back)
             # QProgressBar.setValue repaints at once; held back, the bar is painted with the
             # rest of the window's next frame
             self.progress.setUpdatesEnabled(False)
@@ -439,6 +424,10 @@ class MainWindow(QMainWindow):
         self.actions.pause.blockSignals(True)
         self.actions.pause.setChecked(state == "paused")
         self.actions.pause.blockSignals(False)
+        self.progress.setTextVisible(running)
+        if not running:  # no run, no progress: an old percentage would say one is under way
+            self.progress.setRange(0, 1)
+            self.progress.setValue(0)
         self.statusBar().showMessage(f"Training {state}", 3000)
 
     def _on_workspace(self, workspace) -> None:
@@ -470,11 +459,13 @@ class MainWindow(QMainWindow):
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
         if isinstance(state, QByteArray):
-            self.restoreState(state)
+            # a layout saved for an older arrangement of the docks is not restored: the
+            # default one replaces it
+            self._layout_restored = self.restoreState(state, LAYOUT_VERSION)
 
     def save_settings(self) -> None:
         self.settings.setValue("geometry", self.saveGeometry())
-        self.settings.setValue("window_state", self.saveState())
+        self.settings.setValue("window_state", self.saveState(LAYOUT_VERSION))
         self.settings.sync()
 
     def dragEnterEvent(self, event) -> None:
@@ -491,29 +482,8 @@ class MainWindow(QMainWindow):
         self.save_settings()
         self.controller.shutdown()
         for panel in self.panels.values():
-            panel.shutdown()  # panels stop and join their own workers
-        # superqt workers run in the global pool: let them end and deliver while panels still exist
-        QThreadPool.globalInstance().waitForDone()
+            panel.shutdown()  # panels stop and join their own job runners
+        shutdown_runners(self)  # any runner left, e.g. one a dialog started
         QCoreApplication.processEvents()
         super().closeEvent(event)
 
-
-def _demo():
-    """The demo to open first (runs in a worker): a shipped checkpoint, a Transformer's if there
-    is one (it has something for every panel), else a fresh tiny Transformer on `reverse`."""
-    from explorer.training.checkpoint import demo_checkpoints
-
-    demos = [Path(d) for d in demo_checkpoints().values()]
-    for preferred in ("transformer", "seq2seq"):
-        for demo in demos:
-            if preferred in demo.name:
-                return demo
-    if demos:
-        return demos[0]
-    from explorer.training.config import TrainConfig
-    from explorer.training.setup import DataSpec, build_workspace
-
-    workspace = build_workspace(DataSpec(task="reverse", n_train=1000, n_val=50), "transformer",
-                                preset="tiny")
-    workspace.train_config = TrainConfig(batch_size=32, eval_every=50, bleu_examples=32, lr=1e-3)
-    return workspace

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMenu, QToolBar
 
 
@@ -58,6 +59,7 @@ def build_menus(window) -> None:
 
     toolbar = QToolBar("Main toolbar", window)
     toolbar.setObjectName("main_toolbar")
+    toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonIconOnly)  # names are in tooltips
     for action in (a.open, a.save_checkpoint, a.new_model, a.data, None,
                    a.train, a.pause, a.step, a.stop):
         if action is None:

@@ -55,6 +55,37 @@ def add_legend_row(layout: pg.GraphicsLayout, row: int, colspan: int, curves,
     return legend
 
 
+def theme_text() -> str:
+    """The theme's text colour, for text drawn into a plot."""
+    return _palette_color(QPalette.ColorRole.Text, "black").name()
+
+
+def theme_backdrop(alpha: int = 200) -> QColor:
+    """The theme's background, mostly opaque: behind labels that sit on a plot's lines."""
+    colour = _palette_color(QPalette.ColorRole.Base, "white")
+    colour.setAlpha(alpha)
+    return colour
+
+
+THEME_COLOURS = {  # roles that plots and their exports read: background, text and their kin
+    "light": {"Window": "#efefef", "WindowText": "#000000", "Base": "#ffffff",
+              "AlternateBase": "#f5f5f5", "Text": "#000000", "Button": "#efefef",
+              "ButtonText": "#000000", "ToolTipBase": "#ffffdc", "ToolTipText": "#000000"},
+    "dark": {"Window": "#202124", "WindowText": "#e8eaed", "Base": "#17181a",
+             "AlternateBase": "#26272a", "Text": "#e8eaed", "Button": "#2b2c2f",
+             "ButtonText": "#e8eaed", "ToolTipBase": "#2b2c2f", "ToolTipText": "#e8eaed"},
+}
+
+
+def theme_palette(name: str) -> QPalette:
+    """The light or dark palette `explorer export --theme` renders with (the app itself follows
+    the system's)."""
+    palette = QPalette()
+    for role, colour in THEME_COLOURS[name].items():
+        palette.setColor(getattr(QPalette.ColorRole, role), QColor(colour))
+    return palette
+
+
 def theme_grey() -> str:
     """A grey halfway between the theme's background and text: reference lines that read on light
     and dark themes alike."""
@@ -62,6 +93,31 @@ def theme_grey() -> str:
     base = _palette_color(QPalette.ColorRole.Base, "white")
     mixed = [(a + b) // 2 for a, b in zip(text.getRgb()[:3], base.getRgb()[:3])]
     return QColor(*mixed).name()
+
+
+class StepAxis(pg.AxisItem):
+    """Decoding steps, whole ones only, counted from the root: the root (x = -1 in the tree's
+    coordinates, before the first token) is step 0, labelled <bos>; the first token is step 1.
+    Labels that would run together are thinned to every 2nd, 5th, 10th... step."""
+
+    def __init__(self, orientation: str = "bottom", **kwargs) -> None:
+        super().__init__(orientation, **kwargs)
+        self.enableAutoSIPrefix(False)
+        # the root sits a fraction of a step from the left edge: let "<bos>" reach past it
+        self.setStyle(hideOverlappingLabels=False)
+
+    def tickValues(self, minVal: float, maxVal: float, size: float):
+        metrics = QFontMetricsF(self.style["tickFont"] or QFont())
+        room = metrics.horizontalAdvance("<bos>") + 2 * metrics.averageCharWidth()
+        per_step = size / max(maxVal - minVal, 1e-9)
+        stride = max(1, round(nice_step(room / per_step)))
+        first = math.ceil((minVal + 1) / stride) * stride  # in steps counted from the root
+        last = math.floor(maxVal + 1 - metrics.horizontalAdvance("00") / per_step)  # fits inside
+        steps = range(max(first, 0), last + 1, stride)
+        return [(stride, [step - 1.0 for step in steps])]
+
+    def tickStrings(self, values, scale, spacing):
+        return ["<bos>" if round(v) == -1 else str(round(v) + 1) for v in values]
 
 
 class ViewPages(QWidget):

@@ -82,11 +82,11 @@ class SmokeRun:
             missing = [p for p, panel in self.window.panels.items() if not panel.has_content()]
             self.report["errors"].append(f"timed out in phase {self.phase}; empty: {missing}")
             self._finish()
-        elif self.phase == "loaded" and not controller.jobs:  # the first look has landed
+        elif self.phase == "loaded" and not controller.jobs.busy:  # the first look has landed
             self._mark("ready_s")
             self.phase = "training"
             controller.train(steps=SMOKE_STEPS)
-        elif self.phase == "training" and self.trained and not controller.jobs:
+        elif self.phase == "training" and self.trained and not controller.jobs.busy:
             self.phase = "drawing"
         elif self.phase == "drawing" and all(p.has_content() for p in self.window.panels.values()):
             self._finish()
@@ -128,14 +128,11 @@ def run_smoke(checkpoint: str | None = None) -> int:
         report = run.report
         report["exported"] = [str(Path(p).relative_to(tmp)) for p in report["exported"]]
         report["qt_warnings"] = list(log.warnings)
-    all_drawn = set(report["panels"]) == {pid for pid, _ in _panel_ids()}
+    from explorer.ui.panels import panel_ids
+
+    all_drawn = set(report["panels"]) == set(panel_ids())
     ok = all_drawn and not report["qt_warnings"] and not report["errors"] and report["exported"]
     print(json.dumps(report, indent=None))
     sys.stdout.flush()
     return 0 if ok else 1
 
-
-def _panel_ids():
-    from explorer.ui.panels import PANELS
-
-    return PANELS

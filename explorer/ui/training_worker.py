@@ -1,4 +1,6 @@
-"""Workers that run the core off the GUI thread: training, and one-off jobs (loading, evaluating).
+"""The training worker: a Trainer run off the GUI thread for as long as training goes on.
+
+(Shorter work, from loading a checkpoint to a probe or a decode, goes through explorer/ui/jobs.py.)
 
 A worker is a QObject moved to a QThread. It never touches widgets; it sends plain data
 (explorer.events) in `WorkerBatch`es, at most `max_emits_per_s` a second, so the GUI thread
@@ -14,8 +16,8 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-from explorer.errors import UserError
 from explorer.events import EvalMetrics, ProbeSnapshot, Progress, StepMetrics, TrainingFinished
+from explorer.ui.jobs import one_line
 
 MAX_EMITS_PER_S = 30
 
@@ -31,14 +33,6 @@ class WorkerBatch:
 
     def __bool__(self) -> bool:
         return bool(self.steps or self.evals or self.probe or self.progress)
-
-
-def one_line(exc: BaseException) -> str:
-    """A message fit for a dialog: user errors as they are, anything else with its type."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    if isinstance(exc, UserError):
-        return text
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class TrainingWorker(QObject):
@@ -95,27 +89,6 @@ class TrainingWorker(QObject):
 
 def _last_step(pending: WorkerBatch) -> int:
     return pending.steps[-1].step if pending.steps else -1
-
-
-class JobWorker(QObject):
-    """Runs one function off the GUI thread and hands back its result (plain data or a workspace
-    that the GUI thread takes over once the worker is done with it)."""
-
-    done = Signal(object)
-    failed = Signal(str)
-
-    def __init__(self, fn, *args, **kwargs) -> None:
-        super().__init__()
-        self.fn, self.args, self.kwargs = fn, args, kwargs
-
-    @Slot()
-    def run(self) -> None:
-        try:
-            result = self.fn(*self.args, **self.kwargs)
-        except Exception as exc:  # noqa: BLE001 - shown to the user as a dialog
-            self.failed.emit(one_line(exc))
-            return
-        self.done.emit(result)
 
 
 class WorkerThread(QObject):

@@ -3,13 +3,15 @@ refusals that keep two trainings from writing one run."""
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
 from explorer.cli import main
-from explorer.runs import RunReader, layout
+from explorer.runs import RunReader, layout, writer_alive
 from explorer.training import load_checkpoint
 
 FAST = ["--threads", "1", "--device", "cpu", "--batch-size", "8", "--hidden", "16"]
@@ -42,7 +44,9 @@ def test_train_writes_config_metrics_snapshots_and_the_latest_checkpoint(tmp_pat
     assert [r["step"] for r in rows if r.get("event") == "eval"] == [5, 10, 12]
     assert [r["step"] for r in rows if r.get("event") == "snapshot"] == [0, 4, 8, 12]
     assert rows[-1] == {**rows[-1], "event": "finished", "step": 12, "reason": "done"}
-    assert not (run / layout.WRITER_FILE).exists()  # released at the end
+    assert not (tmp_path / ".run.lock").exists()  # the folder's lock, released at the end
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no staging left either
+    assert not (run / layout.LATEST_STAGING).exists()
 
     # every snapshot opens on its own; the last one holds the same weights as the top level
     reader = RunReader(run)
@@ -94,15 +98,24 @@ def test_a_second_training_on_the_same_out_refuses_unless_resume(tmp_path, capsy
 def test_a_folder_another_live_training_writes_is_refused_even_with_resume(tmp_path, capsys):
     run = tmp_path / "run"
     assert train("--steps", "2", "--out", str(run)) == 0
-    (run / layout.WRITER_FILE).write_text(json.dumps(layout.writer_record()))  # us: alive
-    capsys.readouterr()
-    assert main(["train", "--resume", str(run), "--steps", "4", *FAST[:-2]]) == 2
-    err = capsys.readouterr().err
-    assert f"pid {os.getpid()}" in err and "is writing this run" in err and err.count("\n") == 1
-
-    # a pid file whose process is gone is stale: the next training takes the folder over
-    (run / layout.WRITER_FILE).write_text(json.dumps({**layout.writer_record(), "pid": 2**22 + 7}))
+    holder = subprocess.Popen(  # another process holds the run's FolderLock, as a training does
+        [sys.executable, "-c", "import sys, time; from explorer.durable import FolderLock; "
+         "FolderLock(sys.argv[1]).acquire(); print('locked', flush=True); time.sleep(120)",
+         str(run)], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"locked\n"
+        assert writer_alive(run) is True
+        capsys.readouterr()
+        assert main(["train", "--resume", str(run), "--steps", "4", *FAST[:-2]]) == 2
+        err = capsys.readouterr().err
+        assert f"pid {holder.pid}" in err and "is writing this folder" in err
+        assert err.count("\n") == 1
+    finally:
+        holder.kill()  # SIGKILL: its lock file stays behind, naming a dead process
+        holder.wait()
+    assert writer_alive(run) is False  # stale: the next training takes the folder over
     assert main(["train", "--resume", str(run), "--steps", "4", *FAST[:-2]]) == 0
+    assert json.loads((run / "config.json").read_text())["step"] == 4
 
 
 def test_a_torn_last_row_is_read_up_to_and_cut_by_the_next_writer(tmp_path):
@@ -148,3 +161,28 @@ def test_saving_a_plain_checkpoint_over_a_run_is_refused(tmp_path):
     with pytest.raises(UserError, match="holds a training run"):
         save_checkpoint(workspace, run)
     assert [s.step for s in RunReader(run).snapshots()] == [0, 1, 2]
+
+
+def test_a_save_killed_between_its_moves_loads_and_is_finished_by_the_next_writer(
+        tmp_path, monkeypatch, capsys):
+    import explorer.runs.writer as writer_module
+
+    real_replace = os.replace
+
+    def killed_before_config(src, dst):  # the final save's weights move up, then the "kill"
+        if os.path.basename(dst) == "config.json" and json.loads(open(src).read())["step"] == 3:
+            raise KeyboardInterrupt
+        real_replace(src, dst)
+
+    monkeypatch.setattr(writer_module.os, "replace", killed_before_config)
+    run = tmp_path / "run"
+    assert train("--steps", "3", "--save-every", "2", "--out", str(run)) == 130
+    monkeypatch.undo()
+    assert (run / layout.LATEST_STAGING / "config.json").is_file()  # the staged save, complete
+    workspace = load_checkpoint(run)  # loads, at the step config.json names: never a lower one
+    assert workspace.step == 2 and [r["step"] for r in workspace.history] == [1, 2]
+
+    assert main(["train", "--resume", str(run), "--steps", "5", *FAST[:-2]]) == 0
+    resumed = [r for r in metrics(run) if r.get("event") == "resumed"]
+    assert [r["step"] for r in resumed] == [3]  # the next writer finished the moves first
+    assert load_checkpoint(run).step == 5 and not (run / layout.LATEST_STAGING).exists()

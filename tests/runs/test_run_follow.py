@@ -1,14 +1,14 @@
 """Reading a run while another process writes it: whole rows only, none missed, and a clear end."""
 
-import json
 import os
 import subprocess
 import sys
 
 import pytest
 
-from explorer.runs import RunFollower, RunReader, RunState, layout
-from explorer.runs.writer import encode_row
+from explorer.runs import RunFollower, RunReader, RunState
+from explorer.durable import FolderLock
+from explorer.durable import json_line as encode_row
 
 
 def rows_file(folder, rows, tail=b""):
@@ -73,7 +73,7 @@ class FakeClock:
 def test_the_follower_backs_off_and_says_when_the_writer_went_away(tmp_path):
     clock = FakeClock()
     rows_file(tmp_path, [{"event": "started", "step": 0}, {"step": 1, "loss": 1.0}])
-    (tmp_path / layout.WRITER_FILE).write_text(json.dumps(layout.writer_record()))  # alive: us
+    lock = FolderLock(tmp_path).acquire()  # the run's writer: us, alive
     follower = RunFollower(tmp_path, min_interval_s=0.1, max_interval_s=0.8, idle_after_s=5,
                            clock=clock)
     assert follower.poll().state == RunState.LIVE and follower.interval_s == 0.1
@@ -87,7 +87,7 @@ def test_the_follower_backs_off_and_says_when_the_writer_went_away(tmp_path):
     rows_file(tmp_path, [{"step": 2, "loss": 0.5}])
     assert follower.poll().rows == [{"step": 2, "loss": 0.5}] and follower.interval_s == 0.1
 
-    (tmp_path / layout.WRITER_FILE).unlink()  # the writer died without a `finished` row
+    lock.release()  # the writer went away without a `finished` row
     clock.now += 4
     assert follower.poll().state == RunState.LIVE
     clock.now += 2
@@ -100,7 +100,7 @@ def test_notify_wakes_the_follower_at_once(tmp_path):
     import threading
 
     rows_file(tmp_path, [{"step": 1, "loss": 1.0}])
-    (tmp_path / layout.WRITER_FILE).write_text(json.dumps(layout.writer_record()))
+    lock = FolderLock(tmp_path).acquire()  # a live writer
     follower = RunFollower(tmp_path, min_interval_s=60, max_interval_s=60)
     updates = follower.follow(timeout_s=120)
     assert next(updates).rows == [{"step": 1, "loss": 1.0}]
@@ -109,6 +109,7 @@ def test_notify_wakes_the_follower_at_once(tmp_path):
     timer.start()
     assert next(updates).rows == [{"step": 2, "loss": 0.5}]  # long before the 60 s poll
     timer.join()
+    lock.release()
 
 
 def test_a_run_written_by_another_process_is_read_whole_while_it_grows(tmp_path):

@@ -1,3 +1,4 @@
+import errno
 import json
 import pickle
 
@@ -120,10 +121,10 @@ def test_save_is_atomic_and_refuses_folders_that_are_not_checkpoints(
     workspace.step = 99
 
     def broken(*args, **kwargs):
-        raise OSError("disk full")
+        raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr("safetensors.torch.save_model", broken)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(UserError, match="the disk is full.*previous checkpoint there is unchanged"):
         save_checkpoint(workspace, target)
     assert (target / "config.json").read_text() == before  # the old checkpoint is untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck", "documents"]  # no debris

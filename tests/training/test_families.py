@@ -13,13 +13,16 @@ import torch.nn.functional as F
 
 import explorer.families as registry
 import models.families as model_registry
+from explorer.analysis.embeddings import available_embeddings
+from explorer.analysis.hidden import hidden_snapshot
 from explorer.analysis.probe import probe
+from explorer.analysis.streams import state_streams
 from explorer.data.batching import IGNORE_INDEX
 from explorer.decoding.scoring import encode_context, score_ids
 from explorer.decoding.search import greedy, is_language_model
 from explorer.errors import UserError
 from explorer.events import StepMetrics
-from explorer.families import Family, Lazy, families, family_of, get_family
+from explorer.families import Family, Lazy, families, family_of, get_family, module_at
 from explorer.training import DataSpec, TrainConfig, Trainer, build_workspace
 from explorer.training.feeds import make_feed
 from explorer.training.setup import data_kind
@@ -136,13 +139,33 @@ def test_a_family_from_outside_the_table_plugs_in(monkeypatch):
     registry.register_family(Family(
         "toy-gpt", "A GPT registered from outside", has_source=False, recurrent=False,
         has_positions=True, loss=gpt.loss, feed=gpt.feed, encode_probe=gpt.encode_probe,
-        max_len_field="max_len"))
+        max_len_field="max_len", stacks=gpt.stacks, embeddings=gpt.embeddings, logit_lens=gpt.logit_lens))
     workspace = build_workspace(DataSpec(task="brackets", n_train=64, n_val=8), "toy-gpt",
                                 preset="tiny", max_len=32)
     assert workspace.family == "toy-gpt" and not workspace.is_seq2seq
     events = list(Trainer(workspace, train_config()).run())
     assert events[-1].reason == "done"
     assert greedy(workspace.model, encode_context(workspace, "(("), max_len=3).token_ids
+    # the analyses find the stacks, embeddings and lens where the entry says, not by family name
+    snapshot = hidden_snapshot(workspace, "(())")
+    assert [stack.stream for stack in snapshot.stacks] == ["decoder"] and snapshot.lens is not None
+    assert available_embeddings(workspace.model) == ["input", "output"]
+    assert "decoder.layer0" in state_streams(workspace, workspace.data.val, max_tokens=50)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_family_names_modules_its_model_has(name):
+    """The analysis fields (stacks, embeddings, logit_lens) point at real modules of the model,
+    and an LM's one stack is the one its trace names."""
+    workspace = tiny_workspace(name)
+    family, model = family_of(workspace.model), workspace.model
+    paths = [path for path, _ in family.stacks.values()] + list(family.embeddings.values()) + list(family.logit_lens)
+    assert all(isinstance(module_at(model, path), torch.nn.Module) for path in paths)
+    assert all(hasattr(module_at(model, path), "weight") for path in family.embeddings.values())
+    source, target = workspace.data.val[0]
+    stacks = {name.split(".", 1)[0] for name in hidden_snapshot(workspace, source, target).streams()}
+    assert stacks == set(family.stacks)
+    assert family.lm_stack == (next(iter(stacks)) if family.is_lm else None)
 
 
 def test_unknown_families_are_one_line_errors():

@@ -46,7 +46,7 @@ def make_main_window(qtbot, isolated_settings):
         window.close()
         for thread in threads:
             assert not thread.isRunning(), f"{thread.objectName()} still runs"
-        assert window.controller.training is None and not window.controller.jobs
+        assert window.controller.training is None and not window.controller.jobs.busy
         window.deleteLater()
     del window
     windows.clear()
@@ -67,9 +67,11 @@ def _address(widget) -> int:
 
 
 def _worker_threads(window) -> list[QThread]:
-    controller = window.controller
-    workers = [controller.training, *controller.jobs]
-    return [w.thread for w in workers if w is not None]
+    from explorer.ui.jobs import JobRunner
+
+    training = window.controller.training
+    return [r.thread for r in window.findChildren(JobRunner)] + (
+        [training.thread] if training is not None else [])
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ from explorer.events import AttentionSnapshot, ProbeSnapshot
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.attention import MEAN_OF_HEADS, AttentionPanel
 from explorer.ui.plot_style import drawn_labels
+from explorer.ui.probing import Prober
 from explorer.workspace import Workspace
 from models import build_model, make_config
 
@@ -35,6 +36,7 @@ def char_workspace(family, task="copy", **overrides):
 def make_panel(qtbot):
     bus = AppBus()
     panel = AttentionPanel(bus)
+    Prober(bus, panel)  # the controller's part: it probes, the panel draws
     qtbot.addWidget(panel)
     panel.resize(700, 600)
     panel.show()

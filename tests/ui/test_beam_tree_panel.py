@@ -36,13 +36,11 @@ def panel(qtbot):
     panel.resize(1100, 600)
     panel.show()
     panel.source_box.setText("the cat sat")
-    panel.width_box.setValue(3)
-    panel.max_len_box.setValue(6)
-    panel.alpha_box.setValue(0.0)
+    panel.form.set_values(beam_size=3, max_len=6, alpha=0.0)
     with qtbot.waitSignal(panel.decoded, timeout=10000):
         bus.set_workspace(tiny_workspace())
     yield panel
-    panel.worker.stop()
+    panel.jobs.shutdown()
 
 
 def drawn_statuses(panel):
@@ -81,10 +79,10 @@ def test_drawn_tree_has_the_engines_nodes_and_statuses(panel):
 
 def test_nbest_and_greedy_paths_follow_the_tree(panel):
     result = panel.result
-    for hyp, path in zip(result.nbest, panel.nbest_nodes):
+    for hyp, path in zip(result.nbest, panel.tree.nbest_nodes):
         assert [result.nodes[i].token_id for i in path] == hyp.token_ids
         assert result.nodes[path[-1]].score == pytest.approx(hyp.score)
-    greedy_tokens = [result.nodes[i].token_id for i in panel.greedy_nodes]
+    greedy_tokens = [result.nodes[i].token_id for i in panel.tree.greedy_nodes]
     assert greedy_tokens == result.greedy.token_ids[: len(greedy_tokens)]
     assert len(greedy_tokens) >= 1  # the most probable first token is always kept
     header, rows = panel.tables()["nodes"]
@@ -131,7 +129,7 @@ def test_click_shows_the_attention_row_that_produced_the_node(panel, qtbot):
 
 def test_changing_a_control_redecodes_and_export_writes_json(panel, qtbot, tmp_path):
     with qtbot.waitSignal(panel.decoded, timeout=10000):
-        panel.width_box.setValue(5)
+        panel.form.boxes["beam_size"].setValue(5)
     assert panel.result.beam_size == 5
     # SVG goes through the same shared exporter (explorer/ui/export.py), tested there.
     written = panel.export(tmp_path, formats=("png", "csv"))
@@ -145,7 +143,7 @@ def test_changing_a_control_redecodes_and_export_writes_json(panel, qtbot, tmp_p
 
 def label_rects(panel):
     """Scene rectangles of every drawn text: token labels, n-best numbers, greedy markers."""
-    items = [t for t in panel.text_pool + panel.marker_items if t.isVisible()]
+    items = [t for t in panel.labels.items + panel.markers.items if t.isVisible()]
     return [t.mapRectToScene(t.boundingRect()) for t in items]
 
 
@@ -174,18 +172,18 @@ def test_pruned_leaves_have_rows_of_their_own_and_labels_only_zoomed_in(panel, q
     panel.resize(830, 420)
     qtbot.waitUntil(lambda: panel.plot.getViewBox().width() < 820, timeout=3000)
     panel.fit()
-    lay, status = panel.layout_, panel._status[panel.visible_ids]
+    lay, status = panel.layout_, panel.tree.status[panel.visible_ids]
     leaves = np.bincount(lay.edges[:, 0], minlength=len(lay.x)) == 0
     assert len(np.unique(lay.y[leaves])) == leaves.sum()  # no two leaves share a row
     labelled = {int(panel.visible_ids[np.argmin(np.hypot(lay.x - t.pos().x(), lay.y - t.pos().y()))])
-                for t in panel.text_pool if t.isVisible()}
-    assert all(panel._status[i] != "pruned" for i in labelled)
+                for t in panel.labels.items if t.isVisible()}
+    assert all(panel.tree.status[i] != "pruned" for i in labelled)
     # Zoomed onto a pruned node, it gets its label.
     pruned = np.flatnonzero(status == "pruned")[0]
     x, y = lay.x[pruned], lay.y[pruned]
     panel.plot.getPlotItem().setRange(xRange=(x - 0.5, x + 1.5), yRange=(y - 1, y + 1), padding=0)
     qtbot.waitUntil(lambda: any(t.isVisible() and t.pos().x() == pytest.approx(x + 0.06)
-                                and t.pos().y() == pytest.approx(y) for t in panel.text_pool),
+                                and t.pos().y() == pytest.approx(y) for t in panel.labels.items),
                     timeout=3000)
 
 

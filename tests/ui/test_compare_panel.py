@@ -43,12 +43,11 @@ def panel(qtbot):
     qtbot.addWidget(panel)
     panel.resize(1000, 600)
     panel.show()
-    panel.max_len_box.setValue(8)
-    panel.width_box.setValue(3)
+    panel.form.set_values(max_len=8, beam_size=3)
     with qtbot.waitSignal(panel.compared, timeout=10000):
         bus.set_workspace(workspace_with_data())
     yield panel
-    panel.worker.stop()
+    panel.jobs.shutdown()
 
 
 def teacher_forced_logprobs(model, context, target_ids):

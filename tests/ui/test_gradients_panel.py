@@ -5,10 +5,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from explorer.analysis.gradients import format_gradient
 from explorer.analysis.probe import probe
 from explorer.events import StepMetrics
 from explorer.ui.bus import AppBus
-from explorer.ui.panels.gradients import GradientFlowPanel, format_gradient, scalar_recurrence_gradient
+from explorer.ui.panels.gradients import GradientFlowPanel
+from explorer.ui.probing import Prober
 
 from test_attention_panel import char_workspace
 
@@ -17,6 +19,7 @@ from test_attention_panel import char_workspace
 def make_panel(qtbot):
     bus = AppBus()
     panel = GradientFlowPanel(bus)
+    Prober(bus, panel)  # the controller's part: it probes, the panel draws
     qtbot.addWidget(panel)
     panel.resize(1200, 700)
     panel.show()
@@ -51,10 +54,12 @@ def test_history_grows_one_row_per_probe_and_clipping_shows_tau(qtbot):
     source, target = workspace.data.val[0]
     for step in (10, 20, 30):
         bus.probe.emit(probe(workspace, source, target, step))
-    assert panel.history_steps[-3:] == [10, 20, 30]
+    assert panel.grad_history.steps[-3:] == [10, 20, 30]
     matrix = panel.history.image.image
-    assert matrix.shape == (len(panel.history_steps), len(source) + 1)  # source tokens + <eos>
-    assert [panel.layer_box.itemText(i) for i in range(panel.layer_box.count())] == list(panel.snapshot.grad_time)
+    assert matrix.shape == (len(panel.grad_history.steps), len(source) + 1)  # source tokens + <eos>
+    assert [panel.layer_box.itemData(i) for i in range(panel.layer_box.count())] == list(panel.snapshot.grad_time)
+    # people read layers numbered from 1: "encoder.l0" is "encoder layer 1"
+    assert panel.layer_box.itemText(0) == "encoder layer 1"
 
     class Config:
         clip = 1.0
@@ -96,16 +101,6 @@ def test_playground_reproduces_the_notes_numbers(qtbot):
     assert format_gradient(1.1**100) == "13781" and format_gradient(0.9**100) == "0.0000266"
 
 
-def test_scalar_recurrence_with_tanh_matches_autograd():
-    a_h = 1.3
-    h0 = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
-    h = h0
-    for _ in range(20):
-        h = torch.tanh(a_h * h)
-    (grad,) = torch.autograd.grad(h, h0)
-    assert scalar_recurrence_gradient(a_h, steps=20, use_tanh=True)[-1] == pytest.approx(float(grad), rel=1e-9)
-
-
 def test_clipping_axis_labels_do_not_pile_up_and_legends_cover_no_curve(qtbot):
     from explorer.ui.plot_style import drawn_labels
 
@@ -134,11 +129,11 @@ def test_history_of_an_rnn_is_step_by_time_and_of_a_transformer_step_by_block(qt
     source = panel.snapshot.source
     for step in (5, 6):
         bus.probe.emit(probe(workspace, source, "", step))
-    assert panel.layer_box.count() >= 1 and panel.layer_box.currentText() in panel.snapshot.grad_time
-    layer = panel.layer_box.currentText()
+    assert panel.layer_box.count() >= 1 and panel.layer_box.currentData() in panel.snapshot.grad_time
+    layer = panel.layer_box.currentData()
     expected = np.log10(panel.snapshot.grad_time[layer])
     np.testing.assert_allclose(panel.history.image.image[-1], expected, rtol=1e-5)
-    assert panel.history.image.image.shape[0] == len(panel.history_steps)
+    assert panel.history.image.image.shape[0] == len(panel.grad_history.steps)
 
     transformer = char_workspace("transformer")
     bus.set_workspace(transformer)
@@ -148,5 +143,7 @@ def test_history_of_an_rnn_is_step_by_time_and_of_a_transformer_step_by_block(qt
     assert [panel.layer_box.itemText(i) for i in range(panel.layer_box.count())] == ["blocks (depth)"]
     depth = panel.snapshot.grad_depth
     np.testing.assert_allclose(panel.history.image.image[-1], np.log10(depth), rtol=1e-5)
-    assert panel.history.col_labels == ["encoder.0", "encoder.1", "decoder.0", "decoder.1"]
-    assert panel.history_steps[-1] == 9
+    # layers from 1, under an axis titled "layer (block)"
+    assert panel.history.col_labels == ["encoder 1", "encoder 2", "decoder 1", "decoder 2"]
+    assert panel.tables()["depth"][1][0][0] == "encoder layer 1"
+    assert panel.grad_history.steps[-1] == 9

@@ -16,6 +16,7 @@ from explorer.data.tokenizers import CharTokenizer
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.embeddings import EmbeddingsPanel, arrow_angle
 from explorer.ui.panels.hidden import LENS, GatesPanel, HiddenPanel
+from explorer.ui.probing import Prober
 from explorer.workspace import Workspace
 from models import build_model, make_config
 
@@ -38,6 +39,7 @@ def open_panel(qtbot, cls, workspace):
     bus = AppBus()
     panel = cls(bus)
     qtbot.addWidget(panel)
+    Prober(bus, panel)  # the controller's part: it probes, the panel draws
     panel.resize(900, 700)
     panel.show()
     bus.set_workspace(workspace)
@@ -232,4 +234,4 @@ def test_live_probe_snapshots_from_training_update_the_hidden_panel(qtbot):
     assert panel.snapshot is live.hidden and panel.snapshot.step == 7
     np.testing.assert_array_equal(panel.heatmap.image.image, live.hidden.layers[0].hidden)
     np.testing.assert_allclose(live.hidden.layers[0].hidden, hidden_snapshot(ws, "abcab").layers[0].hidden, atol=1e-6)
-    assert panel.source_edit.text() == "abcab"
+    assert "'abcab'" in panel.status.text()  # the input itself is the Prober's (bus.probe_input_changed)

@@ -46,7 +46,7 @@ def panel(qtbot):
     panel.resize(900, 700)
     panel.show()
     panel.source_box.setText(SOURCE)
-    panel.max_len_box.setValue(6)
+    panel.form.boxes["max_len"].setValue(6)
     bus.set_workspace(tiny_workspace())
     return panel
 
@@ -93,9 +93,9 @@ def test_keyboard_shortcuts_and_play(panel, qtbot):
 
 def test_sampling_shows_the_truncated_distribution_and_replays_with_the_seed(panel):
     panel.strategy_box.setCurrentIndex(panel.strategy_box.findData("sample"))
-    panel.top_k_box.setValue(5)
-    panel.temperature_box.setValue(1.5)
-    panel.seed_box.setValue(7)
+    panel.form.boxes["top_k"].setValue(5)
+    panel.form.boxes["temperature"].setValue(1.5)
+    panel.form.boxes["seed"].setValue(7)
     ws = panel.workspace
     engine = sample(ws.model, encode_context(ws, SOURCE), temperature=1.5, top_k=5, seed=7,
                     max_len=6, tokenizer=ws.tokenizer)
@@ -120,8 +120,8 @@ def test_sampling_shows_the_truncated_distribution_and_replays_with_the_seed(pan
 
 def test_beam_strategy_shows_the_live_beam(panel):
     panel.strategy_box.setCurrentIndex(panel.strategy_box.findData("beam"))
-    panel.width_box.setValue(3)
-    panel.alpha_box.setValue(0.0)
+    panel.form.boxes["beam_size"].setValue(3)
+    panel.form.boxes["alpha"].setValue(0.0)
     for _ in range(2):
         panel.step()
     live = panel.decoder.beam
@@ -149,7 +149,7 @@ def test_every_next_token_is_readable_at_the_default_dock_size(panel, qtbot):
     # The sampling chart takes a column only when sampling, with the seed in its caption.
     assert panel.sample_chart.plot not in panel.plots.ci.items
     panel.strategy_box.setCurrentIndex(panel.strategy_box.findData("sample"))
-    panel.seed_box.setValue(11)
+    panel.form.boxes["seed"].setValue(11)
     panel.step()
     assert panel.sample_chart.plot in panel.plots.ci.items
     assert "seed 11" in panel.sample_caption.text() and panel.sample_caption.isVisible()

@@ -48,7 +48,8 @@ def read_files(files: list[str]) -> tuple[list[tuple[str, str]], str]:
 
 
 class DataDialog(QDialog):
-    def __init__(self, parent: QWidget | None = None, files: list[str] | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, files: list[str] | None = None,
+                 task: str | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("data_dialog")
         self.setWindowTitle("Data")
@@ -120,6 +121,8 @@ class DataDialog(QDialog):
         layout.addWidget(self.vocab)
         layout.addWidget(buttons)
 
+        if task in self.tasks:  # the current workspace's task, not the list's first
+            self.task.setCurrentText(task)
         self._make_task_splits(self.task.currentText())
         self.use_task.setChecked(True)
         if files:

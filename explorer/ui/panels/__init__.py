@@ -1,23 +1,68 @@
-"""Every panel of the main window, in dock order: (PANEL_ID, "module:Class")."""
+"""The panel registry: every panel of the app, in dock order.
+
+Adding a panel = its own module (a `Panel` subclass, explorer/ui/panels/base.py) + one line here.
+The main window builds one dock per entry and places it by its group; `explorer export --plots`
+accepts every id and exports the `exported_by_default` ones when no --plots is given.
+
+An entry names its class as "module:Class" and carries its dock group itself because the window
+builds and places the docks before its first paint, while the panel modules (pyqtgraph, torch)
+are imported only after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# dock group -> where the default layout puts it (explorer/ui/dock_layout.py)
+DOCK_GROUPS = {
+    "training": "left, beside the training controls, one above the other",
+    "inspect": "right, top: tabbed",
+    "decoding": "right, below the inspect group: tabbed",
+}
+
+
+@dataclass(frozen=True)
+class PanelEntry:
+    panel_id: str  # the class's PANEL_ID: dock objectName, export file prefix, --plots name
+    spec: str  # "module:Class"
+    group: str  # a DOCK_GROUPS key
+    exported_by_default: bool = True  # in `explorer export` without --plots
+
 
 PANELS = (
-    ("curves", "explorer.ui.panels.curves:TrainingCurvesPanel"),
-    ("bleu", "explorer.ui.panels.bleu:BleuPanel"),
-    ("attention", "explorer.ui.panels.attention:AttentionPanel"),
-    ("positional", "explorer.ui.panels.positional:PositionalPanel"),
-    ("gradients", "explorer.ui.panels.gradients:GradientFlowPanel"),
-    ("beam", "explorer.ui.panels.beam_tree:BeamTreePanel"),
-    ("step", "explorer.ui.panels.step_decoding:StepDecodingPanel"),
-    ("compare", "explorer.ui.panels.compare:ComparePanel"),
-    ("hidden", "explorer.ui.panels.hidden:HiddenPanel"),  # its dock also shows the gates
-    ("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel"),
+    PanelEntry("curves", "explorer.ui.panels.curves:TrainingCurvesPanel", "training"),
+    PanelEntry("bleu", "explorer.ui.panels.bleu:BleuPanel", "training"),
+    PanelEntry("attention", "explorer.ui.panels.attention:AttentionPanel", "inspect"),
+    PanelEntry("positional", "explorer.ui.panels.positional:PositionalPanel", "inspect"),
+    PanelEntry("gradients", "explorer.ui.panels.gradients:GradientFlowPanel", "inspect"),
+    PanelEntry("beam", "explorer.ui.panels.beam_tree:BeamTreePanel", "decoding"),
+    PanelEntry("step", "explorer.ui.panels.step_decoding:StepDecodingPanel", "decoding", False),
+    PanelEntry("compare", "explorer.ui.panels.compare:ComparePanel", "decoding", False),
+    PanelEntry("hidden", "explorer.ui.panels.hidden:HiddenPanel", "inspect"),  # its dock shows gates too
+    PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect"),
 )
-# Panels `explorer export --plots` renders that have no dock of their own.
-EXPORT_ONLY_PANELS = (("gates", "explorer.ui.panels.hidden:GatesPanel"),)
+# Panels `explorer export --plots` renders that have no dock of their own (group "").
+EXPORT_ONLY_PANELS = (
+    PanelEntry("gates", "explorer.ui.panels.hidden:GatesPanel", "", exported_by_default=False),
+)
 
 
-def panel_class(spec: str):
+def panel_ids() -> list[str]:
+    return [entry.panel_id for entry in PANELS]
+
+
+def export_ids() -> list[str]:
+    """Every id `explorer export --plots` accepts: the docked panels and the export-only ones."""
+    return [entry.panel_id for entry in PANELS + EXPORT_ONLY_PANELS]
+
+
+def find_panel(panel_id: str) -> PanelEntry | None:
+    return next((entry for entry in PANELS + EXPORT_ONLY_PANELS if entry.panel_id == panel_id), None)
+
+
+def panel_class(entry: PanelEntry):
+    """Import the entry's panel class (its module imports pyqtgraph and torch)."""
     import importlib
 
-    module_name, class_name = spec.split(":")
+    module_name, class_name = entry.spec.split(":")
     return getattr(importlib.import_module(module_name), class_name)

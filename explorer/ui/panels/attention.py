@@ -1,14 +1,14 @@
 """Attention heatmaps: queries (target tokens) down, keys (source tokens) across, for every layer,
 head and kind (encoder self, decoder masked self, cross, or an RNN's alignment), and a model view
-of every layer x head as small multiples. The probe input is editable; while training, the trainer
-re-probes it on a throttled schedule and the snapshots arrive on `bus.probe`.
+of every layer x head as small multiples. The probe input is editable: an edit asks the
+controller's Prober (`bus.probe_requested`), which probes it (or, while training, has the trainer
+re-probe it on a throttled schedule); either way the snapshots arrive on `bus.probe`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QThreadPool
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -20,14 +20,14 @@ from PySide6.QtWidgets import (
     QStackedWidget,
     QVBoxLayout,
 )
-from superqt.utils import create_worker
 
+from explorer.analysis.labels import head_label, layer_head_label, layer_label
 from explorer.events import AttentionSnapshot, ProbeSnapshot
 from explorer.export.tables import matrix_table
 from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, add_heatmap_plot
-from explorer.ui.panels.base import Panel
+from explorer.ui.panels.base import Panel, elide
 from models.scores import SCORES
 
 MEAN_OF_HEADS = -1
@@ -36,62 +36,6 @@ KIND_TITLES = {
     "decoder": "decoder masked self-attention",
     "cross": "cross-attention (decoder → encoder)",
 }
-
-
-def elide(text: str, limit: int = 60) -> str:
-    """Long probe texts shortened for a one-line status."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-class ProbeInput:
-    """The (source, target) the trainer probes (`explorer.analysis.probe.make_probe_fn`). Set from
-    the GUI thread, read from the training thread: one tuple assignment, atomic in Python."""
-
-    def __init__(self) -> None:
-        self.text = ("", "")
-
-    def set(self, source: str, target: str) -> None:
-        self.text = (source, target)
-
-
-class ProbeRunner:
-    """Runs `explorer.analysis.probe.probe` in a superqt worker (thread pool), never on the GUI
-    thread; only the newest request's result is delivered."""
-
-    def __init__(self, on_result, on_error) -> None:
-        self.on_result, self.on_error = on_result, on_error
-        self.generation = 0
-        self.running: list = []
-
-    def start(self, workspace, source: str, target: str) -> None:
-        from explorer.analysis.probe import probe
-
-        self.generation += 1
-        generation = self.generation
-        worker = create_worker(
-            probe, workspace, source, target, workspace.step, _ignore_errors=True
-        )
-        worker.returned.connect(lambda snapshot: self._deliver(generation, snapshot))
-        worker.errored.connect(lambda exc: self._fail(generation, exc))
-        worker.finished.connect(lambda: self.running.remove(worker))
-        self.running.append(worker)
-        worker.start()
-
-    def busy(self) -> bool:
-        return bool(self.running)
-
-    def wait(self, timeout_ms: int = 30_000) -> None:
-        """Block until our probes are done (they run on Qt's global thread pool)."""
-        if self.running:
-            QThreadPool.globalInstance().waitForDone(timeout_ms)
-
-    def _deliver(self, generation: int, snapshot: ProbeSnapshot) -> None:
-        if generation == self.generation:
-            self.on_result(snapshot)
-
-    def _fail(self, generation: int, exc: Exception) -> None:
-        if generation == self.generation:
-            self.on_error(f"probe failed: {type(exc).__name__}: {exc}")
 
 
 class AttentionPanel(Panel):
@@ -107,9 +51,7 @@ class AttentionPanel(Panel):
         self.workspace = None
         self.snapshot: ProbeSnapshot | None = None
         self.maps: dict[tuple[str, int], AttentionSnapshot] = {}
-        self.training = False
-        self.probe_holder = ProbeInput()  # what the trainer's probe_fn reads (make_probe_fn)
-        self.runner = ProbeRunner(self.show_snapshot, self._show_error)
+        self.probe_text = ("", "")  # what the Prober probes (bus.probe_input_changed)
 
         self.source_edit = QLineEdit()
         self.source_edit.setPlaceholderText("probe source (or the LM's text)")
@@ -152,7 +94,7 @@ class AttentionPanel(Panel):
         layout.addWidget(self.status)
         layout.addWidget(self.stack, stretch=1)
 
-        self.probe_button.clicked.connect(self.run_probe)
+        self.probe_button.clicked.connect(self.request_probe)
         self.source_edit.editingFinished.connect(self._on_input_edited)
         self.target_edit.editingFinished.connect(self._on_input_edited)
         self.kind_box.currentIndexChanged.connect(self._on_kind_changed)
@@ -161,64 +103,49 @@ class AttentionPanel(Panel):
         self.model_view_box.toggled.connect(self._on_model_view_toggled)
         bus.workspace_changed.connect(self.set_workspace)
         bus.probe.connect(self.show_snapshot)
-        bus.training_state.connect(self._on_training_state)
+        bus.probe_input_changed.connect(self._on_probe_input)
+        bus.probe_failed.connect(self.status.setText)
+        bus.probing_changed.connect(self._on_probing)
         install_export_menu(self)
 
     # -- probe input ----------------------------------------------------------------------------
 
     def probe_input(self) -> tuple[str, str]:
-        """(source, target) the trainer should probe; plain strings, safe from any thread."""
-        return self.probe_holder.text
+        """(source, target) being probed."""
+        return self.probe_text
 
     def set_workspace(self, workspace) -> None:
-        from explorer.analysis.probe import default_probe_input
-
         self.workspace = workspace
         self.snapshot, self.maps = None, {}
-        self.probe_holder.set("", "")
         if workspace is None:
             self.status.setText("Open or create a model with attention.")
             return
-        source, target = default_probe_input(workspace)
-        self.source_edit.setText(source)
-        self.target_edit.setText(target)
         self.target_edit.setEnabled(workspace.is_seq2seq)
-        self.run_probe()
 
-    def run_probe(self) -> None:
-        self.probe_holder.set(self.source_edit.text(), self.target_edit.text())
-        if self.workspace is None or self.training:
-            return  # while training the trainer probes `probe_holder` itself
-        self.status.setText("Probing…")
-        self.runner.start(self.workspace, *self.probe_holder.text)
-
-    def set_probe_input(self, source: str, target: str = "") -> None:
-        """Probe this input (`explorer export --input`), as if typed and Probe pressed."""
+    def _on_probe_input(self, source: str, target: str) -> None:
+        self.probe_text = (source, target)
         self.source_edit.setText(source)
         self.target_edit.setText(target)
-        self.run_probe()
+
+    def request_probe(self) -> None:
+        """Ask for the typed input to be probed (the Probe button)."""
+        self.bus.probe_requested.emit(self.source_edit.text(), self.target_edit.text())
 
     def busy(self) -> bool:
-        return self.runner.busy()
+        return self.bus.probing
 
-    def shutdown(self) -> None:
-        self.runner.wait()
-        super().shutdown()
+    def _on_probing(self, probing: bool) -> None:
+        if probing:
+            self.status.setText("Probing…")
 
     def _on_input_edited(self) -> None:
-        if (self.source_edit.text(), self.target_edit.text()) != self.probe_holder.text:
-            self.run_probe()
-
-    def _on_training_state(self, state: str) -> None:
-        self.training = state in ("running", "paused")
-
-    def _show_error(self, message: str) -> None:
-        self.status.setText(message)
+        if (self.source_edit.text(), self.target_edit.text()) != self.probe_text:
+            self.request_probe()
 
     # -- snapshots ------------------------------------------------------------------------------
 
     def show_snapshot(self, snapshot: ProbeSnapshot) -> None:
-        """Show a probe result (from our worker or live from training), keeping the selection."""
+        """Show a probe result (between runs or live from training), keeping the selection."""
         self.snapshot = snapshot
         self.maps = {(m.kind, m.layer): m for m in snapshot.attention}
         if not self.maps:
@@ -257,9 +184,9 @@ class AttentionPanel(Panel):
         layers = sorted(layer for k, layer in self.maps if k == kind)
         heads = self.maps[(kind, layers[0])].weights.shape[0] if layers else 0
         for box, items in (
-            (self.layer_box, [(f"layer {layer}", layer) for layer in layers]),
+            (self.layer_box, [(layer_label(layer), layer) for layer in layers]),
             (self.head_box, [("mean of heads", MEAN_OF_HEADS)] * (heads > 1)
-             + [(f"head {h}", h) for h in range(heads)]),
+             + [(head_label(h), h) for h in range(heads)]),
         ):
             if [box.itemData(i) for i in range(box.count())] == [d for _, d in items]:
                 continue
@@ -295,7 +222,7 @@ class AttentionPanel(Panel):
         self.heatmap.set_matrix(matrix, attention.rows, attention.cols)
         title = self.kind_box.currentText()
         if attention.weights.shape[0] > 1 or self.layer_box.count() > 1:  # an RNN has one alignment
-            title += f", layer {attention.layer}, {self.head_box.currentText()}"
+            title += f", {layer_label(attention.layer)}, {self.head_box.currentText()}"
         self.heatmap.set_title(title)
         if attention.kind == "cross":
             self.heatmap.set_axis_titles("query (target)", "key (source)")
@@ -324,7 +251,7 @@ class AttentionPanel(Panel):
             for row, layer in enumerate(layers):
                 for head in range(heads):
                     plot, image = add_heatmap_plot(self.grid.ci, "viridis", row=row, col=head)
-                    plot.setTitle(f"layer {layer} · head {head}", size="9pt")
+                    plot.setTitle(layer_head_label(layer, head), size="9pt")
                     plot.hideAxis("left")
                     plot.hideAxis("bottom")
                     plot.setMouseEnabled(False, False)
@@ -366,7 +293,9 @@ class AttentionPanel(Panel):
             for head in range(snap.weights.shape[0]):
                 for q, query in enumerate(snap.rows):
                     for k, key in enumerate(snap.cols):
-                        rows.append([kind, layer, head, q, query, k, key, snap.weights[head, q, k]])
+                        # layers and heads numbered from 1, as every label of the app writes them
+                        rows.append([kind, layer + 1, head + 1, q, query, k, key,
+                                     snap.weights[head, q, k]])
         header = ["kind", "layer", "head", "query_index", "query", "key_index", "key", "weight"]
         tables["all_maps"] = (header, rows)
         return tables

@@ -1,4 +1,12 @@
-"""The base of every dockable panel: an id (the dock's objectName), a title, and export."""
+"""The contract of every dockable panel: what the window, `explorer export` and the smoke run may
+call on it, the required parts and the optional hooks with their defaults.
+
+A panel is registered with one line in explorer/ui/panels/__init__.py (PANELS, with its dock
+group). It is built as `Panel(bus)`, listens to the bus and never imports another panel: data
+reaches it as plain-data events (workspace, metrics, probe snapshots), and it asks for a new probe
+input on the bus (`bus.probe_requested`). Work it starts off the GUI thread goes through a
+`JobRunner` made with `self.job_runner(name)`, which `busy()` and `shutdown()` cover.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +15,14 @@ from pathlib import Path
 from PySide6.QtWidgets import QWidget
 
 from explorer.ui.bus import AppBus
+from explorer.ui.jobs import JobRunner
 
 EXPORT_FORMATS = ("png", "svg", "csv")
+
+
+def elide(text: str, limit: int = 60) -> str:
+    """Long probe texts shortened for a one-line status."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class Panel(QWidget):
@@ -19,21 +33,21 @@ class Panel(QWidget):
     def __init__(self, bus: AppBus, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.bus = bus
+        self.runners: list[JobRunner] = []
         self.setObjectName(f"{self.PANEL_ID}Panel")
         self.setToolTip(self.TOOLTIP)
 
+    def job_runner(self, name: str) -> JobRunner:
+        """A latest-wins runner for this panel's background work (explorer/ui/jobs.py)."""
+        runner = JobRunner(f"{self.PANEL_ID}.{name}", self)
+        self.runners.append(runner)
+        return runner
+
+    # -- required -------------------------------------------------------------------------------
+
     def has_content(self) -> bool:
-        """True once the panel draws real data (used by `explorer gui --smoke`)."""
+        """True once the panel draws real data (used by `explorer gui --smoke` and export)."""
         raise NotImplementedError
-
-    def shutdown(self) -> None:
-        """Stop and wait for the panel's own workers. The main window calls it before it closes;
-        the default closes the panel, so a panel that cleans up in closeEvent is covered too."""
-        self.close()
-
-    def flush_pending_draws(self) -> None:
-        """Draw now what the panel holds back to keep its redraw rate low while training; an
-        export calls it first. Panels that draw every update at once have nothing to flush."""
 
     def plot_items(self) -> dict[str, object]:
         """Name -> pyqtgraph item (PlotItem, GraphicsLayout or scene) exported as PNG and SVG."""
@@ -43,6 +57,36 @@ class Panel(QWidget):
         """Name -> (header, rows): the numbers behind the plots, exported as CSV."""
         raise NotImplementedError
 
+    # -- optional hooks -------------------------------------------------------------------------
+
+    def documents(self) -> dict[str, object]:
+        """Name -> JSON-ready data written as `<panel_id>_<name>.json` beside the CSVs (formats
+        "json" or "csv"), for what a table cannot hold (a whole beam tree). Default: none."""
+        return {}
+
+    def busy(self) -> bool:
+        """True while work the panel waits on still runs; `explorer export` waits until False
+        before it exports. Default: one of the panel's job runners is busy."""
+        return any(runner.busy for runner in self.runners)
+
+    def set_source(self, text: str) -> None:
+        """Show this source (`explorer export --input`): decoding panels decode it. Default:
+        nothing (probing panels get the input from the Prober instead)."""
+
+    def flush_pending_draws(self) -> None:
+        """Draw now what the panel holds back to keep its redraw rate low while training; an
+        export calls it first. Panels that draw every update at once have nothing to flush."""
+
+    def shutdown(self) -> None:
+        """Stop and join the panel's job runners and close it. The main window calls it before
+        it closes; closing the panel otherwise (a test, export) does the same."""
+        self.close()
+
+    def closeEvent(self, event) -> None:
+        for runner in self.runners:
+            runner.shutdown()
+        super().closeEvent(event)
+
     def export(
         self,
         folder: str | Path,
@@ -50,6 +94,13 @@ class Panel(QWidget):
         width: int | None = None,
         dpi: int | None = None,
     ) -> list[Path]:
+        """PNG/SVG of `plot_items()`, CSV of `tables()`, JSON of `documents()`."""
+        from explorer.export.tables import write_json
         from explorer.ui.export import export_panel
 
-        return export_panel(self, Path(folder), formats, width=width, dpi=dpi)
+        written = export_panel(self, Path(folder), tuple(f for f in formats if f != "json"),
+                               width=width, dpi=dpi)
+        if "json" in formats or "csv" in formats:
+            for name, data in self.documents().items():
+                written.append(write_json(Path(folder) / f"{self.PANEL_ID}_{name}.json", data))
+        return written

@@ -9,8 +9,6 @@ small pool of TextItems shown for the nodes in view once zoomed in far enough.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
@@ -18,25 +16,28 @@ from PySide6.QtGui import QFont, QFontMetricsF
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
-    QDoubleSpinBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
-    QSpinBox,
     QSplitter,
     QVBoxLayout,
     QWidget,
 )
 from superqt.utils import qdebounced, qthrottled
 
-from explorer.analysis.beam_layout import TreeLayout, edge_segments, layout_tree, pick_labels
-from explorer.analysis.beam_text import describe_greedy_token, describe_node
-from explorer.decoding.types import BeamResult, length_penalty
-from explorer.ui.decode_worker import DecodeWorker, run_beam_search
+from explorer.analysis.beam_layout import (
+    TreeLayout, edge_segments, fitted_range, ghost_markers, layout_tree, pick_labels,
+    stack_nbest_numbers,
+)
+from explorer.analysis.beam_tree import BeamTreeIndex, beam_tables
+from explorer.analysis.beam_text import describe_greedy_token, describe_node, summarize_result
+from explorer.decoding.jobs import run_beam_search
+from explorer.decoding.types import BeamResult
 from explorer.ui.panels.base import Panel
-from explorer.ui.plot_style import add_legend
-from explorer.ui.panels.decoding_widgets import NodeDetail, dark_on_white, show_text, spin_box
+from explorer.ui.panels.decode_form import DecodeSettingsForm
+from explorer.ui.panels.decoding_widgets import NodeDetail, TextPool, dark_on_white, show_text
+from explorer.ui.plot_style import StepAxis, add_legend, theme_backdrop, theme_grey, theme_text
 
 STATUS_STYLE = {  # status -> (colour, symbol, size, edge width)
     "root": ("#000000", "o", 10, 2),
@@ -51,7 +52,6 @@ MAX_LABELS = 400  # token labels drawn at once; zoom in to see the rest
 MIN_LABEL_PX = 40  # below this many pixels per step not even a short token fits
 PRUNED_ROW = 0.4  # rows a pruned leaf takes: the kept hypotheses get the room for their labels
 EXAMPLES_SHOWN = 50
-SCORE_TOLERANCE = 1e-4  # batched float32 steps make equal paths differ by ~1e-6 in log p
 DETAIL_WIDTH = 360  # pixels the node detail takes when it opens
 LEGEND_ENTRIES = (("kept", "kept in the beam"), ("pruned", "pruned"),
                   ("finished", "finished (&lt;eos&gt;)"), ("nbest", "n-best (#1 = best)"),
@@ -78,9 +78,9 @@ class BeamTreePanel(Panel):
         self._ghosts: list[tuple[int, float]] = []  # greedy positions drawn outside the beam
         self._build_controls()
         self._build_plots()
-        self.worker = DecodeWorker(self)
-        self.worker.finished.connect(self._on_result)
-        self.worker.failed.connect(self._on_failed)
+        self.jobs = self.job_runner("decode")
+        self.jobs.done.connect(self._on_result)
+        self.jobs.failed.connect(self._on_failed)
         root = QVBoxLayout(self)
         root.addLayout(self.controls)
         root.addWidget(self.splitter, 1)
@@ -105,13 +105,8 @@ class BeamTreePanel(Panel):
         self.example_box = QComboBox()
         self.example_box.setToolTip("Validation sources of the current workspace")
         self.example_box.activated.connect(self._use_example)
-        self.width_box = spin_box(QSpinBox, (1, 16), 4,
-                                  "Beam width k: hypotheses kept at every step (1 = greedy)")
-        self.alpha_box = spin_box(QDoubleSpinBox, (0.0, 3.0), 0.6, "Length penalty α: hypotheses "
-                                  "are ranked by score / ((5+|Y|)/6)^α")
-        self.max_len_box = spin_box(QSpinBox, (1, 200), 30, "Maximum output length in tokens")
-        self.nbest_box = spin_box(QSpinBox, (1, 16), 3,
-                                  "How many of the best finished hypotheses to number")
+        self.form = DecodeSettingsForm(("beam_size", "alpha", "max_len", "nbest"))
+        self.form.changed.connect(lambda: self.request_decode())
         self.pruned_box = QCheckBox("Show pruned")
         self.pruned_box.setChecked(True)
         self.pruned_box.setToolTip("Pruned candidates take a row each; hide them for a compact tree")
@@ -124,19 +119,12 @@ class BeamTreePanel(Panel):
         fit = QPushButton("Fit")
         fit.setToolTip("Show the whole tree (drag to pan, wheel to zoom)")
         fit.clicked.connect(self.fit)
-        for box in (self.width_box, self.alpha_box, self.max_len_box, self.nbest_box):
-            box.valueChanged.connect(lambda _: self.request_decode())
-        self.width_box.valueChanged.connect(self.nbest_box.setMaximum)
-        self.nbest_box.setMaximum(self.width_box.value())
         top = QHBoxLayout()
         top.addWidget(QLabel("Source"))
         top.addWidget(self.source_box, 3)
         top.addWidget(self.example_box, 2)
         numbers = QHBoxLayout()
-        for label, box in (("Beam width", self.width_box), ("Length penalty α", self.alpha_box),
-                           ("Max length", self.max_len_box), ("N-best", self.nbest_box)):
-            numbers.addWidget(QLabel(label))
-            numbers.addWidget(box)
+        numbers.addWidget(self.form)
         numbers.addWidget(self.pruned_box)
         numbers.addWidget(fit)
         numbers.addWidget(self.details_button)
@@ -149,7 +137,7 @@ class BeamTreePanel(Panel):
         self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
 
     def _build_plots(self) -> None:
-        self.plot = pg.PlotWidget(background="w")
+        self.plot = pg.PlotWidget(axisItems={"bottom": StepAxis("bottom")})  # the theme's colours
         item = self.plot.getPlotItem()
         item.invertY(True)  # the best branch on top
         dark_on_white(item)
@@ -167,7 +155,10 @@ class BeamTreePanel(Panel):
         self.node_items = {}
         for status in ("pruned", "kept", "finished", "root"):
             color, symbol, size, _ = STATUS_STYLE[status]
-            scatter = pg.ScatterPlotItem(symbol=symbol, size=size, pen=pg.mkPen("w", width=0.5),
+            if status == "root":  # the root reads in the theme's text colour, as the axes do
+                color = theme_text()
+            scatter = pg.ScatterPlotItem(symbol=symbol, size=size,
+                                         pen=pg.mkPen(theme_backdrop(255), width=0.5),
                                          brush=pg.mkBrush(color), hoverable=True, tip=self._tip,
                                          hoverPen=pg.mkPen(SELECTED_COLOR, width=2))
             scatter.sigClicked.connect(self._on_click)
@@ -181,14 +172,14 @@ class BeamTreePanel(Panel):
                                                  pen=pg.mkPen(SELECTED_COLOR, width=3))
         item.addItem(self.selection_ring)
         self._build_legend(item)
-        self.text_pool: list[pg.TextItem] = []
-        self._label_font = QFont(self.font())
-        self._label_font.setPointSizeF(max(self.font().pointSizeF() - 1.5, 6.5))
-        self._marker_font = QFont(self._label_font)
-        self._marker_font.setBold(True)
-        self._metrics = QFontMetricsF(self._label_font)
+        label_font = QFont(self.font())
+        label_font.setPointSizeF(max(self.font().pointSizeF() - 1.5, 6.5))
+        marker_font = QFont(label_font)
+        marker_font.setBold(True)
+        self._metrics = QFontMetricsF(label_font)
         self.line_px = self._metrics.height() + 2  # labels in one column at least this far apart
-        self.marker_items: list[pg.TextItem] = []  # n-best numbers and greedy tokens
+        self.labels = TextPool(item, label_font)  # tokens and scores of the nodes in view
+        self.markers = TextPool(item, marker_font)  # n-best numbers and greedy tokens
 
         self.detail = NodeDetail()
         self.detail.picker.changed.connect(lambda: self._show_detail(self.selected))
@@ -237,7 +228,7 @@ class BeamTreePanel(Panel):
         self.example_box.addItems(sources)
         if sources and not self.source_box.text():
             show_text(self.source_box, sources[0])
-        self.request_decode()
+        self.decode()
 
     def _use_example(self, index: int) -> None:
         show_text(self.source_box, self.example_box.itemText(index))
@@ -252,13 +243,11 @@ class BeamTreePanel(Panel):
         if self.workspace is None:
             return -1
         self.status.setText("Decoding…")
-        return self.worker.submit(
-            run_beam_search, self.workspace, self.source_box.text(), self.width_box.value(),
-            self.alpha_box.value(), self.max_len_box.value(), self.nbest_box.value(),
-        )
+        return self.jobs.submit(run_beam_search, self.workspace, self.source_box.text(),
+                                self.form.settings())
 
     def _on_failed(self, _job: int, message: str) -> None:
-        self.error = message.splitlines()[0]
+        self.error = message
         self.status.setText(f"Could not decode: {self.error}")
 
     def _on_result(self, _job: int, result: BeamResult) -> None:
@@ -268,44 +257,11 @@ class BeamTreePanel(Panel):
     def set_result(self, result: BeamResult) -> None:
         self.result = result
         self.selected = None
-        nodes = result.nodes
-        self._id = np.array([n.id for n in nodes], dtype=np.int64)
-        self._parent = np.array([-1 if n.parent is None else n.parent for n in nodes], np.int64)
-        self._step = np.array([n.step for n in nodes], dtype=np.int64)
-        self._score = np.array([n.score for n in nodes], dtype=np.float64)
-        self._status = np.array(["root" if n.parent is None else n.status for n in nodes])
-        self._children: dict[int, list[int]] = {}
-        self._child_by_token: dict[tuple[int, int], int] = {}  # (parent, token id) -> child
-        for n in nodes:
-            if n.parent is not None:
-                self._children.setdefault(n.parent, []).append(n.id)
-                self._child_by_token[(n.parent, n.token_id)] = n.id
-        self.nbest_nodes = [self.follow(h.token_ids) for h in result.nbest]
-        self.greedy_nodes = self.follow(result.greedy.token_ids) if result.greedy else []
-        self._path_ids = np.array([0, *self.greedy_nodes, *(i for p in self.nbest_nodes for i in p)])
+        self.tree = BeamTreeIndex(result)
         self._redraw()
         self._show_detail(None)
-        best = result.nbest[0] if result.nbest else None
-        greedy = result.greedy
-        text = f"{len(nodes) - 1} candidates ranked, width {result.beam_size}, α {result.alpha:g}."
-        if best is not None:
-            text += f" Best: “{best.text}” (log p = {best.score:.3f})."
-        if greedy is not None:
-            text += f" Greedy: “{greedy.text}” (log p = {greedy.score:.3f})."
-            if best is not None and best.score > greedy.score + SCORE_TOLERANCE:
-                text += " Beam found a more probable output than greedy."
-        self.status.setText(text)
+        self.status.setText(summarize_result(result))
         self.decoded.emit()
-
-    def follow(self, token_ids: list[int]) -> list[int]:
-        """Node ids along `token_ids` from the root, as far as the tree holds them."""
-        path, node = [], 0
-        for token in token_ids:
-            node = self._child_by_token.get((node, token))
-            if node is None:
-                break
-            path.append(node)
-        return path
 
     # ---- drawing ---------------------------------------------------------------------------
 
@@ -325,14 +281,14 @@ class BeamTreePanel(Panel):
     def _redraw(self) -> None:
         if self.result is None:
             return
-        keep = np.ones(len(self._id), bool)
+        keep = np.ones(len(self.tree.ids), bool)
         if not self.pruned_box.isChecked():
-            keep = self._status != "pruned"
+            keep = self.tree.status != "pruned"
         index = np.flatnonzero(keep)
-        self.visible_ids = self._id[index]
-        status = self._status[index]
-        self.layout_ = layout_tree(self._id[index], self._parent[index], self._step[index],
-                                   self._score[index],
+        self.visible_ids = self.tree.ids[index]
+        status = self.tree.status[index]
+        self.layout_ = layout_tree(self.tree.ids[index], self.tree.parents[index], self.tree.steps[index],
+                                   self.tree.scores[index],
                                    leaf_height=np.where(status == "pruned", PRUNED_ROW, 1.0))
         lay = self.layout_
         for name, scatter in self.node_items.items():
@@ -353,7 +309,7 @@ class BeamTreePanel(Panel):
         """The n-best and greedy paths; their text markers are placed with the labels."""
         pairs = []
         self._nbest_ends = []  # (rank, x, y) of each n-best hypothesis' last node
-        for rank, path in enumerate(self.nbest_nodes, start=1):
+        for rank, path in enumerate(self.tree.nbest_nodes, start=1):
             chain = [0, *path]
             for a, b in zip(chain[:-1], chain[1:]):
                 pairs += [self._xy(a), self._xy(b)]
@@ -363,38 +319,19 @@ class BeamTreePanel(Panel):
         self.nbest_line.setData(xy[:, 0], xy[:, 1], connect="pairs")
 
         greedy = self.result.greedy
-        chain = [self._xy(n) for n in [0, *self.greedy_nodes]]
+        chain = [self._xy(n) for n in [0, *self.tree.greedy_nodes]]
         ghosts = []
-        if greedy is not None and len(self.greedy_nodes) < len(greedy.token_ids):
+        if greedy is not None and len(self.tree.greedy_nodes) < len(greedy.token_ids):
             # The greedy path left the beam: draw the rest on its own row below the tree.
             row = self.layout_.rows + 0.5
-            ghosts = [(position, row) for position in range(len(self.greedy_nodes),
+            ghosts = [(position, row) for position in range(len(self.tree.greedy_nodes),
                                                              len(greedy.token_ids))]
         line = np.array(chain + ghosts, dtype=float)  # (P, 2)
         self.greedy_line.setData(line[:, 0], line[:, 1])
         self._ghosts = ghosts
-        positions = list(range(len(self.greedy_nodes), len(self.greedy_nodes) + len(ghosts)))
+        positions = list(range(len(self.tree.greedy_nodes), len(self.tree.greedy_nodes) + len(ghosts)))
         self.greedy_ghosts.setData(x=[g[0] for g in ghosts], y=[g[1] for g in ghosts],
                                    data=positions)
-
-    def _set_markers(self, markers) -> None:
-        """Bold texts (n-best numbers, greedy tokens outside the beam) from a reused pool;
-        `markers`: (text, x, y, colour, anchor)."""
-        plot = self.plot.getPlotItem()
-        while len(self.marker_items) < len(markers):
-            item = pg.TextItem(fill=pg.mkBrush(255, 255, 255, 200))  # readable over edges
-            item.setFont(self._marker_font)
-            item.textItem.document().setDocumentMargin(1)
-            plot.addItem(item, ignoreBounds=True)
-            self.marker_items.append(item)
-        for item, (text, x, y, color, anchor) in zip(self.marker_items, markers):
-            item.setText(text)
-            item.setColor(color)
-            item.setAnchor(anchor)
-            item.setPos(x, y)
-            item.setVisible(True)
-        for item in self.marker_items[len(markers):]:
-            item.setVisible(False)
 
     def fit(self) -> None:
         """Show the whole tree with a margin in pixels, so the labels above the top row, the
@@ -403,14 +340,8 @@ class BeamTreePanel(Panel):
         view = self.plot.getViewBox()
         if self.layout_ is None or not len(self.layout_.x):
             return
-        ghosts = self._ghosts
-        bottom = max(float(self.layout_.y.max()), max((y for _, y in ghosts), default=0.0))
-        right = max([float(self.layout_.x.max())] + [x for x, _ in ghosts]) + 1.0
-        height = max(view.height(), 4 * self.line_px)
-        margin = self.line_px + 6  # one label line, above the top row and below the bottom row
-        span = max(bottom, 1.0) / max(1 - 2 * margin / height, 0.2)
-        pad = margin * span / height
-        view.setRange(xRange=(-1.3, right), yRange=(-pad, bottom + pad), padding=0)
+        x_range, y_range = fitted_range(self.layout_, self._ghosts, view.height(), self.line_px)
+        view.setRange(xRange=x_range, yRange=y_range, padding=0)
         self._update_labels()
 
     def _on_range_changed_manually(self, *_) -> None:
@@ -428,30 +359,6 @@ class BeamTreePanel(Panel):
                 return text
         return None
 
-    def _place_markers(self, px_per_step: float, px_per_row: float):
-        """The n-best numbers just below-right of each hypothesis' last node (finished nodes have
-        no children, so the right is free), pushed down where two would overlap; and the greedy
-        tokens outside the beam under their ghost nodes when the step is wide enough.
-        Returns the markers and, for each n-best number, its (column, bottom pixel)."""
-        markers, taken = [], []
-        bottom_of: dict[float, float] = {}  # column -> lowest marker bottom so far, in pixels
-        for rank, x, y in sorted(self._nbest_ends, key=lambda e: (e[1], e[2])):
-            top_px = max(y * px_per_row, bottom_of.get(x, -np.inf))
-            bottom_of[x] = top_px + self.line_px
-            markers.append((f"#{rank}", x + 6 / px_per_step, top_px / px_per_row, NBEST_COLOR,
-                            (0, 0)))
-            taken.append((x, top_px + self.line_px))
-        greedy = self.result.greedy
-        if self._ghosts:
-            row = self._ghosts[0][1]
-            markers.append(("greedy, outside the beam:", self._ghosts[0][0] - 0.2, row,
-                            GREEDY_COLOR, (1, 0.5)))
-            widest = max(self._metrics.horizontalAdvance(greedy.tokens[p]) for p, _ in self._ghosts)
-            if widest + 8 <= px_per_step:
-                markers += [(greedy.tokens[p], p, row, GREEDY_COLOR, (0.5, -0.1))
-                            for p, _ in self._ghosts]
-        return markers, taken
-
     def _update_labels(self) -> None:
         """Token and cumulative log-prob above-right of the nodes in view, as many as fit without
         overlap: path nodes first, then kept, then (zoomed in far enough) pruned."""
@@ -461,15 +368,21 @@ class BeamTreePanel(Panel):
             (x0, x1), (y0, y1) = view.viewRange()
             px_per_step = view.width() / max(x1 - x0, 1e-9)
             px_per_row = view.height() / max(y1 - y0, 1e-9)
-            markers, taken = self._place_markers(px_per_step, px_per_row)
+            # the n-best numbers, and the greedy tokens outside the beam under their ghosts
+            placed, taken = stack_nbest_numbers(self._nbest_ends, px_per_step, px_per_row,
+                                                self.line_px)
+            markers = [(text, x, y, NBEST_COLOR, (0, 0)) for text, x, y in placed] + [
+                (text, x, y, GREEDY_COLOR, anchor) for text, x, y, anchor in ghost_markers(
+                    self._ghosts, self.result.greedy.tokens if self._ghosts else [], px_per_step,
+                    self._metrics.horizontalAdvance)]
             lay = self.layout_
             in_view = np.flatnonzero((lay.x >= x0) & (lay.x <= x1) & (lay.y >= y0) & (lay.y <= y1))
             ids = self.visible_ids[in_view]
             if PRUNED_ROW * px_per_row < self.line_px:  # pruned rows too close for their labels
-                in_view, ids = in_view[self._status[ids] != "pruned"], ids[self._status[ids] != "pruned"]
+                in_view, ids = in_view[self.tree.status[ids] != "pruned"], ids[self.tree.status[ids] != "pruned"]
             if px_per_step >= MIN_LABEL_PX and len(in_view):
-                status = self._status[ids]  # node ids index the node list
-                on_path = np.isin(ids, self._path_ids)
+                status = self.tree.status[ids]  # node ids index the node list
+                on_path = np.isin(ids, self.tree.path_ids)
                 priority = np.where(on_path, 0, np.where(status == "pruned", 2, 1))
                 # The n-best numbers go first: they take their place as labels would.
                 columns = np.r_[[c for c, _ in taken], lay.x[in_view]]
@@ -481,22 +394,11 @@ class BeamTreePanel(Panel):
                          for k in candidates]
                 shown = candidates[[t is not None for t in texts]]
                 texts = [t for t in texts if t is not None]
-        self._set_markers(markers)
-        plot = self.plot.getPlotItem()
-        while len(self.text_pool) < len(shown):
-            item = pg.TextItem(anchor=(0, 1.0), fill=pg.mkBrush(255, 255, 255, 200))
-            item.setFont(self._label_font)
-            item.textItem.document().setDocumentMargin(1)  # the box is the text's own height
-            plot.addItem(item, ignoreBounds=True)
-            self.text_pool.append(item)
-        for item, k, text in zip(self.text_pool, shown, texts):
-            pruned = self._status[int(self.visible_ids[k])] == "pruned"
-            item.setText(text)
-            item.setColor("#9a9a9a" if pruned else "#202020")
-            item.setPos(float(self.layout_.x[k]) + 0.06, float(self.layout_.y[k]))
-            item.setVisible(True)
-        for item in self.text_pool[len(shown):]:
-            item.setVisible(False)
+        self.markers.show(markers)
+        pruned = [self.tree.status[int(self.visible_ids[k])] == "pruned" for k in shown]
+        self.labels.show([(text, float(self.layout_.x[k]) + 0.06, float(self.layout_.y[k]),
+                           theme_grey() if grey else theme_text(), (0, 1.0))
+                          for k, text, grey in zip(shown, texts, pruned)])
         self.labels_shown = len(shown)
 
     # ---- hover and click -------------------------------------------------------------------
@@ -527,7 +429,7 @@ class BeamTreePanel(Panel):
         x, y = self._xy(node_id)
         self.selection_ring.setData(x=[x], y=[y])
         node = self.result.nodes[node_id]
-        siblings = [self.result.nodes[c] for c in self._children.get(node.parent, [])]
+        siblings = [self.result.nodes[c] for c in self.tree.children.get(node.parent, [])]
         self.detail.show_node(describe_node(self.result, node_id, compact=True), node.attention, self.result.source_tokens,
                               siblings, node_id)
 
@@ -542,41 +444,10 @@ class BeamTreePanel(Panel):
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         if self.result is None:
             return {}
-        result = self.result
-        on_greedy = set(self.greedy_nodes)
-        nbest_rank = {path[-1]: rank for rank, path in enumerate(self.nbest_nodes, 1) if path}
-        position = {int(i): k for k, i in enumerate(self.visible_ids)}
-        header = ["id", "parent", "step", "token_id", "token", "logprob", "score",
-                  "normalized_score", "rank", "status", "nbest", "on_greedy_path", "x", "y"]
-        rows = []
-        for n in result.nodes:
-            k = position.get(n.id)
-            normalized = n.score / length_penalty(n.step + 1, result.alpha) if n.parent is not None else 0.0
-            rows.append([n.id, "" if n.parent is None else n.parent, n.step, n.token_id, n.token,
-                         n.logprob, n.score, normalized, n.rank, n.status,
-                         nbest_rank.get(n.id, ""), n.id in on_greedy,
-                         "" if k is None else self.layout_.x[k], "" if k is None else self.layout_.y[k]])
-        hyp_header = ["name", "text", "score", "normalized_score", "finished", "tokens"]
-        hyp_rows = [[f"beam #{i}", h.text, h.score, h.normalized_score, h.finished, " ".join(h.tokens)]
-                    for i, h in enumerate(result.nbest, 1)]
-        if result.greedy is not None:
-            g = result.greedy
-            hyp_rows.append(["greedy", g.text, g.score, g.normalized_score, g.finished,
-                             " ".join(g.tokens)])
-        return {"nodes": (header, rows), "hypotheses": (hyp_header, hyp_rows)}
+        drawn = [int(i) for i in self.visible_ids]
+        return beam_tables(self.result, self.tree, dict(zip(drawn, self.layout_.x)),
+                           dict(zip(drawn, self.layout_.y)))
 
-    def export(self, folder, formats=("png", "svg", "csv"), width=None, dpi=None) -> list[Path]:
-        """PNG/SVG/CSV through the shared exporter, plus the whole tree as JSON ("json" or "csv")."""
-        from explorer.export.tables import write_json
-        from explorer.ui.export import export_panel
-
-        written = export_panel(self, Path(folder), tuple(f for f in formats if f != "json"),
-                               width=width, dpi=dpi)
-        if self.result is not None and ("json" in formats or "csv" in formats):
-            written.append(write_json(Path(folder) / f"{self.PANEL_ID}_tree.json",
-                                      self.result.to_dict(include_attention=True)))
-        return written
-
-    def closeEvent(self, event) -> None:
-        self.worker.stop()
-        super().closeEvent(event)
+    def documents(self) -> dict[str, object]:
+        """The whole tree, attention included, as JSON."""
+        return {"tree": self.result.to_dict(include_attention=True)} if self.result else {}

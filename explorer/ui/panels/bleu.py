@@ -27,8 +27,8 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.ui.bus import AppBus
+from explorer.ui.live_plots import GrowingBuffer
 from explorer.ui.panels.base import Panel
-from explorer.ui.panels.curves import GrowingBuffer
 from explorer.ui.plot_style import readable_axes
 
 MAX_ORDER = 4

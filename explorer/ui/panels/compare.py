@@ -14,26 +14,24 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QDoubleSpinBox,
     QGridLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 from superqt.utils import qdebounced
 
-from explorer.ui.decode_worker import DecodeWorker, run_compare, run_find_example
+from explorer.decoding.jobs import SEARCH_LIMIT, run_compare, run_find_example
 from explorer.ui.panels.base import Panel
-from explorer.ui.panels.decoding_widgets import BarChart, show_text, spin_box
+from explorer.ui.panels.decode_form import DecodeSettingsForm
+from explorer.ui.panels.decoding_widgets import BarChart, show_text
 
 STRATEGY_TITLES = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
 NGRAM_COLORS = {1: "#fff2a8", 2: "#ffd280", 3: "#ffae5c", 4: "#ff8a50"}  # background per n
 MATCH_TEXT = "#111111"  # the light backgrounds need dark text in a dark theme too
-SEARCH_LIMIT = 300  # validation inputs tried by the example search
 
 
 def highlight_matches(tokens: list[str], matched) -> str:
@@ -72,12 +70,11 @@ class ComparePanel(Panel):
         self.outputs = []
         self.example = None
         self._build()
-        self.worker = DecodeWorker(self)
-        self.worker.finished.connect(self._on_result)
-        self.worker.failed.connect(self._on_failed)
+        self.jobs = self.job_runner("decode")
+        self.jobs.done.connect(self._on_result)
+        self.jobs.failed.connect(self._on_failed)
         self.request_compare = qdebounced(self.compare, timeout=250, parent=self)
-        for box in self.option_boxes:
-            box.valueChanged.connect(lambda _: self.request_compare())
+        self.form.changed.connect(lambda: self.request_compare())
         bus.workspace_changed.connect(self.set_workspace)
         if bus.workspace is not None:
             self.set_workspace(bus.workspace)
@@ -90,15 +87,8 @@ class ComparePanel(Panel):
         for box in (self.source_box, self.reference_box):
             box.returnPressed.connect(self.compare)
 
-        self.width_box = spin_box(QSpinBox, (1, 16), 4, "Beam width")
-        self.alpha_box = spin_box(QDoubleSpinBox, (0.0, 3.0), 0.0, "Length penalty α (0 = plain log p)", 0.1)
-        self.temperature_box = spin_box(QDoubleSpinBox, (0.05, 5.0), 1.0, "Sampling temperature", 0.1)
-        self.top_k_box = spin_box(QSpinBox, (0, 1000), 0, "Sample among the k most probable (0 = all)")
-        self.top_p_box = spin_box(QDoubleSpinBox, (0.01, 1.0), 1.0, "Nucleus: smallest set with mass p", 0.05)
-        self.seed_box = spin_box(QSpinBox, (0, 2**31 - 1), 0, "Sampling seed (same seed, same sample)")
-        self.max_len_box = spin_box(QSpinBox, (1, 200), 40, "Maximum output length")
-        self.option_boxes = (self.width_box, self.alpha_box, self.temperature_box, self.top_k_box,
-                             self.top_p_box, self.seed_box, self.max_len_box)
+        self.form = DecodeSettingsForm(("beam_size", "alpha", "temperature", "top_k", "top_p",
+                                        "seed", "max_len"), short=True)
         decode = QPushButton("Decode")
         decode.clicked.connect(self.compare)
         self.find_button = QPushButton("Find an example where beam beats greedy")
@@ -113,10 +103,7 @@ class ComparePanel(Panel):
         text_row.addWidget(QLabel("Reference"))
         text_row.addWidget(self.reference_box, 1)
         option_row = QHBoxLayout()
-        for label, box in zip(("Width", "α", "Temperature", "Top-k", "Top-p", "Seed", "Max length"),
-                              self.option_boxes):
-            option_row.addWidget(QLabel(label))
-            option_row.addWidget(box)
+        option_row.addWidget(self.form)
         option_row.addStretch(1)
         button_row = QHBoxLayout()
         button_row.addWidget(decode)
@@ -142,7 +129,6 @@ class ComparePanel(Panel):
         self.explanation.hide()  # shown with an example's explanation
         self.status = QLabel("No model yet: train one or open a checkpoint.")
         self.chart_widget = pg.GraphicsLayoutWidget()
-        self.chart_widget.setBackground("w")
         self.score_chart = BarChart(self.chart_widget.addPlot(row=0, col=0), "")
         self.score_chart.set_title("−log p of each output (shorter = more probable)")
         self.bleu_chart = BarChart(self.chart_widget.addPlot(row=0, col=1), "",
@@ -174,7 +160,7 @@ class ComparePanel(Panel):
         if data is not None and data.val and not self.source_box.text():
             show_text(self.source_box, data.val[0][0])
             show_text(self.reference_box, data.val[0][1])
-        self.request_compare()
+        self.compare()
 
     def set_source(self, source: str, reference: str = "") -> None:
         show_text(self.source_box, source)
@@ -185,12 +171,8 @@ class ComparePanel(Panel):
         if self.workspace is None:
             return -1
         self.status.setText("Decoding…")
-        return self.worker.submit(
-            run_compare, self.workspace, self.source_box.text(), self.reference_box.text(),
-            beam_size=self.width_box.value(), alpha=self.alpha_box.value(),
-            max_len=self.max_len_box.value(), temperature=self.temperature_box.value(),
-            top_k=self.top_k_box.value(), top_p=self.top_p_box.value(), seed=self.seed_box.value(),
-        )
+        return self.jobs.submit(run_compare, self.workspace, self.source_box.text(),
+                                self.reference_box.text(), self.form.settings())
 
     def find_example(self) -> int:
         if self.workspace is None:
@@ -198,12 +180,11 @@ class ComparePanel(Panel):
             return -1
         self.status.setText("Searching the validation inputs for beam beating greedy…")
         self.find_button.setEnabled(False)
-        return self.worker.submit(run_find_example, self.workspace, max(self.width_box.value(), 2),
-                                  self.max_len_box.value(), SEARCH_LIMIT)
+        return self.jobs.submit(run_find_example, self.workspace, self.form.settings(), SEARCH_LIMIT)
 
     def _on_failed(self, _job: int, message: str) -> None:
         self.find_button.setEnabled(True)
-        self.status.setText(f"Could not decode: {message.splitlines()[0]}")
+        self.status.setText(f"Could not decode: {message}")
 
     def _on_result(self, _job: int, result) -> None:
         self.find_button.setEnabled(True)
@@ -227,12 +208,8 @@ class ComparePanel(Panel):
             f"<b>Beam beats greedy</b> (found among {example.searched} validation inputs, width "
             f"{example.width}): {html.escape(example.explanation())} As in the lecture notes: "
             "p(Those) &gt; p(Apples), yet p(Apples are good) &gt; p(Those apples are good).")
-        self.alpha_box.blockSignals(True)
-        self.alpha_box.setValue(0.0)  # compare plain probabilities, as the notes do
-        self.alpha_box.blockSignals(False)
-        self.width_box.blockSignals(True)
-        self.width_box.setValue(example.width)
-        self.width_box.blockSignals(False)
+        # compare plain probabilities (α = 0), as the notes do, at the width that found it
+        self.form.set_values(alpha=0.0, beam_size=example.width)
         self.set_source(example.source, example.reference or "")
 
     # ---- views -----------------------------------------------------------------------------
@@ -300,7 +277,3 @@ class ComparePanel(Panel):
                          o.hypothesis.normalized_score, o.hypothesis.finished,
                          b.score if b else "", b.bp if b else "", *precisions[:4], matched])
         return {"outputs": (header, rows)} if rows else {}
-
-    def closeEvent(self, event) -> None:
-        self.worker.stop()
-        super().closeEvent(event)

@@ -15,42 +15,23 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout
 from superqt.utils import qthrottled
 
 from explorer.ui.bus import AppBus
+from explorer.ui.live_plots import (
+    MAX_REDRAW_INTERVAL_MS, REDRAW_BUDGET, REDRAW_INTERVAL_MS, GrowingBuffer,
+)
 from explorer.ui.panels.base import Panel
 from explorer.ui.plot_style import SteadyViewBox, add_legend_row, readable_axes
 
 
-class GrowingBuffer:
-    """Columns of float64 that grow by doubling; `view()` is the filled part, no copy."""
-
-    def __init__(self, columns: int, capacity: int = 1024) -> None:
-        self._data = np.empty((capacity, columns), dtype=np.float64)
-        self.size = 0
-
-    def extend(self, rows: np.ndarray) -> None:
-        needed = self.size + len(rows)
-        if needed > len(self._data):
-            grown = np.empty((max(needed, 2 * len(self._data)), self._data.shape[1]), np.float64)
-            grown[: self.size] = self._data[: self.size]
-            self._data = grown
-        self._data[self.size : needed] = rows
-        self.size = needed
-
-    def view(self) -> np.ndarray:
-        return self._data[: self.size]  # (N, columns)
-
-    def clear(self) -> None:
-        self.size = 0
-
-
-# Data arrives up to ~30 times a second, but every redraw repaints the whole five-plot view, in
-# Python on the GUI thread, holding the GIL that the training thread needs: redrawn per batch, the
-# curves cost in-app training a fifth of its speed (benchmarks/bench_gui.py). So batches share
-# redraws: a batch after a quiet spell is drawn at once, and later ones wait for the interval,
-# which grows with what a redraw and its paint cost (a bigger view, a slower machine) so that the
-# curves take at most REDRAW_BUDGET of the GUI thread's time.
-REDRAW_INTERVAL_MS = 300
-MAX_REDRAW_INTERVAL_MS = 2000
-REDRAW_BUDGET = 0.02
+# Where each plot goes, (row, column, columns spanned), in a grid of 3 columns and, when the dock
+# is too narrow for three plots of MIN_PLOT_PX, of 2; the gradient norm spans two columns: its
+# before/after-clipping band needs the room. The legend takes the row under the plots.
+GRIDS = {
+    3: {"loss": (0, 0, 1), "perplexity": (0, 1, 1), "accuracy": (0, 2, 1), "lr": (1, 0, 1),
+        "grad_norm": (1, 1, 2)},
+    2: {"loss": (0, 0, 1), "perplexity": (0, 1, 1), "accuracy": (1, 0, 1), "lr": (1, 1, 1),
+        "grad_norm": (2, 0, 2)},
+}
+MIN_PLOT_PX = 200  # a plot's axis, tick labels and a readable curve
 
 # Columns of the per-step buffer and of the per-evaluation buffer.
 TRAIN_COLUMNS = ("step", "loss", "perplexity", "lr", "grad_norm", "grad_norm_clipped")
@@ -90,15 +71,10 @@ class TrainingCurvesPanel(Panel):
         self.view = TimedGraphicsLayoutWidget()
         self.view.setToolTip(self.TOOLTIP)
         self.plots: dict[str, pg.PlotItem] = {}
-        for name, row, col, ylabel in (
-            ("loss", 0, 0, "loss"),
-            ("perplexity", 0, 1, "perplexity"),
-            ("accuracy", 0, 2, "accuracy"),
-            ("lr", 1, 0, "lr"),
-            ("grad_norm", 1, 1, "‖g‖"),
-        ):
-            # the gradient norm gets two columns: its before/after-clipping band needs the room
-            plot = self.view.addPlot(row=row, col=col, colspan=2 if name == "grad_norm" else 1,
+        for name, ylabel in (("loss", "loss"), ("perplexity", "perplexity"),
+                             ("accuracy", "accuracy"), ("lr", "lr"), ("grad_norm", "‖g‖")):
+            row, col, colspan = GRIDS[3][name]
+            plot = self.view.addPlot(row=row, col=col, colspan=colspan,
                                      axisItems=readable_axes("left", "bottom"),
                                      viewBox=SteadyViewBox())
             plot.setLabel("bottom", "step")
@@ -127,11 +103,12 @@ class TrainingCurvesPanel(Panel):
             ),
         }
         # one legend row under all the plots: inside a plot this small it would cover the curves
-        add_legend_row(self.view.ci, row=2, colspan=3, curves=[
+        self.legend = add_legend_row(self.view.ci, row=2, colspan=3, curves=[
             (self.curves["train_loss"], "train"), (self.curves["val_loss"], "validation"),
             (self.curves["grad"], "‖g‖ before clipping"),
             (self.curves["grad_clipped"], "‖g‖ after clipping"),
         ], text_size="8pt")
+        self.columns = 3
         self.tau_line = pg.InfiniteLine(
             angle=0, movable=False, pen=pg.mkPen((120, 120, 120), style=pg.QtCore.Qt.DashLine),
             label="τ", labelOpts={"position": 0.6, "anchors": [(0, 1), (0, 1)]},
@@ -264,6 +241,33 @@ class TrainingCurvesPanel(Panel):
 
     def flush_pending_draws(self) -> None:
         self.redraw(force=True)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        columns = 3 if self.width() >= 3 * MIN_PLOT_PX else 2
+        if columns != self.columns:
+            self.arrange_plots(columns)
+
+    def arrange_plots(self, columns: int) -> None:
+        """Lay the plots out `columns` (3 or 2) wide, the legend in the row under them. Items
+        move inside the Qt grid (never out of the scene), and pyqtgraph's own record follows."""
+        layout = self.view.ci
+        grid = layout.layout  # QGraphicsGridLayout
+        placed = [(plot, *GRIDS[columns][name]) for name, plot in self.plots.items()]
+        legend_row = 1 + max(row for _, row, _, _ in placed)
+        placed.append((self.legend, legend_row, 0, columns))
+        for item, *_ in placed:
+            grid.removeAt(layout.itemIndex(item))
+        layout.rows.clear()
+        for item, row, col, colspan in placed:
+            grid.addItem(item, row, col, 1, colspan)
+            layout.items[item] = [(row, col + i) for i in range(colspan)]
+            for cell in layout.items[item]:
+                layout.rows.setdefault(cell[0], {})[cell[1]] = item
+        for row in range(grid.rowCount()):  # plots share the height; the legend, none to spare
+            grid.setRowStretchFactor(row, 1 if row < legend_row else 0)
+        self.columns = columns
+        grid.activate()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)

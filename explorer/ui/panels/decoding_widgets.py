@@ -8,7 +8,7 @@ import html
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -19,17 +19,22 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.analysis.labels import head_label, layer_label
+from explorer.ui.plot_style import theme_backdrop, theme_text
+
 BAR_COLOR = "#1f77b4"
 HIGHLIGHT_COLOR = "#ff7f0e"
 
 
 def dark_on_white(plot: pg.PlotItem) -> None:
-    """Black axes and text, for a plot on a white background (print-ready exports)."""
+    """Axes and title in the theme's text colour (black on the light theme's white: print-ready
+    exports), the title included: pyqtgraph draws a title without a colour in grey."""
+    text = theme_text()
     for name in ("left", "bottom"):
         axis = plot.getAxis(name)
-        axis.setPen("k")
-        axis.setTextPen("k")
-    plot.titleLabel.setAttr("color", "k")
+        axis.setPen(text)
+        axis.setTextPen(text)
+    plot.titleLabel.setAttr("color", text)
 
 
 class BarChart:
@@ -78,10 +83,15 @@ class BarChart:
         brushes = [self.highlight_brush if i == highlight else self.brush for i in rows]
         self.bars.setOpts(x0=np.zeros(len(rows)), y=rows, width=self.values, height=0.75,
                           brushes=brushes)
-        self.plot.getAxis("left").setTicks([[(i, shorten(str(t), self.MAX_LABEL_CHARS))
-                                             for i, t in enumerate(self.labels)]])
+        shown = [shorten(str(t), self.MAX_LABEL_CHARS) for t in self.labels]
+        left = self.plot.getAxis("left")
+        left.setTicks([list(enumerate(shown))])
+        # as wide as the longest label: the axis's own widening came a paint too late and
+        # dropped every label longer than the ones drawn before ("forest-SG" next to "the")
+        widest = max((QFontMetrics(self.small_font).horizontalAdvance(t) for t in shown), default=0)
+        left.setWidth(widest + 12)
         while len(self.value_texts) < len(rows):
-            text = pg.TextItem(color="#202020", anchor=(0, 0.5))
+            text = pg.TextItem(color=theme_text(), anchor=(0, 0.5))
             text.setFont(self.small_font)
             self.plot.addItem(text, ignoreBounds=True)
             self.value_texts.append(text)
@@ -122,13 +132,13 @@ class AttentionPicker(QWidget):
         super().__init__(parent)
         self.layer_box = QComboBox()
         self.head_box = QComboBox()
+        for box in (self.layer_box, self.head_box):  # "mean of heads" in full
+            box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.layer_box.setToolTip("Decoder layer whose cross-attention is shown")
         self.head_box.setToolTip("Attention head, or the mean over heads")
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(QLabel("Layer"))
-        row.addWidget(self.layer_box)
-        row.addWidget(QLabel("Head"))
+        row.addWidget(self.layer_box)  # the items say "layer 1", "head 1": no labels needed
         row.addWidget(self.head_box)
         row.addStretch(1)
         self._shape = (0, 0)
@@ -140,8 +150,8 @@ class AttentionPicker(QWidget):
             return
         self._shape = (layers, heads)
         for box, items, last in (
-            (self.layer_box, [f"{i + 1}" for i in range(layers)], max(layers - 1, 0)),
-            (self.head_box, ["mean"] + [f"{i + 1}" for i in range(heads)], 0),
+            (self.layer_box, [layer_label(i) for i in range(layers)], max(layers - 1, 0)),
+            (self.head_box, ["mean of heads"] + [head_label(i) for i in range(heads)], 0),
         ):
             box.blockSignals(True)
             box.clear()
@@ -197,7 +207,6 @@ class NodeDetail(QWidget):
         self.info.setStyleSheet("QLabel { font-size: 8pt; }")
         self.picker = AttentionPicker()
         self.charts = pg.GraphicsLayoutWidget()
-        self.charts.setBackground("w")
         # Side by side, each the pane's full height: a source sentence's tokens all fit.
         self.attention_chart = BarChart(self.charts.addPlot(row=0, col=0), "")
         self.attention_chart.set_title("attention over source")
@@ -232,3 +241,29 @@ class NodeDetail(QWidget):
         ids = [s.id for s in shown]
         self.candidate_chart.set_data([s.token for s in shown], np.exp([s.logprob for s in shown]),
                                       highlight=ids.index(node_id), value_max=1.0)
+
+
+class TextPool:
+    """Text items on a plot, made as needed and reused: `show(entries)` sets the first
+    len(entries) of them and hides the rest, so relabelling a zoomed view allocates nothing."""
+
+    def __init__(self, plot: pg.PlotItem, font: QFont) -> None:
+        self.plot, self.font = plot, font
+        self.items: list[pg.TextItem] = []
+
+    def show(self, entries) -> None:
+        """`entries`: (text, x, y, colour, anchor) each."""
+        while len(self.items) < len(entries):
+            item = pg.TextItem(fill=pg.mkBrush(theme_backdrop()))  # readable over edges
+            item.setFont(self.font)
+            item.textItem.document().setDocumentMargin(1)  # the box is the text's own height
+            self.plot.addItem(item, ignoreBounds=True)
+            self.items.append(item)
+        for item, (text, x, y, colour, anchor) in zip(self.items, entries):
+            item.setText(text)
+            item.setColor(colour)
+            item.setAnchor(anchor)
+            item.setPos(x, y)
+            item.setVisible(True)
+        for item in self.items[len(entries):]:
+            item.setVisible(False)

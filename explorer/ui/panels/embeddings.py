@@ -52,7 +52,7 @@ class EmbeddingsPanel(Panel):
         self.neighbours: list[tuple[int, float]] = []
         self.answers: list[tuple[int, float]] = []
         self.analogy_ids: tuple[int, int, int] | None = None
-        self.runner = Background(self._show_error)
+        self.runner = Background(self, self._show_error)
 
         self.which_box = QComboBox()
         self.which_box.setToolTip("which embedding matrix to project")
@@ -318,13 +318,6 @@ class EmbeddingsPanel(Panel):
         self.status.setText(message)
 
     # -- panel contract -------------------------------------------------------------------------
-
-    def busy(self) -> bool:
-        return self.runner.busy()
-
-    def shutdown(self) -> None:
-        self.runner.wait()
-        super().shutdown()
 
     def has_content(self) -> bool:
         return self.data is not None

@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QThreadPool
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -19,54 +20,27 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 from superqt import QLabeledDoubleSlider
-from superqt.utils import create_worker, qthrottled
+from superqt.utils import qthrottled
 
+from explorer.analysis.gradients import (
+    CELL_HIDDEN, DEPTH, LOG_FLOOR, PLAYGROUND_A_H, GradientHistory, cell_comparison_ids, depth_labels,
+    format_gradient, scalar_recurrence_gradient,
+)
+from explorer.analysis.labels import stack_layer_label
 from explorer.events import ProbeSnapshot
 from explorer.export.tables import matrix_table
 from explorer.families import family_of
 from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, label_font
-from explorer.ui.panels.attention import ProbeRunner, elide
-from explorer.ui.panels.base import Panel
-from explorer.ui.panels.curves import REDRAW_INTERVAL_MS
+from explorer.ui.live_plots import REDRAW_INTERVAL_MS
+from explorer.ui.panels.base import Panel, elide
 from explorer.ui.plot_style import (
     ReadableAxis, SteadyViewBox, TokenAxis, ViewPages, add_legend, theme_grey,
 )
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
 CELL_COLOURS = {"rnn": "#d62728", "ugrnn": "#ff7f0e", "gru": "#2ca02c", "lstm": "#1f77b4"}
-HISTORY_ROWS = 200  # probe snapshots kept for the step x time heatmap
-DEPTH = "blocks (depth)"  # a Transformer's history: its gradient norm per block, not per time step
-PLAYGROUND_STEPS = 100
-TINY = 1e-30  # log axes cannot show 0
-
-
-def scalar_recurrence_gradient(a_h: float, steps: int = PLAYGROUND_STEPS, use_tanh: bool = False,
-                               h0: float = 0.5, x: float = 0.0) -> np.ndarray:
-    """dh_k/dh_0 for k = 0..steps of h_t = a_h h_{t-1} + x (or tanh of it): a_h^k when linear,
-    times the product of tanh'(z_t) = 1 - h_t^2 otherwise (the notes' vanishing/exploding
-    example)."""
-    derivative, h = np.empty(steps + 1), h0
-    derivative[0] = 1.0
-    for t in range(1, steps + 1):
-        z = a_h * h + x
-        h = math.tanh(z) if use_tanh else z
-        local = a_h * (1.0 - h * h) if use_tanh else a_h
-        derivative[t] = derivative[t - 1] * local
-    return derivative
-
-
-def format_gradient(value: float) -> str:
-    """As the notes print them: 1.1^100 = 13781, 0.9^100 = 0.0000266."""
-    value = abs(value)
-    if value >= 10:
-        return f"{value:.0f}"
-    if value >= 1e-7:
-        return f"{value:.3g}" if value >= 1e-3 else f"{value:.7f}".rstrip("0")
-    return f"{value:.3e}"
-
-
 def _log_plot(title: str, x: str, y: str, legend: bool = False, token_x: bool = False,
               live: bool = False):
     """A plot with a logarithmic y axis: gradients span many orders of magnitude. Its legend, if
@@ -83,7 +57,10 @@ def _log_plot(title: str, x: str, y: str, legend: bool = False, token_x: bool = 
     plot.showGrid(x=True, y=True, alpha=0.25)
     for side in ("left", "bottom"):
         plot.getAxis(side).setTickFont(label_font(10))
-    plot.getAxis("left").setWidth(62)  # room for "10⁻²⁰": labels that do not fit are dropped
+    # room for "10⁻²⁰" or "0.00462" beside the axis title: a label that does not fit is dropped,
+    # and a narrower axis drew its title over the numbers
+    metrics = QFontMetrics(label_font(10))
+    plot.getAxis("left").setWidth(metrics.horizontalAdvance("0.00000") + metrics.height() + 14)
     if legend:
         add_legend(plot, below=True)
     return widget, plot
@@ -101,18 +78,18 @@ class GradientFlowPanel(Panel):
         super().__init__(bus, parent)
         self.workspace = None
         self.snapshot: ProbeSnapshot | None = None
-        self.history_steps: list[int] = []
-        self.history_rows: list[dict[str, np.ndarray]] = []  # per probe: name -> log10 norms
-        self.history_labels: dict[str, list[str]] = {}
+        self.grad_history = GradientHistory()
         self.cell_curves: dict[str, np.ndarray] = {}
         self.norms = np.empty((1024, 3))  # step, norm before, norm after clipping; grows by doubling
         self.norm_count = 0
         self._norms_stale = False  # norms arrived while the clipping plot was out of sight
         self.clip: float | None = None
-        self.workers: list = []
-        self.probe_text = ("", "")
+        self.probe_text = ("", "")  # what the Prober probes (bus.probe_input_changed)
         self.playground_derivative = np.ones(1)
-        self.runner = ProbeRunner(self.show_snapshot, self._show_error)
+        self.cell_jobs = self.job_runner("cells")
+        self.cell_jobs.done.connect(lambda _job, curves: self.show_cell_curves(curves))
+        self.cell_jobs.failed.connect(
+            lambda _job, message: self.status.setText(f"cell comparison failed: {message}"))
 
         self.layer_box = QComboBox()
         self.layer_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
@@ -121,9 +98,9 @@ class GradientFlowPanel(Panel):
         self.compare_button = QPushButton("Compare cells")
         self.compare_button.setToolTip("RNN, UGRNN, GRU and LSTM: same size, same tokens")
         self.slider = QLabeledDoubleSlider(Qt.Horizontal)
-        self.slider.setRange(0.5, 1.5)
+        self.slider.setRange(*PLAYGROUND_A_H[:2])
         self.slider.setDecimals(3)
-        self.slider.setValue(1.1)
+        self.slider.setValue(PLAYGROUND_A_H[2])
         self.tanh_box = QCheckBox("tanh")
         self.playground_value = QLabel()
         big = self.playground_value.font()
@@ -154,7 +131,7 @@ class GradientFlowPanel(Panel):
             for cell, colour in CELL_COLOURS.items()
         }
         depth_view, self.depth_plot = _log_plot(
-            "Transformers: ‖∂L/∂(block output)‖ by depth", "block", "‖∂L/∂x‖", token_x=True)
+            "‖∂L/∂(block output)‖ by depth", "layer (block)", "‖∂L/∂x‖", token_x=True)
         self.depth_curve = self.depth_plot.plot(
             [], [], pen=pg.mkPen(COLOURS[0], width=2), symbol="o", symbolBrush=COLOURS[0])
         clip_view, self.clip_plot = _log_plot("global gradient norm and clipping τ", "step",
@@ -199,6 +176,8 @@ class GradientFlowPanel(Panel):
         self.tanh_box.toggled.connect(self._draw_playground)
         bus.workspace_changed.connect(self.set_workspace)
         bus.probe.connect(self.show_snapshot)
+        bus.probe_input_changed.connect(self._on_probe_input)
+        bus.probe_failed.connect(self.status.setText)
         bus.step_metrics.connect(self.add_step_metrics)
         if hasattr(bus, "train_config_changed"):
             bus.train_config_changed.connect(self._on_train_config)
@@ -219,37 +198,22 @@ class GradientFlowPanel(Panel):
         config = getattr(getattr(workspace, "model", None), "config", None)
         self._show_views(transformer=config is not None and not family_of(config).recurrent)
         self.snapshot = None
-        self.history_steps, self.history_rows, self.norm_count = [], [], 0
+        self.grad_history.clear()
+        self.norm_count = 0
         self.layer_box.clear()
         self.before_curve.setData([], [])
         self.after_curve.setData([], [])
         self._on_train_config(getattr(workspace, "train_config", None))
-        if workspace is None:
-            return
-        from explorer.analysis.probe import default_probe_input
 
-        self.set_probe_input(*default_probe_input(workspace))
-
-    def set_probe_input(self, source: str, target: str = "") -> None:
-        """Probe (and compare the cells on) this input instead of the validation example."""
+    def _on_probe_input(self, source: str, target: str) -> None:
+        """The Prober probes a new input: compare the cells on it too."""
         self.probe_text = (source, target)
-        if self.workspace is None:
-            return
-        self.status.setText("Probing…")
-        self.runner.start(self.workspace, source, target)
-        self.compare_cells()
+        if self.bus.workspace is not None:
+            self.status.setText("Probing…")
+            self.compare_cells()
 
     def busy(self) -> bool:
-        return bool(self.workers) or self.runner.busy()
-
-    def shutdown(self) -> None:
-        if self.workers:
-            QThreadPool.globalInstance().waitForDone(30_000)
-        self.runner.wait()
-        super().shutdown()
-
-    def _show_error(self, message: str) -> None:
-        self.status.setText(message)
+        return super().busy() or self.bus.probing
 
     def show_snapshot(self, snapshot: ProbeSnapshot) -> None:
         self.snapshot = snapshot
@@ -257,103 +221,77 @@ class GradientFlowPanel(Panel):
             self._draw_time(snapshot)
         if snapshot.grad_depth is not None and len(snapshot.grad_depth):
             labels = snapshot.grad_depth_labels
-            self.depth_curve.setData(np.arange(len(labels)), np.maximum(snapshot.grad_depth, TINY))
-            self.depth_plot.getAxis("bottom").set_labels(self._depth_labels(snapshot))
+            self.depth_curve.setData(np.arange(len(labels)), np.maximum(snapshot.grad_depth, LOG_FLOOR))
+            self.depth_plot.getAxis("bottom").set_labels(depth_labels(snapshot))
             self.depth_plot.setXRange(-0.5, len(labels) - 0.5, padding=0)
         self._record_history(snapshot)
         where = f"step {snapshot.step}, probe {elide(snapshot.source)!r}"
         depth_note = "" if snapshot.grad_time else " (Transformer: see the depth plot)"
         self.status.setText(where + depth_note)
 
-    @staticmethod
-    def _depth_labels(snapshot: ProbeSnapshot) -> list[str]:
-        return [label.replace("layer", "") for label in snapshot.grad_depth_labels]  # "encoder.0"
-
     def _draw_time(self, snapshot: ProbeSnapshot) -> None:
         for name, norms in snapshot.grad_time.items():
             if name not in self.time_curves:
                 pen = pg.mkPen(COLOURS[len(self.time_curves) % len(COLOURS)], width=2)
-                self.time_curves[name] = self.time_plot.plot([], [], pen=pen, name=name)
-            self.time_curves[name].setData(np.arange(len(norms)), np.maximum(norms, TINY))
+                self.time_curves[name] = self.time_plot.plot([], [], pen=pen,
+                                                             name=stack_layer_label(name))
+            self.time_curves[name].setData(np.arange(len(norms)), np.maximum(norms, LOG_FLOOR))
         for name, curve in self.time_curves.items():
             if name not in snapshot.grad_time:
                 curve.setData([], [])
         length = max(len(v) for v in snapshot.grad_time.values())
         self.time_plot.setXRange(-0.5, length - 0.5, padding=0)
 
-    def _history_series(self, snapshot: ProbeSnapshot) -> dict[str, tuple[np.ndarray, list[str]]]:
-        """What the history heatmap can show: name -> (gradient norms, their tick labels). For a
-        recurrent model the norm at each time step of each layer; for a Transformer, which has
-        no recurrence, the norm at each block."""
-        if snapshot.grad_time:
-            return {name: (norms, snapshot.grad_time_labels.get(name) or
-                           [str(t) for t in range(len(norms))])
-                    for name, norms in snapshot.grad_time.items()}
-        if snapshot.grad_depth is not None and len(snapshot.grad_depth):
-            return {DEPTH: (np.asarray(snapshot.grad_depth), self._depth_labels(snapshot))}
-        return {}
-
     def _record_history(self, snapshot: ProbeSnapshot) -> None:
-        series = self._history_series(snapshot)
-        if not series:
+        names = self.grad_history.add(snapshot)
+        if not names:
             return
-        names = list(series)
-        if [self.layer_box.itemText(i) for i in range(self.layer_box.count())] != names:
+        if [self.layer_box.itemData(i) for i in range(self.layer_box.count())] != names:
             self.layer_box.blockSignals(True)
             self.layer_box.clear()
-            self.layer_box.addItems(names)
+            for name in names:  # the model's name as data, "encoder layer 1" for people
+                self.layer_box.addItem(stack_layer_label(name), name)
             self.layer_box.blockSignals(False)
-        row = {name: np.log10(np.maximum(norms, TINY)) for name, (norms, _) in series.items()}
-        shapes = {name: values.shape for name, values in row.items()}
-        if self.history_rows and {n: v.shape for n, v in self.history_rows[-1].items()} != shapes:
-            self.history_steps, self.history_rows = [], []  # a new probe input: a new history
-        self.history_steps.append(snapshot.step)
-        self.history_rows.append(row)
-        del self.history_steps[:-HISTORY_ROWS], self.history_rows[:-HISTORY_ROWS]
-        self.history_labels = {name: labels for name, (_, labels) in series.items()}
         self._draw_history()
 
     def _label_time_axis(self) -> None:
         """Token labels of the chosen layer (encoder and decoder read different tokens)."""
-        name = self.layer_box.currentText()
+        name = self.layer_box.currentData()
         labels = self.snapshot.grad_time_labels.get(name, []) if self.snapshot else []
         self.time_plot.getAxis("bottom").set_labels(labels)
-        title = f"time step t (tokens of {name})" if labels else "time step t"
+        shown = self.layer_box.currentText()
+        title = f"time step t (tokens of {shown})" if labels else "time step t"
         self.time_plot.setLabel("bottom", title)
 
     def history_matrix(self) -> np.ndarray | None:
         """(probes, time steps or blocks) of the chosen layer, log10 of the gradient norm."""
-        name = self.layer_box.currentText()
-        if not self.history_rows or name not in self.history_rows[-1]:
-            return None
-        return np.stack([row[name] for row in self.history_rows])
+        return self.grad_history.matrix(self.layer_box.currentData())
 
     def _draw_history(self) -> None:
         self._label_time_axis()
         matrix = self.history_matrix()
         if matrix is None:
             return
-        name = self.layer_box.currentText()
-        self.history.set_matrix(matrix, [str(s) for s in self.history_steps],
-                                self.history_labels[name])
+        name = self.layer_box.currentData()
+        self.history.set_matrix(matrix, [str(s) for s in self.grad_history.steps],
+                                self.grad_history.labels[name])
         if name == DEPTH:
             self.history.set_title("log10 ‖∂L/∂x‖ per block, over training")
-            self.history.set_axis_titles("training step", "block")
+            self.history.set_axis_titles("training step", "layer (block)")
         else:
-            self.history.set_title(f"log10 ‖∂L/∂h_t‖ of {name} over training")
+            self.history.set_title(f"log10 ‖∂L/∂h_t‖ of {stack_layer_label(name)} over training")
             self.history.set_axis_titles("training step", "time step t")
 
     # -- cells side by side ---------------------------------------------------------------------
 
     def _cell_tokens(self) -> tuple[list[int], int, int, dict]:
-        """Token ids of the probe text (repeated to 60 tokens), vocab size, hidden size, and the
+        """Token ids of the probe text (repeated to CELL_TOKENS), vocab size, hidden size, and the
         workspace's own trained model when it is an RNN language model."""
-        workspace = self.workspace
+        workspace = self.bus.workspace  # the Prober may announce its input before set_workspace
         source, target = self.probe_text
-        ids = workspace.tokenizer.encode(source or target) or [5, 6]
-        ids = (ids * (60 // len(ids) + 1))[:60]
+        ids = cell_comparison_ids(workspace.tokenizer, source or target)
         config = workspace.model.config
-        hidden = getattr(config, "hidden_size", 32)
+        hidden = getattr(config, "hidden_size", CELL_HIDDEN)
         family = family_of(config)
         trained = {config.cell: workspace.model} if family.recurrent and family.is_lm else {}
         return ids, workspace.tokenizer.vocab_size, hidden, trained
@@ -362,17 +300,11 @@ class GradientFlowPanel(Panel):
         """Build an RNN, UGRNN, GRU and LSTM of the same size in a worker and draw their curves."""
         from explorer.analysis.probe import compare_cells
 
-        if self.workspace is None:
+        if self.bus.workspace is None:
             return
         ids, vocab, hidden, trained = self._cell_tokens()
         self.trained_cells = set(trained)
-        worker = create_worker(compare_cells, ids, vocab, hidden, trained=trained,
-                               _ignore_errors=True)
-        worker.returned.connect(self.show_cell_curves)
-        worker.errored.connect(lambda exc: self.status.setText(f"cell comparison failed: {exc}"))
-        worker.finished.connect(lambda: self.workers.remove(worker))
-        self.workers.append(worker)
-        worker.start()
+        self.cell_jobs.submit(compare_cells, ids, vocab, hidden, trained=trained)
 
     def show_cell_curves(self, curves: dict[str, np.ndarray]) -> None:
         self.cell_curves = curves
@@ -381,7 +313,7 @@ class GradientFlowPanel(Panel):
             if norms is None:
                 item.setData([], [])
                 continue
-            item.setData(np.arange(len(norms)), np.maximum(norms, TINY))
+            item.setData(np.arange(len(norms)), np.maximum(norms, LOG_FLOOR))
             trained = cell in getattr(self, "trained_cells", ())
             name = cell.upper() + (" (trained)" if trained else "")
             self.cells_plot.legend.getLabel(item).setText(name)
@@ -410,8 +342,8 @@ class GradientFlowPanel(Panel):
         if self._norms_stale:
             return
         data = self.norms[: self.norm_count]  # (N, 3), a view
-        self.before_curve.setData(data[:, 0], np.maximum(data[:, 1], TINY))
-        self.after_curve.setData(data[:, 0], np.maximum(data[:, 2], TINY))
+        self.before_curve.setData(data[:, 0], np.maximum(data[:, 1], LOG_FLOOR))
+        self.after_curve.setData(data[:, 0], np.maximum(data[:, 2], LOG_FLOOR))
 
     def _draw_norms_if_stale(self) -> None:
         if self._norms_stale:
@@ -447,7 +379,7 @@ class GradientFlowPanel(Panel):
         derivative = scalar_recurrence_gradient(a_h, use_tanh=self.tanh_box.isChecked())
         self.playground_derivative = derivative
         steps = np.arange(len(derivative))
-        self.playground_curve.setData(steps, np.maximum(np.abs(derivative), TINY))
+        self.playground_curve.setData(steps, np.maximum(np.abs(derivative), LOG_FLOOR))
         self.playground_value.setText(f"a_h^100 = {a_h:.3g}^100 = {format_gradient(derivative[-1])}"
                                       if not self.tanh_box.isChecked()
                                       else f"∂h_100/∂h_0 = {format_gradient(derivative[-1])}")
@@ -480,10 +412,11 @@ class GradientFlowPanel(Panel):
                 norms = [snapshot.grad_time[n][t] if t < len(snapshot.grad_time[n]) else ""
                          for n in names]
                 rows.append([t, labels[t] if t < len(labels) else "", *norms])
-            tables["through_time"] = (["t", f"token ({names[0]})", *names], rows)
+            shown = [stack_layer_label(name) for name in names]
+            tables["through_time"] = (["t", f"token ({shown[0]})", *shown], rows)
         if snapshot is not None and snapshot.grad_depth is not None:
-            depth = zip(snapshot.grad_depth_labels, snapshot.grad_depth)
-            tables["depth"] = (["block", "grad_norm"], [[n, v] for n, v in depth])
+            names = [stack_layer_label(name) for name in snapshot.grad_depth_labels]
+            tables["depth"] = (["block", "grad_norm"], list(map(list, zip(names, snapshot.grad_depth))))
         if self.cell_curves:
             cells = list(self.cell_curves)
             length = len(self.cell_curves[cells[0]])
@@ -499,6 +432,6 @@ class GradientFlowPanel(Panel):
         matrix = self.history_matrix()
         if matrix is not None:
             tables["history"] = matrix_table(
-                matrix, [str(s) for s in self.history_steps],
+                matrix, [str(s) for s in self.grad_history.steps],
                 [str(t) for t in range(matrix.shape[1])], "step \\ t (log10)")
         return tables

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from explorer.export.tables import matrix_table
 from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
-from explorer.ui.panels.base import Panel
+from explorer.ui.panels.base import Panel, elide
 from explorer.ui.panels.inside_widgets import Background, LensTable, TracesPlot, UnitHeatmap
 
 RESIDUAL, LENS = "residual", "lens"  # Transformer views besides one block's output
@@ -48,8 +48,7 @@ class HiddenPanel(Panel):
         self.selection = None
         self.matches = None
         self.depth = []  # DepthUnit list on the brackets task
-        self.training = False
-        self.runner = Background(self._show_error)
+        self.runner = Background(self, self._show_error)
 
         self.source_edit, self.target_edit = QLineEdit(), QLineEdit()
         self.source_edit.setPlaceholderText("probe text (source, or the LM's text)")
@@ -106,17 +105,17 @@ class HiddenPanel(Panel):
         self.quantity_box.currentIndexChanged.connect(self.refresh)
         self.threshold.valueChanged.connect(self._on_threshold)
         bus.workspace_changed.connect(self.set_workspace)
-        bus.training_state.connect(self._on_training_state)
         bus.probe.connect(self._on_probe)
+        bus.probe_input_changed.connect(self._on_probe_input)
+        bus.probe_failed.connect(self._show_error)
         self._on_threshold()
         install_export_menu(self)
 
     # -- input ----------------------------------------------------------------------------------
 
     def set_workspace(self, workspace) -> None:
-        """A new model (or new weights of the same one, re-emitted after training): probe again."""
-        from explorer.analysis.probe import default_probe_input
-
+        """A new model (or new weights of the same one): the controller's Prober probes it and the
+        snapshot arrives on `bus.probe`; the brackets task also gets its depth units."""
         same = workspace is not None and workspace is self.workspace
         self.workspace, self.streams, self.matches = workspace, None, None
         if workspace is None:
@@ -125,28 +124,23 @@ class HiddenPanel(Panel):
             return
         if not same:
             self.snapshot, self.selection, self.depth = None, None, []
-            source, target = default_probe_input(workspace)
-            self.source_edit.setText(source)
-            self.target_edit.setText(target)
             self.target_edit.setEnabled(workspace.is_seq2seq)
-        self.run_probe()
-        if workspace.task == "brackets" and workspace.family in ("rnn-lm", "gpt", "bert"):
+        if workspace.task == "brackets" and not workspace.is_seq2seq:
             self.find_depth_units()
 
     def set_probe_input(self, source: str, target: str = "") -> None:
-        """Probe this input (`explorer export --input`), as if typed and Probe pressed."""
+        """Probe this input, as if typed and Probe pressed."""
         self.source_edit.setText(source)
         self.target_edit.setText(target)
         self.run_probe()
 
     def run_probe(self) -> None:
-        if self.workspace is None or self.training:
-            return  # while training the weights move under us; the panel re-probes when it stops
-        from explorer.analysis.hidden import hidden_snapshot
+        """Ask the controller's Prober for the typed input; every probing panel gets the result."""
+        self.bus.probe_requested.emit(self.source_edit.text(), self.target_edit.text())
 
-        self.status.setText("Probing…")
-        self.runner.start("probe", hidden_snapshot, self.show_snapshot, self.workspace, self.source_edit.text(),
-                          self.target_edit.text(), self.workspace.step)
+    def _on_probe_input(self, source: str, target: str) -> None:
+        self.source_edit.setText(source)
+        self.target_edit.setText(target)
 
     def find_depth_units(self) -> None:
         """The brackets task's ready view: units ranked by |correlation| with nesting depth."""
@@ -187,7 +181,8 @@ class HiddenPanel(Panel):
         if snapshot.lens is not None and not self.SHOWS_GATES:
             items.append(("logit lens", LENS))
         self._fill(self.layer_box, items, keep)
-        self.status.setText(f"step {snapshot.step}: {snapshot.source!r}" + (f" → {snapshot.target!r}" if snapshot.target else ""))
+        source, target = elide(snapshot.source, 32), elide(snapshot.target, 32)
+        self.status.setText(f"step {snapshot.step}: {source!r}" + (f" → {target!r}" if target else ""))
         self._on_layer_changed()
 
     def _layer_title(self, layer) -> str:
@@ -333,29 +328,15 @@ class HiddenPanel(Panel):
     # -- panel contract -------------------------------------------------------------------------
 
     def _on_probe(self, probe) -> None:
-        """A live probe from training (`explorer.events.ProbeSnapshot`) carries the hidden states of
-        the trainer's probe text: show them as they change."""
+        """A probe (`explorer.events.ProbeSnapshot`, from the Prober or live from training) carries
+        the hidden states of the probe text in the same pass as its attention."""
         hidden = getattr(probe, "hidden", None)
         if hidden is None or self.workspace is None or hidden.family != self.workspace.family:
             return
-        self.source_edit.setText(hidden.source)
-        self.target_edit.setText(hidden.target)
         self.show_snapshot(hidden)
-
-    def _on_training_state(self, state: str) -> None:
-        was, self.training = self.training, state in ("running", "paused")
-        if was and not self.training and self.workspace is not None:
-            self.run_probe()
 
     def _show_error(self, message: str) -> None:
         self.status.setText(message)
-
-    def busy(self) -> bool:
-        return self.runner.busy()
-
-    def shutdown(self) -> None:
-        self.runner.wait()
-        super().shutdown()
 
     def has_content(self) -> bool:
         return self.snapshot is not None and (self.current_matrix() is not None or self.layer_box.currentData() == LENS)

@@ -1,4 +1,4 @@
-"""Pieces of the hidden/gates and embeddings panels: a background runner, the units x steps
+"""Pieces of the hidden/gates and embeddings panels: background work on job runners, the units x steps
 heatmap with a drag-to-select span, the traces plot and the logit-lens table."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QThreadPool, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
 
@@ -16,32 +16,22 @@ from explorer.ui.plot_style import TokenAxis, add_legend
 
 
 class Background:
-    """Runs a core function in a superqt worker (Qt's thread pool), never on the GUI thread; only
-    the newest request of each `key` delivers its result."""
+    """The panel's background work on its latest-wins job runners (explorer/ui/jobs.py), one per
+    `key`, never on the GUI thread; only the newest request of each key delivers its result."""
 
-    def __init__(self, on_error) -> None:
-        self.on_error = on_error
-        self.generations: dict[str, int] = {}
-        self.running: list = []
+    def __init__(self, panel, on_error) -> None:
+        self.panel, self.on_error = panel, on_error
+        self.runners: dict[str, object] = {}
+        self.handlers: dict[str, object] = {}
 
     def start(self, key: str, function, on_result, *args, **kwargs) -> None:
-        from superqt.utils import create_worker
-
-        generation = self.generations[key] = self.generations.get(key, 0) + 1
-        worker = create_worker(function, *args, _ignore_errors=True, **kwargs)
-        current = lambda: self.generations.get(key) == generation  # noqa: E731
-        worker.returned.connect(lambda result: current() and on_result(result))
-        worker.errored.connect(lambda exc: current() and self.on_error(f"{type(exc).__name__}: {exc}"))
-        worker.finished.connect(lambda: self.running.remove(worker))
-        self.running.append(worker)
-        worker.start()
-
-    def busy(self) -> bool:
-        return bool(self.running)
-
-    def wait(self, timeout_ms: int = 60_000) -> None:
-        if self.running:
-            QThreadPool.globalInstance().waitForDone(timeout_ms)
+        runner = self.runners.get(key)
+        if runner is None:
+            runner = self.runners[key] = self.panel.job_runner(key)
+            runner.done.connect(lambda _job, result, key=key: self.handlers[key](result))
+            runner.failed.connect(lambda _job, message: self.on_error(message))
+        self.handlers[key] = on_result
+        runner.submit(function, *args, **kwargs)
 
 
 class UnitHeatmap(HeatmapWidget):

@@ -10,8 +10,6 @@ its tensors never cross threads.
 from __future__ import annotations
 
 import html
-from pathlib import Path
-
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -23,7 +21,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
-    QSpinBox,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
@@ -32,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.ui.panels.base import Panel
+from explorer.ui.panels.decode_form import DecodeSettingsForm
 from explorer.ui.panels.decoding_widgets import (
     HIGHLIGHT_COLOR,
     AttentionPicker,
@@ -41,6 +39,11 @@ from explorer.ui.panels.decoding_widgets import (
 )
 
 STRATEGY_LABELS = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
+STRATEGY_FIELDS = {  # the decode settings each strategy reads
+    "greedy": ("max_len",),
+    "beam": ("beam_size", "alpha", "max_len"),
+    "sample": ("temperature", "top_k", "top_p", "seed", "max_len"),
+}
 SHOW_TOP = 10
 SAMPLE_BARS = 20
 
@@ -82,35 +85,15 @@ class StepDecodingPanel(Panel):
         for key, label in STRATEGY_LABELS.items():
             self.strategy_box.addItem(label, key)
         self.strategy_box.currentIndexChanged.connect(lambda _: self._strategy_changed())
-        self.width_box = spin_box(QSpinBox, (1, 16), 4, "Beam width k")
-        self.alpha_box = spin_box(QDoubleSpinBox, (0.0, 3.0), 0.6, "Length penalty α: live "
-                                    "hypotheses are ranked by log p / ((5+|Y|)/6)^α")
-        self.temperature_box = spin_box(QDoubleSpinBox, (0.05, 5.0), 1.0,
-                                          "Temperature: < 1 sharpens, > 1 flattens the distribution")
-        self.top_k_box = spin_box(QSpinBox, (0, 1000), 0, "Top-k: sample among the k most probable "
-                                    "tokens (0 = all)")
-        self.top_p_box = spin_box(QDoubleSpinBox, (0.01, 1.0), 1.0, "Top-p (nucleus): the smallest "
-                                    "set of tokens whose probability reaches p")
-        self.seed_box = spin_box(QSpinBox, (0, 2**31 - 1), 0, "Random seed: the same seed replays "
-                                   "the same samples")
-        self.max_len_box = spin_box(QSpinBox, (1, 200), 30, "Maximum output length")
+        self.form = DecodeSettingsForm(("beam_size", "alpha", "temperature", "top_k", "top_p",
+                                        "seed", "max_len"))
+        self.form.changed.connect(self.reset)
         self.source_row = QHBoxLayout()
         self.source_row.addWidget(QLabel("Source"))
         self.source_row.addWidget(self.source_box, 1)
         self.source_row.addWidget(self.strategy_box)
         self.option_row = QHBoxLayout()
-        self.option_widgets = {}
-        for name, label, box in (("beam", "Width", self.width_box),
-                                 ("beam", "Length penalty α", self.alpha_box),
-                                 ("sample", "Temperature", self.temperature_box),
-                                 ("sample", "Top-k", self.top_k_box),
-                                 ("sample", "Top-p", self.top_p_box),
-                                 ("sample", "Seed", self.seed_box),
-                                 ("all", "Max length", self.max_len_box)):
-            caption = QLabel(label)
-            self.option_row.addWidget(caption)
-            self.option_row.addWidget(box)
-            self.option_widgets.setdefault(name, []).extend([caption, box])
+        self.option_row.addWidget(self.form)
         self.option_row.addStretch(1)
 
         self.reset_button = self._button("Reset", "Back to the start (Home)", self.reset)
@@ -126,9 +109,6 @@ class StepDecodingPanel(Panel):
         self.button_row.addWidget(QLabel("Speed (steps/s)"))
         self.button_row.addWidget(self.speed_box)
         self.button_row.addStretch(1)
-        for box in (self.width_box, self.alpha_box, self.temperature_box, self.top_k_box, self.top_p_box,
-                    self.seed_box, self.max_len_box):
-            box.valueChanged.connect(lambda _: self.reset())
 
     def _button(self, text, tip, slot) -> QPushButton:
         button = QPushButton(text)
@@ -142,7 +122,6 @@ class StepDecodingPanel(Panel):
         self.output_label.setTextFormat(Qt.RichText)
         self.output_label.setWordWrap(True)
         self.plots = pg.GraphicsLayoutWidget()
-        self.plots.setBackground("w")
         # Side by side: the charts are as tall as the dock allows, one readable row per token.
         self.topk_chart = BarChart(self.plots.addPlot(row=0, col=0), "p(next token)")
         self.topk_chart.set_title("most probable next tokens")
@@ -177,9 +156,7 @@ class StepDecodingPanel(Panel):
         return self.strategy_box.currentData()
 
     def _strategy_changed(self, reset: bool = True) -> None:
-        for name, widgets in self.option_widgets.items():
-            for widget in widgets:
-                widget.setVisible(name in ("all", self.strategy))
+        self.form.show_only(STRATEGY_FIELDS[self.strategy])
         self._show_sample_chart(self.strategy == "sample")
         if reset:
             self.reset()
@@ -211,12 +188,12 @@ class StepDecodingPanel(Panel):
         if self.workspace is not None:
             from explorer.decoding import StepDecoder
 
+            s = self.form.settings()
             try:
                 self.decoder = StepDecoder(
-                    self.workspace, self.source_box.text(), self.strategy,
-                    beam_size=self.width_box.value(), alpha=self.alpha_box.value(), max_len=self.max_len_box.value(),
-                    temperature=self.temperature_box.value(), top_k=self.top_k_box.value(),
-                    top_p=self.top_p_box.value(), seed=self.seed_box.value(), show_top=SHOW_TOP,
+                    self.workspace, self.source_box.text(), self.strategy, beam_size=s.beam_size,
+                    alpha=s.alpha, max_len=s.max_len, temperature=s.temperature, top_k=s.top_k,
+                    top_p=s.top_p, seed=s.seed, show_top=SHOW_TOP,
                 )
                 self.error = ""
             except Exception as exc:  # a source the tokenizer cannot encode, an empty prompt...
@@ -306,7 +283,7 @@ class StepDecodingPanel(Panel):
             self.sample_caption.setText(
                 f"Sampling keeps {len(last.token_ids)} tokens after temperature, top-k and top-p, "
                 f"renormalises them to sum to 1 and draws one (orange; seed "
-                f"{self.seed_box.value()} replays it)." + (
+                f"{self.form.settings().seed} replays it)." + (
                     f" The {len(shown)} most probable are shown; scroll for the rest."
                     if len(shown) < len(last.token_ids) else ""))
         self._show_beam()
@@ -359,19 +336,14 @@ class StepDecodingPanel(Panel):
                               [[" ".join(h.tokens), h.score, h.normalized_score] for h in decoder.beam])
         return tables
 
-    def export(self, folder, formats=("png", "svg", "csv"), width=None, dpi=None) -> list[Path]:
-        """PNG/SVG/CSV through the shared exporter, plus the tables as one JSON ("json" or "csv")."""
-        from explorer.export.tables import write_json
-        from explorer.ui.export import export_panel
-
-        written = export_panel(self, Path(folder), tuple(f for f in formats if f != "json"),
-                               width=width, dpi=dpi)
-        if self.decoder is not None and ("json" in formats or "csv" in formats):
-            data = {"source": self.source_box.text(), "strategy": self.strategy,
-                    "steps": self.decoder.steps_taken,
-                    "tables": {name: {"header": h, "rows": r} for name, (h, r) in self.tables().items()}}
-            written.append(write_json(Path(folder) / f"{self.PANEL_ID}_state.json", data))
-        return written
+    def documents(self) -> dict[str, object]:
+        """The decoding state and its tables as one JSON."""
+        if self.decoder is None:
+            return {}
+        return {"state": {"source": self.source_box.text(), "strategy": self.strategy,
+                          "steps": self.decoder.steps_taken,
+                          "tables": {name: {"header": h, "rows": r}
+                                     for name, (h, r) in self.tables().items()}}}
 
     def closeEvent(self, event) -> None:
         self.pause()

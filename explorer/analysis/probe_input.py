@@ -1,0 +1,20 @@
+"""What the app probes: one (source, target) pair, owned by the UI's controller.
+
+The GUI thread sets it; the training thread reads it between steps (`make_probe_fn` in
+explorer/analysis/probe.py reads `.text` at call time). Setting is one tuple assignment, atomic in
+Python, so a reader never sees a source without its target. Imports nothing: the window creates
+one before its first paint.
+"""
+
+from __future__ import annotations
+
+
+class ProbeInput:
+    def __init__(self, source: str = "", target: str = "") -> None:
+        self.text = (source, target)
+
+    def set(self, source: str, target: str = "") -> None:
+        self.text = (source, target)
+
+    def __bool__(self) -> bool:
+        return any(self.text)

@@ -1,0 +1,121 @@
+"""Open a Hugging Face model folder (or a cached model id) as a Workspace, offline.
+
+transformers' own classes load it (`local_files_only=True`, safetensors preferred, a `.bin` only
+through torch's weights-only unpickler, never `trust_remote_code`), then explorer.hf.adapter gives
+it the decoding interface of our models and explorer.hf.tokenizer the tokenizer interface.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+from explorer.errors import UserError
+from explorer.hf.detect import HF_EXTRA, check_folder, hf_model_folder, read_hf_config, weight_files
+
+
+def _one_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def import_transformers(name: str):
+    """transformers with the hub kept offline; a missing [hf] extra is a one-line UserError."""
+    os.environ["HF_HUB_OFFLINE"] = "1"  # never reach the network, even for a cached id
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        import transformers
+    except ImportError:
+        raise UserError(f"{name}: a Hugging Face model; opening it needs the [hf] extra: "
+                        f"{HF_EXTRA}") from None
+    transformers.utils.logging.set_verbosity_error()  # its notes would drown our one-line errors
+    transformers.utils.logging.disable_progress_bar()
+    return transformers
+
+
+def _positions(hf_config) -> int | None:
+    """How many positions a learned or sinusoidal table holds; None for relative positions (T5)."""
+    if getattr(hf_config, "relative_attention_num_buckets", None) is not None:
+        return None
+    for attribute in ("n_positions", "max_position_embeddings"):
+        value = getattr(hf_config, attribute, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _model_config(hf_model, family, tokenizer, folder: Path):
+    from explorer.hf.adapter import HFModelConfig
+
+    config = hf_model.config
+    generation = getattr(hf_model, "generation_config", None)  # masked LMs have none
+    eos = getattr(generation, "eos_token_id", None)
+    eos = getattr(config, "eos_token_id", None) if eos is None else eos
+    eos = tokenizer.eos_token_id if eos is None else eos
+    eos = eos[0] if isinstance(eos, (list, tuple)) else eos  # several eos: the first ends hypotheses
+    if family.source:
+        start = getattr(config, "decoder_start_token_id", None)
+        if start is None:
+            start = getattr(generation, "decoder_start_token_id", None)
+    else:
+        start = getattr(config, "bos_token_id", None)
+        start = tokenizer.bos_token_id if start is None else start
+    pad = next((p for p in (getattr(config, "pad_token_id", None), tokenizer.pad_token_id, eos)
+                if p is not None), 0)
+    if start is None:  # no bos (or decoder start) named: start like GPT-2, from the eos
+        start = eos if eos is not None else pad
+    positions = _positions(config)
+    return HFModelConfig(
+        family=family.name, model_type=config.model_type,
+        vocab_size=hf_model.get_output_embeddings().weight.shape[0], max_len=positions,
+        max_src_len=positions if not family.lm else None, start_id=start, eos_id=eos,
+        pad_id=pad, mask_id=tokenizer.mask_token_id, path=str(folder),
+    )
+
+
+def open_hf_model(path):
+    """The Workspace of the Hugging Face model at `path` (a folder, or a model id in the cache)."""
+    from explorer.hf import adapter as adapters
+    from explorer.hf.families import hf_family_of
+    from explorer.hf.tokenizer import HFTokenizer
+    from explorer.workspace import Workspace
+
+    name = str(path)
+    folder = hf_model_folder(path)
+    if folder is None:
+        raise UserError(f"{name}: not a Hugging Face model folder (config.json with model_type) "
+                        "nor a model id in the local Hugging Face cache")
+    config = read_hf_config(folder)
+    check_folder(folder, config, name)
+    transformers = import_transformers(name)
+    from transformers import AutoTokenizer
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    if config["model_type"] not in CONFIG_MAPPING_NAMES:
+        raise UserError(f"{name}: unknown model_type {config['model_type']!r} (transformers "
+                        f"{transformers.__version__} does not know it)")
+    family = hf_family_of(config, name)
+    try:
+        with warnings.catch_warnings():  # e.g. Marian's "Recommended: pip install sacremoses"
+            warnings.simplefilter("ignore")
+            hf_tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True,
+                                                         trust_remote_code=False)
+    except Exception as exc:  # noqa: BLE001 - broken or missing tokenizer files
+        raise UserError(f"{name}: cannot load the tokenizer ({_one_line(exc)})") from None
+    safetensors, _ = weight_files(folder)
+    auto_class = getattr(transformers, family.auto_class)
+    try:
+        hf_model = auto_class.from_pretrained(
+            str(folder), local_files_only=True, trust_remote_code=False,
+            use_safetensors=bool(safetensors), weights_only=True,
+            attn_implementation="eager",  # weights available; the adapter picks sdpa where it can
+        )
+    except Exception as exc:  # noqa: BLE001 - wrong shapes, a pickle that is not plain tensors
+        raise UserError(f"{name}: cannot load the model ({_one_line(exc)})") from None
+    hf_model.eval()
+    model_config = _model_config(hf_model, family, hf_tokenizer, folder)
+    model = getattr(adapters, family.adapter)(hf_model, model_config)
+    tokenizer = HFTokenizer(hf_tokenizer, eos_id=model_config.eos_id)
+    return Workspace(model=model, tokenizer=tokenizer,
+                     src_tokenizer=tokenizer if family.source else None)

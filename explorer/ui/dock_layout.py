@@ -1,0 +1,82 @@
+"""The main window's docks: one per registered panel (explorer.ui.panels.PANELS), placed by its
+dock group. The docks exist from the start; the panels move into them after the first paint.
+
+The default layout is data built from the groups: per dock area, its rows top to bottom, each a
+tab group of dock ids (the first raised), and the share of the height each row gets. The training
+group gets the left column (curves on top; the others tabbed with the training settings below, as
+Train, Pause, Step and Stop are on the toolbar); on the right the inspect group sits above the
+decoding group. On a screen under TALL_SCREEN_PX (1280 x 800) a heatmap, a tree or five curves
+would get too little height in two rows, so each column is one full-height tab group.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow
+
+from explorer.ui.panels import PANELS
+
+CONTROLS_ID = "training_controls"
+TALL_SCREEN_PX = 1000
+# The left column's share of the width; the right column's panels need ~850 px for their
+# controls, which the dock splitter keeps on a 1280 px screen.
+LEFT_COLUMN = 0.42
+TALL_SHARES = {"left": (0.58, 0.42), "right": (0.55, 0.45)}
+AREAS = {"left": Qt.DockWidgetArea.LeftDockWidgetArea,
+         "right": Qt.DockWidgetArea.RightDockWidgetArea}
+
+
+def create_docks(window: QMainWindow) -> dict[str, QDockWidget]:
+    """One dock per panel, named by its id, holding a placeholder until the panel is built."""
+    docks = {}
+    for entry in PANELS:
+        dock = QDockWidget(entry.panel_id.capitalize(), window)
+        dock.setObjectName(entry.panel_id)
+        placeholder = QLabel("Loading…")
+        placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        dock.setWidget(placeholder)
+        docks[entry.panel_id] = dock
+    return docks
+
+
+def default_layout(tall: bool) -> tuple:
+    """((area, rows, shares), ...) from the registry's groups; a group the layout does not know
+    joins the right column's last tab group."""
+    groups: dict[str, tuple[str, ...]] = {}
+    for entry in PANELS:
+        groups[entry.group] = groups.get(entry.group, ()) + (entry.panel_id,)
+    training = groups.pop("training", ())
+    inspect, decoding = groups.pop("inspect", ()), groups.pop("decoding", ())
+    decoding += tuple(panel_id for members in groups.values() for panel_id in members)
+    if tall and training and inspect and decoding:
+        return (("left", ((training[0],), training[1:] + (CONTROLS_ID,)), TALL_SHARES["left"]),
+                ("right", (inspect, decoding), TALL_SHARES["right"]))
+    return (("left", (training + (CONTROLS_ID,),), (1.0,)),
+            ("right", (inspect + decoding,), (1.0,)))
+
+
+def arrange_default_layout(window: QMainWindow, docks: dict[str, QDockWidget], tall: bool) -> tuple:
+    """Place `docks` (the panels' and the training controls') by `default_layout(tall)`; -> it."""
+    layout = default_layout(tall)
+    for area_name, rows, _ in layout:
+        firsts = [docks[group[0]] for group in rows]
+        window.addDockWidget(AREAS[area_name], firsts[0])
+        for above, below in zip(firsts, firsts[1:]):
+            window.splitDockWidget(above, below, Qt.Orientation.Vertical)
+        for group in rows:
+            for dock_id in group[1:]:
+                window.tabifyDockWidget(docks[group[0]], docks[dock_id])
+            docks[group[0]].raise_()
+    return layout
+
+
+def apply_default_sizes(window: QMainWindow, docks: dict[str, QDockWidget], layout: tuple) -> None:
+    """The layout's proportions at the window's current size."""
+    width, height = window.width(), window.height()
+    columns = [docks[rows[0][0]] for _, rows, _ in layout]
+    left_width = round(width * LEFT_COLUMN)
+    window.resizeDocks(columns, [left_width, width - left_width], Qt.Orientation.Horizontal)
+    for _, rows, shares in layout:
+        if len(rows) > 1:
+            window.resizeDocks([docks[group[0]] for group in rows],
+                               [round(height * share) for share in shares], Qt.Orientation.Vertical)

@@ -1,0 +1,69 @@
+"""The one place the app probes: a Prober owns the probe input and runs each probe once.
+
+Panels never probe. They ask on the bus (`probe_requested(source, target)`), hear the new input
+(`probe_input_changed`) and the result (`probe(snapshot)` or `probe_failed(message)`), and read
+`bus.probing` while a probe runs. A new workspace resets the input to its first validation example.
+While training runs the trainer probes the same input (see `Controller.train`) and its snapshots
+reach the bus the same way, so data flows one way: worker -> snapshot -> panels.
+
+The controller owns the app's Prober; `explorer export` and panel tests, which have no controller,
+make one for their bus.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject
+
+from explorer.ui.bus import AppBus
+from explorer.ui.jobs import JobRunner
+
+
+class Prober(QObject):
+    def __init__(self, bus: AppBus, parent: QObject | None = None) -> None:
+        from explorer.analysis.probe_input import ProbeInput
+
+        super().__init__(parent if parent is not None else bus)
+        self.bus = bus
+        self.input = ProbeInput()  # read by the trainer's probe_fn between steps
+        self.training = False
+        self.runner = JobRunner("probe", self)
+        self.runner.done.connect(lambda _job, snapshot: bus.probe.emit(snapshot))
+        self.runner.failed.connect(lambda _job, message: bus.probe_failed.emit(
+            f"probe failed: {message}"))
+        self.runner.busy_changed.connect(bus.set_probing)
+        bus.workspace_changed.connect(self._on_workspace)
+        bus.training_state.connect(self._on_training_state)
+        bus.probe_requested.connect(self.set_input)
+
+    def set_input(self, source: str, target: str = "") -> None:
+        """Probe this input from now on (and at once, unless the trainer probes it)."""
+        self.input.set(source, target)
+        self.bus.probe_input_changed.emit(source, target)
+        self.probe()
+
+    def probe(self) -> None:
+        from explorer.analysis.probe import probe
+
+        workspace = self.bus.workspace
+        if workspace is None or self.training or not self.input:
+            return  # while training, the trainer probes `input` itself
+        self.runner.submit(probe, workspace, *self.input.text, workspace.step)
+
+    def wait_idle(self) -> None:
+        """Let a running probe return before the model goes to the training thread."""
+        self.runner.wait_idle()
+
+    def shutdown(self) -> None:
+        self.runner.shutdown()
+
+    def _on_workspace(self, workspace) -> None:
+        from explorer.analysis.probe import default_probe_input
+
+        self.runner.cancel()  # a probe of the previous model is of no use now
+        if workspace is None:
+            self.set_input("", "")
+        else:
+            self.set_input(*default_probe_input(workspace))
+
+    def _on_training_state(self, state: str) -> None:
+        self.training = state in ("running", "paused")

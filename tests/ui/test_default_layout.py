@@ -1,0 +1,170 @@
+"""The default window at 1280 x 800 and 1920 x 1080: every dock's contents fit their dock, no plot
+is narrower than its axes need, no label or legend entry is clipped, and no tab bar is painted
+over a dock (a newcomer's first look)."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+import pytest
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QFontMetricsF, QTextDocument
+from PySide6.QtWidgets import QDockWidget, QLabel, QTabBar
+
+from explorer.training.checkpoint import demo_checkpoints
+from explorer.ui import dock_layout
+from explorer.ui.plot_style import drawn_labels
+
+MIN_VIEW_PX = (80, 50)  # a plot's data area: room for a readable curve between its axes
+
+
+@pytest.fixture(scope="module")
+def demo():
+    demos = demo_checkpoints()
+    assert demos, "the demo checkpoints ship with the package"
+    return next(path for name, path in demos.items() if "transformer" in name)
+
+
+def _shown_window(make_main_window, qtbot, monkeypatch, demo, size, tall):
+    # the layout follows the screen's height; the offscreen screen is small, so say which
+    monkeypatch.setattr(dock_layout, "TALL_SCREEN_PX", 0 if tall else 10**6)
+    window = make_main_window(create_panels=False)
+    window.resize(*size)
+    window.show()
+    qtbot.waitExposed(window)
+    window.create_panels()
+    window.controller.open_checkpoint(demo)
+    qtbot.waitUntil(lambda: all(p.has_content() for p in window.panels.values())
+                    and not window.controller.jobs.busy, timeout=60_000)
+    for panel in window.panels.values():
+        panel.flush_pending_draws()
+    return window
+
+
+def _label_text_width(label: QLabel) -> float:
+    if label.textFormat() == label.textFormat().RichText or "<" in label.text():
+        document = QTextDocument()
+        document.setDefaultFont(label.font())
+        document.setHtml(label.text())
+        document.setDocumentMargin(0)
+        return document.idealWidth()
+    metrics = QFontMetricsF(label.font())
+    return max((metrics.horizontalAdvance(line) for line in label.text().splitlines()), default=0)
+
+
+def _dropped_tick_labels(plot: pg.PlotItem) -> list[str]:
+    """Axes given one label per row or column (setTicks) draw every one in view: pyqtgraph drops
+    a label that does not fit its axis, silently."""
+    problems = []
+    for side in ("left", "bottom"):
+        axis = plot.getAxis(side)
+        if not axis.isVisible() or axis._tickLevels is None or not axis.style["showValues"]:
+            continue
+        low, high = sorted(axis.range)
+        in_view = [text for level in axis._tickLevels for value, text in level
+                   if low <= value <= high]
+        drawn = drawn_labels(axis)
+        if len(drawn) < len(in_view):
+            problems.append(f"{side} axis drops labels: {sorted(set(in_view) - set(drawn))[:5]}")
+    return problems
+
+
+def _problems(dock: QDockWidget) -> list[str]:
+    """What a user could not read in `dock` as it is laid out now."""
+    panel = dock.widget()
+    problems = []
+    hint, size = panel.minimumSizeHint(), panel.size()
+    if hint.width() > size.width() or hint.height() > size.height():
+        problems.append(f"squeezed below its minimum {hint.toTuple()}: {size.toTuple()}")
+    for label in panel.findChildren(QLabel):
+        if not label.isVisible() or label.wordWrap() or not label.text():
+            continue
+        room = label.contentsRect().width() - 2 * label.margin()
+        if _label_text_width(label) > room + 1:
+            problems.append(f"label clipped: {label.text()[:40]!r}")
+    for view in panel.findChildren(pg.GraphicsView):
+        if not view.isVisible():
+            continue
+        visible = QRectF(view.viewport().rect())
+        for item in view.scene().items():
+            if isinstance(item, pg.ColorBarItem) and item.isVisible():
+                if not visible.adjusted(-1, -1, 1, 1).contains(item.sceneBoundingRect()):
+                    problems.append(f"colour bar cut off: {item.sceneBoundingRect().getRect()} "
+                                    f"in {visible.getRect()}")
+            elif isinstance(item, pg.PlotItem) and item.isVisible():
+                box = item.getViewBox().sceneBoundingRect()
+                if box.width() < MIN_VIEW_PX[0] or box.height() < MIN_VIEW_PX[1]:
+                    problems.append(f"plot {item.titleLabel.text!r} is {box.width():.0f} x "
+                                    f"{box.height():.0f} px")
+                problems += _dropped_tick_labels(item)
+                for side in ("left", "bottom"):
+                    axis = item.getAxis(side)
+                    # its geometry: the bounding rect reaches past it for the end labels' overhang
+                    placed = axis.parentItem().mapRectToScene(axis.geometry())
+                    if axis.isVisible() and not visible.adjusted(-1, -1, 1, 1).contains(placed):
+                        problems.append(f"{side} axis of {item.titleLabel.text!r} cut off: "
+                                        f"{placed.getRect()} in "
+                                        f"{visible.getRect()} of {type(view).__name__}")
+            if isinstance(item, pg.LegendItem) and item.isVisible() and item.items:
+                legend = item.sceneBoundingRect()
+                if not visible.adjusted(-1, -1, 1, 1).contains(legend):
+                    problems.append("legend cut off by its view")
+                for _, text in item.items:
+                    needed = QFontMetricsF(text.item.font()).horizontalAdvance(text.text)
+                    if text.sceneBoundingRect().width() + 1 < needed or \
+                            not legend.adjusted(-1, -1, 1, 1).contains(text.sceneBoundingRect()):
+                        problems.append(f"legend entry clipped: {text.text!r}")
+    return problems
+
+
+@pytest.mark.parametrize("size, tall", [((1280, 800), False), ((1920, 1080), True)],
+                         ids=["1280x800", "1920x1080"])
+def test_every_dock_fits_its_contents_at_the_default_size(make_main_window, qtbot, monkeypatch,
+                                                          demo, size, tall):
+    window = _shown_window(make_main_window, qtbot, monkeypatch, demo, size, tall)
+    docks = {**window.docks, "training_controls": window.controls_dock}
+    problems = {}
+    for dock_id, dock in docks.items():
+        dock.raise_()  # a tabbed dock is laid out at its group's size once raised
+        qtbot.waitUntil(lambda: dock.widget().isVisible() and not dock.visibleRegion().isEmpty())
+        dock.widget().grab()  # paint: pyqtgraph lays out its axes and legends as it paints
+        found = _problems(dock)
+        if found:
+            problems[dock_id] = found
+    assert not problems, "\n".join(f"{d}: {p}" for d, found in problems.items() for p in found)
+    # the tab bars of tabbed docks sit below their groups, over no dock
+    for bar in window.findChildren(QTabBar):
+        if bar.isVisible() and bar.parent() is window:
+            for dock_id, dock in docks.items():
+                if dock.isVisible() and not dock.visibleRegion().isEmpty():
+                    assert not bar.geometry().intersects(dock.geometry()), (dock_id, bar.geometry())
+
+
+def test_short_screens_get_full_height_tab_groups_and_tall_ones_two_rows(
+        make_main_window, monkeypatch):
+    monkeypatch.setattr(dock_layout, "TALL_SCREEN_PX", 10**6)
+    short = make_main_window(create_panels=False)
+    assert short.tabifiedDockWidgets(short.docks["attention"]) and \
+        short.docks["beam"] in short.tabifiedDockWidgets(short.docks["attention"])
+    assert short.controls_dock in short.tabifiedDockWidgets(short.docks["curves"])
+    monkeypatch.setattr(dock_layout, "TALL_SCREEN_PX", 0)
+    tall = make_main_window(create_panels=False)
+    assert tall.docks["beam"] not in tall.tabifiedDockWidgets(tall.docks["attention"])
+    assert tall.controls_dock in tall.tabifiedDockWidgets(tall.docks["bleu"])
+
+
+def test_a_layout_saved_by_an_older_version_gives_way_to_the_default(make_main_window,
+                                                                      isolated_settings):
+    from PySide6.QtCore import Qt
+
+    old = make_main_window(create_panels=False)
+    old.removeDockWidget(old.docks["beam"])
+    old.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, old.docks["beam"])
+    isolated_settings.setValue("window_state", old.saveState(1))  # an older layout version
+    isolated_settings.sync()
+    fresh = make_main_window(create_panels=False)
+    assert not fresh._layout_restored
+    assert fresh.dockWidgetArea(fresh.docks["beam"]) == Qt.DockWidgetArea.RightDockWidgetArea
+    old.save_settings()  # this version's layout is restored
+    again = make_main_window(create_panels=False)
+    assert again._layout_restored
+    assert again.dockWidgetArea(again.docks["beam"]) == Qt.DockWidgetArea.LeftDockWidgetArea

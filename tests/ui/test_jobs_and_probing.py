@@ -1,0 +1,142 @@
+"""The one job runner (newest wins, one-line errors, a shutdown that joins its own thread) and the
+probe flow: the Prober probes each input once and panels only listen and ask."""
+
+import threading
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QObject, QThreadPool
+
+from explorer.analysis import probe as probe_module
+from explorer.errors import UserError
+from explorer.ui.bus import AppBus
+from explorer.ui.jobs import JobRunner, one_line
+from explorer.ui.probing import Prober
+
+from test_attention_panel import char_workspace
+
+
+@pytest.fixture
+def runner(qapp):
+    owner = QObject()
+    runner = JobRunner("test", owner)
+    yield runner
+    runner.shutdown()
+    assert not runner.thread.isRunning()
+
+
+def test_the_newest_job_wins_and_superseded_ones_never_start(runner, qtbot):
+    started, gate, ran, done = threading.Event(), threading.Event(), [], []
+    runner.done.connect(lambda job, result: done.append((job, result)))
+
+    def job(name):
+        if name == "first":
+            started.set()
+            gate.wait(10)
+        ran.append(name)
+        return name
+
+    first = runner.submit(job, "first")
+    assert started.wait(10)
+    runner.submit(job, "second")  # waits behind "first", then is superseded
+    third = runner.submit(job, "third")
+    assert runner.busy and first < third
+    assert QThreadPool.globalInstance().activeThreadCount() == 0  # its own thread, not the pool
+    gate.set()
+    qtbot.waitUntil(lambda: not runner.busy, timeout=5000)
+    assert ran == ["first", "third"] and done == [(third, "third")]
+
+
+def test_errors_arrive_as_one_line(runner, qtbot):
+    def fail(exc):
+        raise exc
+
+    with qtbot.waitSignal(runner.failed) as blocker:
+        runner.submit(fail, ValueError("bad value\nsecond line"))
+    assert blocker.args[1] == "ValueError: bad value"
+    with qtbot.waitSignal(runner.failed) as blocker:
+        runner.submit(fail, UserError("say it plainly"))
+    assert blocker.args[1] == "say it plainly" == one_line(UserError("say it plainly"))
+    assert not runner.busy
+
+
+def test_cancel_drops_the_answer_and_shutdown_refuses_new_jobs(runner, qtbot):
+    gate, done = threading.Event(), []
+    runner.done.connect(lambda job, result: done.append(result))
+    runner.submit(gate.wait, 10)
+    runner.cancel()
+    assert not runner.busy
+    gate.set()
+    runner.wait_idle()  # the cancelled job has returned
+    qtbot.wait(50)  # let a (wrongly) queued answer arrive
+    assert done == []
+    runner.shutdown()
+    assert not runner.thread.isRunning() and runner.submit(len, "x") == -1
+
+
+def make_bus(qtbot):
+    """A bus with a Prober and the two probing panels, counting the probes that run."""
+    from explorer.ui.panels.attention import AttentionPanel
+    from explorer.ui.panels.gradients import GradientFlowPanel
+
+    bus = AppBus()
+    panels = [AttentionPanel(bus), GradientFlowPanel(bus)]
+    for panel in panels:
+        qtbot.addWidget(panel)
+    prober = Prober(bus, panels[0])
+    return bus, prober, panels
+
+
+def test_each_input_is_probed_once_and_every_panel_gets_the_snapshot(qtbot, monkeypatch):
+    calls = []
+    real = probe_module.probe
+
+    def counting_probe(*args, **kwargs):
+        calls.append(args[1:3])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(probe_module, "probe", counting_probe)
+    bus, prober, (attention, gradients) = make_bus(qtbot)
+    workspace = char_workspace("rnn-lm", cell="gru")
+    with qtbot.waitSignal(bus.probe, timeout=10_000) as blocker:
+        bus.set_workspace(workspace)
+    source = workspace.data.val[0][0]
+    assert calls == [(source, workspace.data.val[0][1])]
+    assert attention.snapshot is blocker.args[0] and gradients.snapshot is blocker.args[0]
+    qtbot.waitUntil(lambda: not gradients.busy(), timeout=10_000)
+
+    # a panel asks on the bus; the Prober answers with the input and one probe of it
+    with qtbot.waitSignal(bus.probe, timeout=10_000) as blocker:
+        attention.source_edit.setText("abcab")
+        attention.source_edit.editingFinished.emit()
+    assert calls[-1][0] == "abcab" and len(calls) == 2
+    assert prober.input.text[0] == "abcab" and gradients.probe_text[0] == "abcab"
+    np.testing.assert_allclose(gradients.snapshot.grad_time["lm.l0"],
+                               real(workspace, "abcab").grad_time["lm.l0"], rtol=1e-6)
+
+
+def test_while_training_the_trainer_probes_the_new_input(qtbot, monkeypatch):
+    calls = []
+    bus, prober, (attention, _) = make_bus(qtbot)
+    workspace = char_workspace("gpt")
+    with qtbot.waitSignal(bus.probe, timeout=10_000):
+        bus.set_workspace(workspace)
+    monkeypatch.setattr(probe_module, "probe", lambda *a, **k: calls.append(a))
+    bus.training_state.emit("running")
+    with qtbot.waitSignal(bus.probe_input_changed):
+        bus.probe_requested.emit("abcabc", "")
+    assert calls == [] and not bus.probing  # no probe beside the trainer
+    probe_fn = probe_module.make_probe_fn(workspace, prober.input)  # what Controller.train uses
+    probe_fn(workspace.model, 7)
+    assert calls[-1][1:3] == ("abcabc", "")
+
+
+def test_an_input_the_model_cannot_read_is_a_one_line_message(qtbot):
+    bus, _, (attention, gradients) = make_bus(qtbot)
+    bus.set_workspace(char_workspace("gpt"))
+    qtbot.waitUntil(lambda: not bus.probing, timeout=10_000)
+    with qtbot.waitSignal(bus.probe_failed, timeout=10_000) as blocker:
+        bus.probe_requested.emit("a", "")  # one token: nothing for a language model to predict
+    message = blocker.args[0]
+    assert message.startswith("probe failed: ValueError:") and "\n" not in message
+    assert attention.status.text() == message == gradients.status.text()
