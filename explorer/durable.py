@@ -187,7 +187,8 @@ class FolderLock:
 
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
-        self.path = self.folder.parent / f".{self.folder.name}.lock"
+        where = Path(os.path.abspath(folder))  # "." and "run/" name their folder too
+        self.path = where.parent / f".{where.name}.lock"
         self._fd: int | None = None
 
     def _key(self) -> str:
