@@ -28,11 +28,13 @@ def explorer(*args: str) -> subprocess.CompletedProcess:
         (["--task", "copy", "--optimizer", "adagrad"], "unknown optimizer"),
         (["--resume", "/no/such/checkpoint"], "no such checkpoint"),
         (["--task", "copy", "--steps", "1"], "--out DIR"),
+        (["--task", "copy", "--time-limit", "0"], "time limit must be positive"),
+        (["--task", "copy", "--threads", "0"], "threads must be at least 1"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_code_2(args, message, capsys, tmp_path):
     out = [] if message == "--out DIR" else ["--out", str(tmp_path / "ck")]
-    code = main(["train", *args, *out, *FAST])
+    code = main(["train", *FAST, *args, *out])  # the case's flags last: they win
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("explorer train: error: ") and message in err
@@ -207,3 +209,10 @@ def test_on_a_terminal_progress_is_a_bar_redrawn_in_place():
     text = stream.getvalue()
     assert text.startswith("\rstep 1/4 [") and "\rstep 2/4 [############............] 0:00/2:00 loss" in text
     assert "\nstep 2: val loss 1.2500" in text and text.endswith("time limit of 2 min reached at step 2\n")
+
+
+def test_one_thread_unless_asked_for_more():
+    from explorer.commands.train import _train_config
+
+    assert _train_config({}, None).num_threads == 1  # torch's one per core collapses under load
+    assert _train_config({"threads": 2}, None).num_threads == 2

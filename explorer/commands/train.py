@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 ARCHS = ("rnn-lm", "seq2seq", "transformer", "gpt", "bert")
+DEFAULT_THREADS = 1  # see benchmarks/RESULTS.md, "Threads under load"
 # option name -> (model config field, families it applies to)
 MODEL_FLAGS = {
     "cell": ("cell", ("rnn-lm", "seq2seq")),
@@ -78,7 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--seed", type=int, help="random seed (default: 0)")
     train.add_argument("--device", help="auto | cpu | cuda | mps (default: auto)")
     train.add_argument("--precision", help="fp32 | bf16 | fp16 (autocast, CUDA only)")
-    train.add_argument("--threads", type=int, help="CPU threads (default: torch's choice)")
+    train.add_argument("--threads", type=int, help="CPU threads (default: 1; more can help a big "
+                       "model on an idle machine, and collapses when other work shares the cores)")
 
     checkpoint = parser.add_argument_group("checkpoint")
     checkpoint.add_argument("--out", metavar="DIR", help="write the checkpoint here")
@@ -163,8 +165,9 @@ def _train_config(options: dict, base):
         changes["clip"] = None
     if "epochs" in changes and "steps" not in changes:
         changes["steps"] = None  # --epochs replaces a step count saved in a resumed checkpoint
-    # torch's own thread count unless --threads: this process trains in the foreground
-    changes.setdefault("num_threads", None)
+    # one thread unless --threads: with other work on the cores, torch's default (one per core)
+    # trained 15-20x slower (benchmarks/RESULTS.md, "Threads under load")
+    changes.setdefault("num_threads", DEFAULT_THREADS)
     if base is None:
         return TrainConfig(**changes)
     return dataclasses.replace(base, **changes)

@@ -66,6 +66,8 @@ class TrainConfig:
             raise UserError(f"batch size must be at least 1, got {self.batch_size}")
         if self.steps is not None and self.steps < 1:
             raise UserError(f"steps must be at least 1, got {self.steps}")
+        if self.num_threads is not None and self.num_threads < 1:
+            raise UserError(f"threads must be at least 1, got {self.num_threads}")
         if self.time_limit is not None and not self.time_limit > 0:
             raise UserError(f"time limit must be positive minutes, got {self.time_limit}")
         if self.epochs is not None and not self.epochs > 0:
