@@ -92,13 +92,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "this many minutes of wall clock (evaluations included), evaluate and save")
     checkpoint.add_argument("--recipe", metavar="NAME", help="a published recipe's options (model, "
                             "optimiser, evaluation; flags and --config win): "
-                            + ", ".join(_recipe_names()))
+                            + ", ".join(_recipe_summaries()))
 
 
-def _recipe_names() -> list[str]:
-    from explorer.commands.train_options import recipe_names
+def _recipe_summaries() -> list[str]:
+    from explorer.commands.train_options import recipe_summaries
 
-    return recipe_names()
+    return recipe_summaries()
 
 
 def _options(args: argparse.Namespace) -> dict:

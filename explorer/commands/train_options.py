@@ -128,6 +128,15 @@ def recipe_names() -> list[str]:
     return sorted(p.stem for p in RECIPES.glob("*.json"))
 
 
+def recipe_summaries() -> list[str]:
+    """`name (BLEU 37.87 in 40 min)` for each shipped recipe, for --help."""
+    summaries = []
+    for name in recipe_names():
+        reached = load_recipe(name).get("reached", {})
+        summaries.append(f"{name} (BLEU {reached.get('bleu')} in {reached.get('budget_minutes')} min)")
+    return summaries
+
+
 def load_recipe(name: str) -> dict[str, Any]:
     """The recipe's whole file: about, reached and options."""
     path = RECIPES / f"{name}.json"
