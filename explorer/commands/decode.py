@@ -46,13 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_workspace(directory: str):
-    """A checkpoint's workspace, without its training data (decoding and scoring need none, and
-    rebuilding it, a task's thousands of examples or a corpus's files, was most of the start-up);
-    a missing or broken checkpoint is a UserError."""
+    """A checkpoint's workspace without its training data or optimizer state (decoding and
+    scoring need neither: a task's thousands of examples or a corpus's files, and Adam's moments,
+    twice the model's size); a missing or broken checkpoint is a UserError."""
     from explorer.training.checkpoint import load_checkpoint
 
     try:
-        workspace = load_checkpoint(directory, load_data=False)
+        workspace = load_checkpoint(directory, load_data=False, load_state=False)
     except UserError:
         raise
     except (OSError, ValueError, KeyError) as exc:
