@@ -4,9 +4,11 @@
     explorer train --data input.txt --arch gpt --context 64 --steps 2000 --out runs/shakespeare
     explorer train --resume runs/dates --steps 4000
 
-A progress line (step, loss, tokens/s) is redrawn on stderr; evaluations print on lines of their
-own; a summary ends the run. `--config FILE.json` holds any of the options below under their
-long names (`{"task": "dates", "arch": "seq2seq", "batch_size": 64}`); flags override it.
+A progress line (step, loss, tokens/s) is redrawn on stderr when it is a terminal, else one line
+is logged per evaluation; a summary ends the run. `--config FILE.json` holds any of the options
+below under their long names (`{"task": "dates", "arch": "seq2seq", "batch_size": 64}`) and any
+TrainConfig or model field; `--recipe NAME` starts from a shipped recipe; flags override both
+(explorer/commands/train_options.py).
 """
 
 from __future__ import annotations
@@ -155,9 +157,8 @@ def _model_overrides(options: dict, family: str) -> dict:
 def _train_config(options: dict, base):
     import dataclasses
 
-    from explorer.training.config import TrainConfig
-
     from explorer.commands.train_options import extra_fields
+    from explorer.training.config import TrainConfig
 
     changes = {field: options[flag] for flag, field in TRAIN_FLAGS.items() if flag in options}
     changes.update(extra_fields(options, "train", handled=TRAIN_FLAGS))  # --config, --recipe
