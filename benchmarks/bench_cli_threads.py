@@ -1,14 +1,15 @@
 """`explorer train` and `explorer decode` with 1 and 2 torch threads, side by side, on a machine with
 other work on its cores; and where `explorer decode` spends its start-up.
 
-    python benchmarks/bench_cli_threads.py [--rounds 3] [--hog 1]
+    python benchmarks/bench_cli_threads.py [--rounds 3] [--hog 1] [--startup-only --before DIR]
 
 Each round runs both thread counts back to back (the order alternates), so the machine's drift
 falls on both alike; medians are reported. --hog N keeps N busy Python loops running meanwhile
 (`python -c 'while 1: pass'`), as a shared machine would. Train: a small Transformer on `reverse`,
 60 steps, tokens/s from its summary line. Decode: greedy, 64 translate-toy sources, on the shipped
 demo checkpoint. Start-up: one sentence, wall and CPU seconds of the whole process, and the parts
-measured in one process (import torch, open the checkpoint, decode).
+measured in one process (import torch, open the checkpoint, decode). --before DIR (an older copy of
+the repository, e.g. from `git archive`) times its start-up in pairs with this one's.
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ DEMO = ROOT / "resources" / "demo" / "translate-toy-transformer"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def explorer(*args: str) -> tuple[float, float, str]:
+def explorer(*args: str, root: Path = ROOT) -> tuple[float, float, str]:
     """Wall seconds, CPU seconds (user + system) and stderr of one `explorer` process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     result = subprocess.run([sys.executable, "-m", "explorer", *args], capture_output=True,
-                            text=True, env=ENV)
+                            text=True, env={**ENV, "PYTHONPATH": str(root)})
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode:
@@ -79,7 +80,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--hog", type=int, default=1, help="busy loops running meanwhile")
+    parser.add_argument("--startup-only", action="store_true", help="skip the thread pairs")
+    parser.add_argument("--before", type=Path, help="an older copy of the repository")
     args = parser.parse_args()
+    if args.startup_only:
+        return compare_startup(args.rounds, args.before)
     from explorer.data.tasks import make_task
 
     hogs = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(args.hog)]
@@ -116,6 +121,20 @@ def main() -> None:
     print(f"decode start-up, one sentence: wall {median(w for w, _ in startups):.2f} s, "
           f"CPU {median(c for _, c in startups):.2f} s (medians); "
           f"CPU s of import torch / open checkpoint / decode: {parts}")
+
+
+def compare_startup(rounds: int, before: Path | None) -> None:
+    """Start-up of one sentence's decode, this copy against `before`, in pairs."""
+    copies = {"this": ROOT, **({"before": before.resolve()} if before else {})}
+    times = {name: [] for name in copies}
+    for _ in range(rounds):
+        for name, root in copies.items():
+            times[name].append(explorer("decode", "--checkpoint", str(DEMO),
+                                        "the cat sees the dog", root=root)[:2])
+    for name, runs in times.items():
+        print(f"{name}: wall {statistics.median(w for w, _ in runs):.2f} s, CPU "
+              f"{statistics.median(c for _, c in runs):.2f} s (medians of {rounds})")
+    print(f"load {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
