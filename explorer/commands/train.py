@@ -167,7 +167,7 @@ def _train_config(options: dict, base):
     if "epochs" in changes and "steps" not in changes:
         changes["steps"] = None  # --epochs replaces a step count saved in a resumed checkpoint
     # one thread unless --threads: with other work on the cores, torch's default (one per core)
-    # trained 15-20x slower (benchmarks/RESULTS.md, "Threads under load")
+    # trained at a third to a thirtieth of one thread's speed (benchmarks/RESULTS.md)
     changes.setdefault("num_threads", DEFAULT_THREADS)
     if base is None:
         return TrainConfig(**changes)
