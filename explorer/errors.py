@@ -19,5 +19,7 @@ def read_json(path: str | Path, missing: str | None = None) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(missing or f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a folder, not a JSON file") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: not valid JSON ({exc})") from None

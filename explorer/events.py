@@ -71,7 +71,7 @@ class ProbeSnapshot:
 @dataclass
 class TrainingFinished:
     step: int
-    reason: str  # "done", "stopped", "nan", "oom" or "error"
+    reason: str  # "done", "stopped", "time" (the time limit), "nan", "oom" or "error"
     message: str = ""
 
 

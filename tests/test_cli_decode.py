@@ -145,11 +145,13 @@ def test_greedy_text_and_input_file(checkpoints, capsys, tmp_path):
 def test_nbest_text_mode_prints_scores(checkpoints, capsys):
     assert main(["decode", "--checkpoint", checkpoints["seq2seq"], "--beam", "3", "--nbest", "2",
                  SOURCES[0], SOURCES[2]]) == 0
-    blocks = capsys.readouterr().out.strip().split("\n\n")
-    assert len(blocks) == 2
-    for block in blocks:
-        lines = [line.split("\t") for line in block.splitlines()]
-        assert len(lines) == 2 and float(lines[0][0]) >= float(lines[1][0])
+    header, *rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert header == ["source", "rank", "score", "logprob", "hypothesis"]
+    assert [(row[0], row[1]) for row in rows] == [(SOURCES[0], "1"), (SOURCES[0], "2"),
+                                                  (SOURCES[2], "1"), (SOURCES[2], "2")]
+    for best, second in (rows[:2], rows[2:]):
+        assert float(best[2]) >= float(second[2])
+        assert len(best) == 5 and float(best[3]) <= 0  # its log-probability, then its text
 
 
 def test_language_model_sample_and_score(checkpoints, capsys):
@@ -171,6 +173,7 @@ def test_language_model_sample_and_score(checkpoints, capsys):
     (["--nbest", "2", "x"], "--nbest needs --beam"),
     (["--beam", "0", "x"], "--beam must be at least 1"),
     (["--sample", "--temperature", "0", "x"], "--temperature must be positive"),
+    (["--threads", "0", "x"], "--threads must be at least 1"),
     ([], "nothing to decode"),
 ])
 def test_bad_options_are_one_line_errors(checkpoints, capsys, args, message):
@@ -198,3 +201,54 @@ def test_a_bert_checkpoint_cannot_decode_or_score_left_to_right(capsys, tmp_path
     err = capsys.readouterr().err
     assert err.startswith(f"explorer {command[0]}: error: a bert model is a masked language model")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_input_file_streams_each_hypothesis_so_a_killed_run_keeps_what_it_finished(tmp_path):
+    import subprocess
+    import sys
+
+    src_tok, tgt_tok = WordTokenizer.train(SOURCES), WordTokenizer.train(TARGETS)
+    torch.manual_seed(0)
+    model = build_model(make_config("seq2seq", "tiny", vocab_size=tgt_tok.vocab_size,
+                                    src_vocab_size=src_tok.vocab_size))
+    with torch.no_grad():  # never <eos>: every hypothesis runs to --max-len, so the run is long
+        model.head.bias[[PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID]] = -50.0
+    checkpoint = _save(Workspace(model, tgt_tok, src_tok), tmp_path / "endless")
+    sources = tmp_path / "many.txt"
+    sources.write_text("\n".join(SOURCES * 400) + "\n")  # 1200 lines, 75 chunks of 16
+    command = [sys.executable, "-m", "explorer", "decode", "--checkpoint", checkpoint,
+               "--max-len", "100", "--input", str(sources)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        finished = [process.stdout.readline() for _ in range(16)]  # the first chunk
+        assert process.poll() is None  # it came long before the end
+    finally:
+        process.kill()
+    finished += process.stdout.read().splitlines(keepends=True)
+    process.wait()
+    finished = [line for line in finished if line.endswith("\n")]  # whole lines only
+    expected = subprocess.run([*command[:-2], *SOURCES], capture_output=True, text=True, timeout=60)
+    expected = expected.stdout.splitlines(keepends=True)
+    assert len(expected) == 3 and len(expected[0].split()) == 100  # no <eos> within --max-len
+    assert finished == [expected[i % 3] for i in range(len(finished))]
+    assert process.stderr.read() == ""  # stderr is no terminal here: no progress drawn
+
+
+def test_progress_is_drawn_on_a_terminal_only():
+    import io
+
+    from explorer.commands.decode import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal, pipe = Terminal(), io.StringIO()
+    for stream in (terminal, pipe):
+        progress = Progress(32, stream)
+        progress.update(16)
+        progress.update(32)
+        progress.close()
+    assert terminal.getvalue().startswith("\rdecoded 16/32 (")
+    assert "\rdecoded 32/32 (" in terminal.getvalue() and terminal.getvalue().endswith("left)\n")
+    assert pipe.getvalue() == ""

@@ -118,15 +118,29 @@ def test_compare_cells_matches_a_hand_built_model_and_uses_trained_ones():
 def test_trained_attention_is_diagonal_for_copy_and_anti_diagonal_for_reverse(task):
     from explorer.training import DataSpec, TrainConfig, Trainer, build_workspace
 
+    # Trained to convergence (600 steps, cosine decay from 5e-3), then judged over eight sentences
+    # at once: across seeds 0-5 and deterministic kernels every run scored >= 0.99 argmax agreement
+    # and >= 0.97 mean weight on the expected diagonal, so the bounds below leave a wide margin for
+    # another CPU's floating-point order. (300 steps at a constant 1e-2, judged one sentence at a
+    # time, sat on the edge: 0.67 against 0.8 on some machines.)
     torch.manual_seed(0)
     workspace = build_workspace(DataSpec(task=task, n_train=2000, n_val=8), "seq2seq", seed=0,
                                 embed_dim=32, hidden_size=64, attention="dot")
-    config = TrainConfig(steps=300, batch_size=32, lr=1e-2, eval_every=0, bleu_examples=0,
-                         device="cpu", num_threads=1)
+    config = TrainConfig(steps=600, batch_size=32, lr=5e-3, schedule="cosine", eval_every=0,
+                         bleu_examples=0, device="cpu", num_threads=1)
     for _ in Trainer(workspace, config).run():
         pass
-    for source, target in workspace.data.val[:3]:
+    agree, on_expected, on_opposite = [], [], []
+    for source, target in workspace.data.val:
         (alignment,) = probe(workspace, source, target).attention
-        focus = alignment.weights[0].argmax(axis=1)[: len(source)]  # each output character's source
-        expected = np.arange(len(source)) if task == "copy" else np.arange(len(source))[::-1]
-        assert (focus == expected).mean() >= 0.8, (source, target, focus)
+        weights = alignment.weights[0][: len(source), : len(source)]  # output char x source char
+        rows = np.arange(len(source))
+        expected = rows if task == "copy" else rows[::-1]
+        opposite = rows[::-1] if task == "copy" else rows
+        agree.extend(weights.argmax(axis=1) == expected)  # each output character's source
+        on_expected.extend(weights[rows, expected])
+        off_diagonal = opposite != expected  # the middle of an odd length lies on both
+        on_opposite.extend(weights[rows[off_diagonal], opposite[off_diagonal]])
+    assert np.mean(agree) >= 0.9, np.mean(agree)
+    assert np.mean(on_expected) >= 0.8, np.mean(on_expected)
+    assert np.mean(on_opposite) <= 0.1, np.mean(on_opposite)

@@ -1,4 +1,10 @@
-"""`explorer decode`: greedy, beam or sampled outputs of a checkpoint, as text or JSON."""
+"""`explorer decode`: greedy, beam or sampled outputs of a checkpoint, as text or JSON.
+
+Outputs are written as they are decoded (a chunk of sources at a time, flushed), so a long --input
+file can be followed and a run that is stopped keeps what it finished; on a terminal, stderr shows
+how far it has got. Text output: one best hypothesis per line; with --nbest N, a table of
+tab-separated columns under a header (source, rank, score, logprob, hypothesis).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,8 @@ from explorer.commands.arguments import utf8_text
 from explorer.errors import UserError
 
 SEQ2SEQ_CHUNK = 16  # sources decoded together in one batched search
+NBEST_HEADER = "source\trank\tscore\tlogprob\thypothesis"
+DEFAULT_THREADS = 1  # see benchmarks/RESULTS.md, "Threads under load"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,16 +38,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed")
     parser.add_argument("--json", action="store_true", help="print JSON with scores, tree, attention")
     parser.add_argument("--input", metavar="FILE", help="read sources (or prompts), one per line")
+    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
+                        help=f"CPU threads (default: {DEFAULT_THREADS}; more rarely helps small "
+                        "models and collapses when other work shares the cores)")
     parser.add_argument("text", nargs="*", metavar="TEXT", type=utf8_text,
                         help="source sentences (language models: prompts), one per argument")
 
 
 def load_workspace(directory: str):
-    """A checkpoint's workspace; a missing or broken checkpoint is a UserError."""
+    """A checkpoint's workspace without its training data or optimizer state (decoding and
+    scoring need neither: a task's thousands of examples or a corpus's files, and Adam's moments,
+    twice the model's size); a missing or broken checkpoint is a UserError."""
     from explorer.training.checkpoint import load_checkpoint
 
     try:
-        workspace = load_checkpoint(directory)
+        workspace = load_checkpoint(directory, load_data=False, load_state=False)
     except UserError:
         raise
     except (OSError, ValueError, KeyError) as exc:
@@ -69,6 +82,8 @@ def _validate(args) -> None:
         raise UserError(f"--top-p must be in (0, 1], got {args.top_p}")
     if args.top_k < 0:
         raise UserError(f"--top-k must be 0 or more, got {args.top_k}")
+    if args.threads < 1:
+        raise UserError(f"--threads must be at least 1, got {args.threads}")
 
 
 def _read_inputs(args) -> list[str]:
@@ -111,8 +126,9 @@ def _attention_entries(workspace, context, hypothesis) -> list[dict]:
     return entries
 
 
-def _decode_all(workspace, texts, args) -> list[dict]:
-    """One record per text: hypotheses (best first), the tree, and what the best attended to."""
+def _decode_all(workspace, texts, args):
+    """One record per text, yielded a chunk at a time: hypotheses (best first), the tree, and
+    what the best attended to."""
     import torch
 
     from explorer.decoding import beam_search_batch, greedy_batch, sample
@@ -124,9 +140,9 @@ def _decode_all(workspace, texts, args) -> list[dict]:
     # prompts of different lengths cannot share a batch, so language models go one by one
     chunk = 1 if is_language_model(model) else SEQ2SEQ_CHUNK
     generator = torch.Generator().manual_seed(args.seed)
-    records = []
     for start in range(0, len(contexts), chunk):
         batch = contexts[start : start + chunk]
+        records = []
         if args.beam is not None:
             results = beam_search_batch(model, batch, beam_size=args.beam, alpha=args.length_penalty,
                                         max_len=args.max_len, nbest=args.nbest, tokenizer=tokenizer)
@@ -146,15 +162,15 @@ def _decode_all(workspace, texts, args) -> list[dict]:
                                            alpha=args.length_penalty):
                 records.append({"strategy": "greedy", "hypotheses": [hypothesis.to_dict()],
                                 "_best": hypothesis})
-    for text, context, record in zip(texts, contexts, records):
-        best = record.pop("_best")
-        record["source"] = text
-        if "tree" not in record:
-            root = "<bos>" if not is_language_model(model) or not context else text
-            record["tree"] = _chain_tree(best, root)
-        if args.json:
-            record["attention"] = _attention_entries(workspace, context, best)
-    return records
+        for text, context, record in zip(texts[start:], batch, records):
+            best = record.pop("_best")
+            record["source"] = text
+            if "tree" not in record:
+                root = "<bos>" if not is_language_model(model) or not context else text
+                record["tree"] = _chain_tree(best, root)
+            if args.json:
+                record["attention"] = _attention_entries(workspace, context, best)
+            yield record
 
 
 def _sample_step(step, tokenizer) -> dict:
@@ -163,26 +179,73 @@ def _sample_step(step, tokenizer) -> dict:
             "chosen": step.chosen}
 
 
+class Progress:
+    """`decoded 40/1000 (12.3/s, 1:18 left)` redrawn on stderr, only when stderr is a terminal."""
+
+    def __init__(self, total: int, stream=None) -> None:
+        import time
+
+        self.stream = stream or sys.stderr
+        self.total = total
+        self.live = total > 1 and bool(getattr(self.stream, "isatty", lambda: False)())
+        self.started = time.perf_counter()
+
+    def update(self, done: int) -> None:
+        import time
+
+        if not self.live:
+            return
+        rate = done / max(time.perf_counter() - self.started, 1e-9)
+        left = (self.total - done) / rate if rate else 0.0
+        self.stream.write(f"\rdecoded {done}/{self.total} ({rate:.1f}/s, "
+                          f"{int(left // 60)}:{int(left % 60):02d} left)")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.live:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _write_text(record: dict, nbest: int, out) -> None:
+    hypotheses = record["hypotheses"]
+    if nbest == 1:
+        out.write(hypotheses[0]["text"] + "\n")
+        return
+    source = record["source"].replace("\t", " ")
+    for rank, hyp in enumerate(hypotheses[:nbest], 1):
+        out.write(f"{source}\t{rank}\t{hyp['normalized_score']:.4f}\t{hyp['score']:.4f}\t"
+                  f"{hyp['text']}\n")
+
+
 def run(args) -> int:
+    import torch
+
     _validate(args)
+    torch.set_num_threads(args.threads)
     workspace = load_workspace(args.checkpoint)
     texts = _read_inputs(args)
+    out = sys.stdout
+    records = _decode_all(workspace, texts, args)
+    progress = Progress(len(texts))
+    # several JSON records make a list, written an element at a time
+    as_list = args.json and len(texts) > 1
+    if as_list:
+        out.write("[")
+    elif not args.json and args.nbest > 1:
+        out.write(NBEST_HEADER + "\n")
     try:
-        records = _decode_all(workspace, texts, args)
+        for done, record in enumerate(records, 1):
+            if args.json:
+                out.write(("" if done == 1 else ",\n") + json.dumps(record))
+            else:
+                _write_text(record, args.nbest, out)
+            out.flush()  # a reader (tail -f, a pipe) sees it now; a killed run keeps it
+            progress.update(done)
     except ValueError as exc:  # e.g. a source longer than the model's positions
         raise UserError(str(exc)) from exc
-    if args.json:
-        payload = records[0] if len(records) == 1 else records
-        json.dump(payload, sys.stdout)
-        sys.stdout.write("\n")
-        return 0
-    for index, record in enumerate(records):
-        hypotheses = record["hypotheses"]
-        if args.nbest > 1:
-            if index:
-                print()
-            for hyp in hypotheses[: args.nbest]:  # normalized score, log p, text
-                print(f"{hyp['normalized_score']:.4f}\t{hyp['score']:.4f}\t{hyp['text']}")
-        else:
-            print(hypotheses[0]["text"])
+    finally:
+        progress.close()
+    out.write("]\n" if as_list else "\n" if args.json else "")
+    out.flush()
     return 0

@@ -24,6 +24,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.checkpoint and not (Path(args.checkpoint) / "config.json").is_file():
         raise UserError(f"{args.checkpoint} is not a checkpoint folder (no config.json in it)")
-    from explorer.ui.app import run_app
+    from explorer.ui.app import ensure_display, run_app
+
+    ensure_display(args.smoke)  # before Qt loads: no display is a one-line error, not a hang
 
     return run_app(smoke=args.smoke, checkpoint=args.checkpoint)

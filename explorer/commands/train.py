@@ -4,9 +4,11 @@
     explorer train --data input.txt --arch gpt --context 64 --steps 2000 --out runs/shakespeare
     explorer train --resume runs/dates --steps 4000
 
-A progress line (step, loss, tokens/s) is redrawn on stderr; evaluations print on lines of their
-own; a summary ends the run. `--config FILE.json` holds any of the options below under their
-long names (`{"task": "dates", "arch": "seq2seq", "batch_size": 64}`); flags override it.
+A progress line (step, loss, tokens/s) is redrawn on stderr when it is a terminal, else one line
+is logged per evaluation; a summary ends the run. `--config FILE.json` holds any of the options
+below under their long names (`{"task": "dates", "arch": "seq2seq", "batch_size": 64}`) and any
+TrainConfig or model field; `--recipe NAME` starts from a shipped recipe; flags override both
+(explorer/commands/train_options.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from explorer.families import family_names
 from models.scores import SCORES
 
 ARCHS = family_names()
+DEFAULT_THREADS = 1  # see benchmarks/RESULTS.md, "Threads under load"
 # option name -> the model config field it sets; it applies to the families whose config has one
 MODEL_FLAGS = {
     "cell": "cell", "attention": "attention", "layers": "num_layers", "hidden": "hidden_size",
@@ -29,7 +32,6 @@ TRAIN_FLAGS = {  # option name -> TrainConfig field
     "warmup": "warmup", "label_smoothing": "label_smoothing", "eval_every": "eval_every",
     "precision": "precision", "threads": "num_threads", "context": "context",
 }
-OTHER_FLAGS = ("arch", "preset", "out", "resume", "save_every", "from_hf", "snapshot_every")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--seed", type=int, help="random seed (default: 0)")
     train.add_argument("--device", help="auto | cpu | cuda | mps (default: auto)")
     train.add_argument("--precision", help="fp32 | bf16 | fp16 (autocast, CUDA only)")
-    train.add_argument("--threads", type=int, help="CPU threads (default: torch's choice)")
+    train.add_argument("--threads", type=int, help="CPU threads (default: 1; more can help a big "
+                       "model on an idle machine, and collapses when other work shares the cores)")
 
     checkpoint = parser.add_argument_group("checkpoint")
     checkpoint.add_argument("--out", metavar="DIR", help="write the checkpoint here")
@@ -92,26 +95,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     checkpoint.add_argument("--snapshot-every", type=int, metavar="N", help="also keep a full "
                             "checkpoint of every N-th step in DIR/snapshots/step-NNNNNN")
 
+    # a wall-clock budget and the published recipes (explorer/commands/train_options.py)
+    train.add_argument("--time-limit", type=float, metavar="MINUTES", help="stop cleanly after "
+                       "this many minutes of wall clock (evaluations included), evaluate and save")
+    checkpoint.add_argument("--recipe", metavar="NAME", help="a published recipe's options (model, "
+                            "optimiser, evaluation; flags and --config win): "
+                            + ", ".join(_recipe_summaries()))
+
+
+def _recipe_summaries() -> list[str]:
+    from explorer.commands.train_options import recipe_summaries
+
+    return recipe_summaries()
+
 
 def _options(args: argparse.Namespace) -> dict:
-    """Options from --config, overridden by the flags given on the command line."""
-    from pathlib import Path
+    """Options from --recipe, then --config, overridden by the flags given on the command line."""
+    from explorer.commands.train_options import gather
 
-    from explorer.errors import UserError, read_json
-
-    known = set(MODEL_FLAGS) | set(DATA_FLAGS) | set(TRAIN_FLAGS) | set(OTHER_FLAGS)
-    options: dict = {}
-    if args.config:
-        path = Path(args.config)
-        options = read_json(path)
-        if not isinstance(options, dict):
-            raise UserError(f"{path}: expected a JSON object of options")
-        options = {k.replace("-", "_"): v for k, v in options.items()}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise UserError(f"{path}: unknown options: {', '.join(unknown)}")
-    flags = {k: v for k, v in vars(args).items() if k in known and v is not None}
-    return {**options, **flags}
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    return gather(args, parser)
 
 
 def _choose(name: str, value, choices) -> None:
@@ -168,18 +172,30 @@ def _model_overrides(options: dict, name: str) -> dict:
 def _train_config(options: dict, base):
     import dataclasses
 
+    from explorer.commands.train_options import extra_fields
     from explorer.training.config import TrainConfig
 
     changes = {field: options[flag] for flag, field in TRAIN_FLAGS.items() if flag in options}
+    changes.update(extra_fields(options, "train", handled=TRAIN_FLAGS))  # --config, --recipe
     if changes.get("clip") == 0:
         changes["clip"] = None
     if "epochs" in changes and "steps" not in changes:
         changes["steps"] = None  # --epochs replaces a step count saved in a resumed checkpoint
-    # torch's own thread count unless --threads: this process trains in the foreground
-    changes.setdefault("num_threads", None)
+    # one thread unless --threads: with other work on the cores, torch's default (one per core)
+    # trained at a third to a thirtieth of one thread's speed (benchmarks/RESULTS.md)
+    changes.setdefault("num_threads", DEFAULT_THREADS)
     if base is None:
         return TrainConfig(**changes)
     return dataclasses.replace(base, **changes)
+
+
+def _all_overrides(options: dict, family: str) -> dict:
+    """The model fields the flags set, and those no flag sets (--config, --recipe), which win
+    over what the flags imply (d_ff = 4 x d_model)."""
+    from explorer.commands.train_options import extra_fields
+
+    return {**_model_overrides(options, family),
+            **extra_fields(options, "model", handled=MODEL_FLAGS)}
 
 
 def _new_workspace(options: dict):
@@ -189,28 +205,52 @@ def _new_workspace(options: dict):
     family = options.get("arch") or ("gpt" if spec.kind == "lm" else "seq2seq")
     preset = options.get("preset", "tiny")
     return build_workspace(spec, family, preset, seed=options.get("seed") or 0,
-                           **_model_overrides(options, family))
+                           **_all_overrides(options, family))
 
 
 class ProgressPrinter:
-    """A progress bar redrawn in place with `\r` on stderr; evaluations get lines of their own."""
+    """On a terminal, a progress bar redrawn in place with `\r` on stderr and evaluations on lines
+    of their own; into a file or pipe, one plain line per evaluation (a log, not a bar)."""
 
-    def __init__(self, stream=None, width: int = 24, min_interval_s: float = 0.1) -> None:
+    def __init__(self, stream=None, width: int = 24, min_interval_s: float = 0.1,
+                 time_limit: float | None = None) -> None:
         import sys
+        import time
 
         self.stream = stream or sys.stderr
+        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
         self.width, self.min_interval_s = width, min_interval_s
+        self.time_limit_s = None if time_limit is None else 60 * time_limit
+        self.started = time.perf_counter()
         self.last_draw = 0.0
         self.last_step = None  # the newest StepMetrics
         self.last_eval = None
         self.tokens = 0
+        self.since_eval = (0, 0.0)  # tokens and active seconds at the last evaluation
 
     def _bar(self, metrics) -> str:
+        import time
+
         total = metrics.total_steps or metrics.step
-        filled = round(self.width * metrics.step / max(total, 1))
+        done = metrics.step / max(total, 1)
+        clock = ""
+        if self.time_limit_s:  # a budget of minutes: the bar fills with whichever ends first
+            wall = time.perf_counter() - self.started
+            done = max(done, wall / self.time_limit_s)
+            clock = f" {_minutes(wall)}/{_minutes(self.time_limit_s)}"
+        filled = min(self.width, round(self.width * done))
         bar = "#" * filled + "." * (self.width - filled)
-        return (f"\rstep {metrics.step}/{total} [{bar}] loss {metrics.loss:.4f} "
+        return (f"\rstep {metrics.step}/{total} [{bar}]{clock} loss {metrics.loss:.4f} "
                 f"lr {metrics.lr:.2e} {metrics.tokens_per_s:,.0f} tok/s")
+
+    def _log_line(self, evaluation) -> str:
+        """Training since the last evaluation, then the evaluation, in one line."""
+        steps = self.last_step
+        tokens, active_s = self.since_eval
+        rate = (self.tokens - tokens) / max(steps.elapsed_s - active_s, 1e-9)
+        self.since_eval = (self.tokens, steps.elapsed_s)
+        return (f"step {steps.step}/{steps.total_steps}: loss {steps.loss:.4f}, lr {steps.lr:.2e}, "
+                f"{rate:,.0f} tok/s; {format_eval(evaluation).split(': ', 1)[1]}")
 
     def show(self, event):
         """Print one event; returns it when it is the TrainingFinished that ends the run."""
@@ -222,16 +262,21 @@ class ProgressPrinter:
             self.last_step = event
             self.tokens += event.tokens
             now = time.perf_counter()
-            if now - self.last_draw >= self.min_interval_s or event.step == event.total_steps:
+            if self.live and (now - self.last_draw >= self.min_interval_s
+                              or event.step == event.total_steps):
                 self.last_draw = now
                 self.stream.write(self._bar(event))
                 self.stream.flush()
         elif isinstance(event, EvalMetrics):
             self.last_eval = event
-            self.stream.write("\n" + format_eval(event) + "\n")
+            if self.live:
+                self.stream.write("\n" + format_eval(event) + "\n")
+            else:
+                self.stream.write(self._log_line(event) + "\n")
             self.stream.flush()
         elif isinstance(event, TrainingFinished):
-            self.stream.write("\n")
+            if self.live:
+                self.stream.write("\n")
             if event.message:
                 self.stream.write(event.message + "\n")
             self.stream.flush()
@@ -251,6 +296,10 @@ class ProgressPrinter:
             line += f"; {format_eval(self.last_eval)}"
         self.stream.write(f"{line}\ncheckpoint written to {out}\n")
         self.stream.flush()
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
 
 
 def report_data(splits, stream=None) -> None:
@@ -310,6 +359,8 @@ def _train(options: dict, out, parallel, writer) -> int:
     import sys
     from pathlib import Path
 
+    from explorer.commands.train_options import extra_fields
+    from explorer.data.tasks import TASKS
     from explorer.errors import UserError
     from explorer.training import TrainConfig, Trainer, load_checkpoint
     from explorer.training.autosave import Autosave
@@ -317,6 +368,7 @@ def _train(options: dict, out, parallel, writer) -> int:
 
     if options.get("resume"):
         given = [k for k in (*DATA_FLAGS, *MODEL_FLAGS, "arch", "preset") if k in options]
+        given += list(extra_fields(options, "model", handled=MODEL_FLAGS))
         if given:
             flag = given[0].replace("_", "-")
             raise UserError(f"--resume keeps the checkpoint's data and model; drop --{flag}")
@@ -338,6 +390,7 @@ def _train(options: dict, out, parallel, writer) -> int:
         if not any(options.get(k) for k in ("task", "data", "src", "tgt")):
             raise UserError("no data: give --task NAME, --data FILE, or --src FILE --tgt FILE")
         _choose("arch", options.get("arch"), ARCHS)
+        _choose("task", options.get("task"), TASKS)
         config = _train_config(options, None)  # bad options fail before any data is read
         if not out:
             raise UserError("say where to write the checkpoint: --out DIR")
@@ -345,12 +398,13 @@ def _train(options: dict, out, parallel, writer) -> int:
     trainer = Trainer(workspace, config)
     trainer.parallel = parallel
     quiet = parallel is not None and not parallel.is_main  # other ranks print and save nothing
-    printer = ProgressPrinter(open(os.devnull, "w") if quiet else None)
+    printer = ProgressPrinter(open(os.devnull, "w") if quiet else None,
+                              time_limit=config.time_limit)
     if not quiet:
         report_data(workspace.data)
     build = None if options.get("resume") or options.get("from_hf") else {
         "family": workspace.family, "preset": options.get("preset", "tiny"),
-        "seed": options.get("seed") or 0, "overrides": _model_overrides(options, workspace.family)}
+        "seed": options.get("seed") or 0, "overrides": _all_overrides(options, workspace.family)}
     finished = None
     # the checkpoint keeps the app's background thread count unless --threads was given
     threads = options.get("threads", TrainConfig.num_threads)

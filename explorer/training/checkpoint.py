@@ -252,9 +252,10 @@ def _read_history(path: Path) -> list[dict]:
     return history_from_rows(rows)
 
 
-def load_checkpoint(directory: str | Path, load_data: bool = True):
+def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: bool = True):
     """The Workspace saved in `directory`; its data is rebuilt from the saved data spec when the
-    task or the files are still available (otherwise `workspace.data` is None)."""
+    task or the files are still available (otherwise `workspace.data` is None). Without
+    `load_state` the optimizer's state (twice the model's size with Adam) stays on disk."""
     from safetensors.torch import load_model
 
     from explorer.data.tokenizers import load_tokenizer
@@ -313,7 +314,8 @@ def load_checkpoint(directory: str | Path, load_data: bool = True):
         step=step,
         # rows a running `--save-every` appended after this step belong to no checkpoint
         history=[r for r in _read_history(directory / METRICS_FILE) if r["step"] <= step],
-        training_state=load_training_state(optimizer_path) if optimizer_path.is_file() else None,
+        training_state=(load_training_state(optimizer_path)
+                        if load_state and optimizer_path.is_file() else None),
         data_spec=spec,
     )
 

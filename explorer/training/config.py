@@ -31,6 +31,7 @@ class TrainConfig:
     # length of training: steps wins over epochs; neither means 1000 steps
     steps: int | None = None
     epochs: float | None = None
+    time_limit: float | None = None  # minutes of wall clock, evaluations included; then stop cleanly
     batch_size: int = 32
     # language models
     context: int = 64  # block length of GPT/BERT examples and RNN-LM chunks
@@ -76,6 +77,10 @@ class TrainConfig:
             raise UserError(f"batch size must be at least 1, got {self.batch_size}")
         if self.steps is not None and self.steps < 1:
             raise UserError(f"steps must be at least 1, got {self.steps}")
+        if self.num_threads is not None and self.num_threads < 1:
+            raise UserError(f"threads must be at least 1, got {self.num_threads}")
+        if self.time_limit is not None and not self.time_limit > 0:
+            raise UserError(f"time limit must be positive minutes, got {self.time_limit}")
         if self.epochs is not None and not self.epochs > 0:
             raise UserError(f"epochs must be positive, got {self.epochs}")
         if self.clip is not None and not self.clip > 0:

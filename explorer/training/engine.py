@@ -177,9 +177,13 @@ class Trainer:
         workspace, model = self.workspace, self.workspace.model
         step = workspace.step
         active_s, last_probe = 0.0, -math.inf
+        out_of_time = self._deadline()
         while True:
             if step >= self.total_steps:
                 return TrainingFinished(step, "done")
+            if out_of_time():
+                return TrainingFinished(step, "time", f"time limit of {self.config.time_limit:g} "
+                                        f"min reached at step {step}")
             if not self.control.wait_for_turn():
                 return TrainingFinished(step, "stopped", f"stopped at step {step}")
             self._apply_live_changes()
@@ -196,7 +200,7 @@ class Trainer:
             workspace.step = step
             workspace.history.append(_history_row(metrics))
             yield metrics
-            last_step = step >= self.total_steps
+            last_step = step >= self.total_steps or out_of_time()  # evaluate before stopping
             if (config.eval_every and step % config.eval_every == 0) or last_step:
                 evaluation = self._evaluate(step)
                 workspace.history[-1].update(_eval_row(evaluation))
@@ -210,6 +214,13 @@ class Trainer:
                         yield snapshot
             if self.on_step_end is not None:
                 self.on_step_end(step)
+
+    def _deadline(self) -> Callable[[], bool]:
+        """Whether the wall-clock budget (config.time_limit minutes, from now) is spent."""
+        if self.config.time_limit is None:
+            return lambda: False
+        deadline = time.perf_counter() + 60 * self.config.time_limit
+        return lambda: time.perf_counter() >= deadline
 
     def _step(self, step: int, params, last_good) -> StepMetrics | None:
         """One optimisation step; None when the loss or the gradient is not finite."""

@@ -9,12 +9,30 @@ ORGANISATION = "SequenceModelExplorer"
 APPLICATION = "Sequence Model Explorer"
 
 
-def ensure_display() -> None:
-    """No X11/Wayland display (CI, ssh): render offscreen rather than abort."""
-    if sys.platform.startswith("linux") and not (
-        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
-    ):
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+NO_DISPLAY = ("no display: set DISPLAY (or WAYLAND_DISPLAY) to open the window; "
+              "`explorer gui --smoke` tests the app offscreen")
+
+
+def has_display() -> bool:
+    """Whether Qt can show a window: a platform chosen explicitly (QT_QPA_PLATFORM, e.g. offscreen
+    as the tests set it), an X11 or Wayland display on Linux, or another desktop OS."""
+    if os.environ.get("QT_QPA_PLATFORM"):
+        return True
+    if not sys.platform.startswith("linux"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def ensure_display(smoke: bool = False) -> None:
+    """The self-test renders offscreen when there is no display; the app itself never does so
+    unasked (a window nobody can see would wait for ever), it refuses in one line instead."""
+    if has_display():
+        return
+    if not smoke:
+        from explorer.errors import UserError
+
+        raise UserError(NO_DISPLAY)
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
 
 def create_application(argv: list[str] | None = None):
@@ -87,7 +105,7 @@ def run_app(
     argv: list[str] | None = None, smoke: bool = False, checkpoint: str | None = None
 ) -> int:
     """Show the main window (opening `checkpoint`, or the built-in demo) and run the event loop."""
-    ensure_display()
+    ensure_display(smoke)
     if smoke:
         from explorer.ui.smoke import run_smoke
 

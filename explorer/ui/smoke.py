@@ -45,8 +45,10 @@ class SmokeRun:
                        "exported": [], "errors": [], "qt_warnings": []}
         self.phase = "starting"
         self.trained = False
+        self.load_failed = False
+        self.finished = False
         window.first_painted.connect(self._on_first_paint)
-        window.error_shown.connect(self.report["errors"].append)
+        window.error_shown.connect(self._on_error)
         window.bus.workspace_changed.connect(self._on_workspace)
         window.controller.training_finished.connect(self._on_trained)
         window.bus.step_metrics.connect(self._on_steps)
@@ -62,6 +64,12 @@ class SmokeRun:
     def _on_first_paint(self, _) -> None:
         self._mark("first_paint_s")
         self.poll.start()
+
+    def _on_error(self, message: str) -> None:
+        self.report["errors"].append(message)
+        if self.phase == "starting":  # the checkpoint did not load: nothing to wait for
+            self.load_failed = True
+            self._finish()
 
     def _on_workspace(self, workspace) -> None:
         if workspace is not None and self.phase == "starting":
@@ -92,6 +100,9 @@ class SmokeRun:
             self._finish()
 
     def _finish(self) -> None:
+        if self.finished:
+            return
+        self.finished = True
         self.poll.stop()
         panels = self.window.panels
         self.report["panels"] = [p for p, panel in panels.items() if panel.has_content()]
@@ -134,5 +145,7 @@ def run_smoke(checkpoint: str | None = None) -> int:
     ok = all_drawn and not report["qt_warnings"] and not report["errors"] and report["exported"]
     print(json.dumps(report, indent=None))
     sys.stdout.flush()
+    if run.load_failed:
+        return 2  # bad input, as every command reports it
     return 0 if ok else 1
 

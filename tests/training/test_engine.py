@@ -24,17 +24,20 @@ def run_all(trainer):
 def test_every_family_learns(family, tiny_workspace, tiny_config):
     torch.manual_seed(0)
     workspace = tiny_workspace(family)
-    events, steps = run_all(Trainer(workspace, tiny_config(steps=40, lr=1e-2)))
+    events, steps = run_all(Trainer(workspace, tiny_config(steps=100, lr=1e-2)))
     losses = [s.loss for s in steps]
-    assert [s.step for s in steps] == list(range(1, 41))
-    ratio = 0.9 if family == "bert" else 0.8  # masked LM: only 15% of tokens teach per step
+    assert [s.step for s in steps] == list(range(1, 101))
+    # 100 steps, not 40: at 40 the seq2seq and Transformer ratios ranged 0.76-0.86 over seeds 0-7,
+    # around the 0.8 asserted, and other seeds failed. At 100 the worst of eight seeds was rnn-lm
+    # 0.39, gpt 0.49, seq2seq 0.65, transformer 0.78, bert 0.85 (only 15% of its tokens teach).
+    ratio = {"transformer": 0.9, "bert": 0.95}.get(family, 0.8)
     assert sum(losses[-5:]) / 5 < ratio * sum(losses[:5]) / 5, losses
     evaluation = [e for e in events if isinstance(e, EvalMetrics)]
-    assert len(evaluation) == 1 and evaluation[0].step == 40  # eval_every=0: only at the end
+    assert len(evaluation) == 1 and evaluation[0].step == 100  # eval_every=0: only at the end
     assert evaluation[0].perplexity == pytest.approx(math.exp(evaluation[0].val_loss))
     assert 0 <= evaluation[0].token_accuracy <= 1
-    assert events[-1] == TrainingFinished(40, "done")
-    assert workspace.step == 40 and len(workspace.history) == 40
+    assert events[-1] == TrainingFinished(100, "done")
+    assert workspace.step == 100 and len(workspace.history) == 100
     assert workspace.history[-1]["val_loss"] == evaluation[0].val_loss
     assert all(s.tokens > 0 and s.tokens_per_s > 0 for s in steps)
 
