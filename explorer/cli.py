@@ -20,6 +20,7 @@ from explorer.runtime import tune_allocator
 COMMANDS = {
     "gui": "open the desktop app (the default when no command is given)",
     "train": "train a model headless and write a checkpoint",
+    "replay": "train a recorded run again from its seed, settings and data; compare the losses",
     "score": "teacher-forced log-probability of a target under a checkpoint",
     "decode": "decode with greedy, beam or sampling search; print text or JSON",
     "fill": "a masked language model's top-k tokens for every [MASK] in a text",

@@ -92,6 +92,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     checkpoint.add_argument("--save-every", type=int, metavar="N", help="also save every N steps "
                             "(a run killed later resumes from there); SIGINT and SIGTERM save, "
                             "then stop")
+    checkpoint.add_argument("--snapshot-every", type=int, metavar="N", help="also keep a full "
+                            "checkpoint of every N-th step in DIR/snapshots/step-NNNNNN")
 
     # a wall-clock budget and the published recipes (explorer/commands/train_options.py)
     train.add_argument("--time-limit", type=float, metavar="MINUTES", help="stop cleanly after "
@@ -187,17 +189,23 @@ def _train_config(options: dict, base):
     return dataclasses.replace(base, **changes)
 
 
-def _new_workspace(options: dict):
+def _all_overrides(options: dict, family: str) -> dict:
+    """The model fields the flags set, and those no flag sets (--config, --recipe), which win
+    over what the flags imply (d_ff = 4 x d_model)."""
     from explorer.commands.train_options import extra_fields
+
+    return {**_model_overrides(options, family),
+            **extra_fields(options, "model", handled=MODEL_FLAGS)}
+
+
+def _new_workspace(options: dict):
     from explorer.training.setup import build_workspace
 
     spec = _data_spec(options)
     family = options.get("arch") or ("gpt" if spec.kind == "lm" else "seq2seq")
     preset = options.get("preset", "tiny")
-    # fields no flag sets (--config, --recipe) win over what the flags imply (d_ff = 4 x d_model)
-    overrides = {**_model_overrides(options, family),
-                 **extra_fields(options, "model", handled=MODEL_FLAGS)}
-    return build_workspace(spec, family, preset, seed=options.get("seed") or 0, **overrides)
+    return build_workspace(spec, family, preset, seed=options.get("seed") or 0,
+                           **_all_overrides(options, family))
 
 
 class ProgressPrinter:
@@ -313,19 +321,51 @@ def format_eval(metrics) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from explorer.runs import RunWriter
+    from explorer.training.distributed import init_from_env, shutdown
+
+    options = _options(args)
+    out = options.get("out") or options.get("resume")
+    # torchrun's ranks (issue 14): rank 0 alone writes the run folder; --from writes a Hugging
+    # Face folder (save_pretrained), not a run
+    parallel = init_from_env(options.get("device") or "auto")
+    main_rank = parallel is None or parallel.is_main
+    writer = None
+    if out and main_rank and not options.get("from_hf"):
+        writer = RunWriter(out, options.get("snapshot_every"))
+        writer.claim(resume=_same_folder(options.get("resume"), out))  # locked until close
+    error = None
+    try:
+        return _train(options, out, parallel, writer)
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        if writer is not None:
+            writer.close(error)
+        shutdown(parallel)
+
+
+def _same_folder(a, b) -> bool:
+    from pathlib import Path
+
+    return a is not None and b is not None and Path(a).resolve() == Path(b).resolve()
+
+
+def _train(options: dict, out, parallel, writer) -> int:
+    import contextlib
     import dataclasses
+    import os
     import sys
     from pathlib import Path
 
     from explorer.commands.train_options import extra_fields
     from explorer.data.tasks import TASKS
     from explorer.errors import UserError
-    from explorer.training import TrainConfig, Trainer, load_checkpoint, save_checkpoint
+    from explorer.training import TrainConfig, Trainer, load_checkpoint
     from explorer.training.autosave import Autosave
     from explorer.training.checkpoint import check_resumable
 
-    options = _options(args)
-    out = options.get("out") or options.get("resume")
     if options.get("resume"):
         given = [k for k in (*DATA_FLAGS, *MODEL_FLAGS, "arch", "preset") if k in options]
         given += list(extra_fields(options, "model", handled=MODEL_FLAGS))
@@ -341,9 +381,10 @@ def run(args: argparse.Namespace) -> int:
         config = _train_config(options, None)
         if not options.get("out"):
             raise UserError("say where to write the fine-tuned model: --out DIR")
-        if options.get("save_every"):
-            raise UserError("--save-every does not work with --from yet: the fine-tuned model is "
-                            "saved at the end (and at Ctrl+C)")
+        for flag in ("save_every", "snapshot_every"):
+            if options.get(flag):
+                raise UserError(f"--{flag.replace('_', '-')} does not work with --from yet: the "
+                                "fine-tuned model is saved at the end (and at Ctrl+C)")
         workspace = open_for_finetuning(options["from_hf"], _data_spec({**options, "arch": "gpt"}))
     else:
         if not any(options.get(k) for k in ("task", "data", "src", "tgt")):
@@ -354,25 +395,44 @@ def run(args: argparse.Namespace) -> int:
         if not out:
             raise UserError("say where to write the checkpoint: --out DIR")
         workspace = _new_workspace(options)
-    report_data(workspace.data)
     trainer = Trainer(workspace, config)
-    printer = ProgressPrinter(time_limit=config.time_limit)
+    trainer.parallel = parallel
+    quiet = parallel is not None and not parallel.is_main  # other ranks print and save nothing
+    printer = ProgressPrinter(open(os.devnull, "w") if quiet else None,
+                              time_limit=config.time_limit)
+    if not quiet:
+        report_data(workspace.data)
+    build = None if options.get("resume") or options.get("from_hf") else {
+        "family": workspace.family, "preset": options.get("preset", "tiny"),
+        "seed": options.get("seed") or 0, "overrides": _all_overrides(options, workspace.family)}
     finished = None
     # the checkpoint keeps the app's background thread count unless --threads was given
     threads = options.get("threads", TrainConfig.num_threads)
-    # --save-every, SIGINT/SIGTERM and the folder's lock: explorer/training/autosave.py
-    with Autosave(trainer, out, options.get("save_every"), threads) as autosave:
+    # --save-every, SIGINT/SIGTERM and the folder's lock: explorer/training/autosave.py; its saves
+    # go through the run's writer, which keeps metrics.jsonl and snapshots/
+    autosave = None if quiet else Autosave(
+        trainer, out, options.get("save_every"), threads,
+        save=None if writer is None else writer.save_latest)
+    with autosave or contextlib.nullcontext():
+        if writer is not None:
+            writer.start(workspace, trainer, build=build, resumed_from=options.get("resume"))
         for event in trainer.run():
+            if writer is not None:
+                writer.record(event)
             finished = printer.show(event) or finished
         if finished.reason in ("nan", "oom"):
-            raise UserError(finished.message + autosave.kept_note())
+            if writer is not None:
+                writer.end(finished.reason, finished.message, finished.step)
+            raise UserError(finished.message + (autosave.kept_note() if autosave else ""))
         workspace.train_config = dataclasses.replace(workspace.train_config, num_threads=threads)
         if options.get("from_hf"):
             from explorer.hf.finetune import save_hf_model
 
             save_hf_model(workspace, Path(out))
-        else:
-            save_checkpoint(workspace, Path(out))
+        elif writer is not None:
+            writer.finish(workspace, finished)
+    if quiet:
+        return 0
     printer.summary(workspace, out)
     if autosave.signal is not None:
         print(f"{autosave.describe_stop()}: --resume {out} continues from step {workspace.step}",

@@ -1,19 +1,21 @@
 """Checkpoints while a run trains: every N steps, and at SIGINT and SIGTERM (`explorer train
 --save-every N`).
 
-    with Autosave(trainer, out, every=100) as autosave:
+    with Autosave(trainer, out, every=100, save=writer.save_latest) as autosave:
         for event in trainer.run():
             ...
-        save_checkpoint(workspace, out)  # the final one, still under the folder's lock
+        writer.finish(workspace, finished)  # the final save, still under the folder's lock
     return autosave.exit_code  # 0, or 128 + the signal that stopped the run
 
-Between saves each step's metrics row is appended to the folder's metrics.jsonl (flushed, whole
-lines only). The folder is locked for the whole run, so a second `explorer train` aimed at it
-stops at once with a one-line error. The periodic save runs inside the trainer's generator (the
-engine's `on_step_end` hook, after the step's evaluation), in the thread that trains: the weights
-are never read while they change. A signal only asks the trainer to stop before its next step;
-the caller then saves as at the end. A second signal acts at once (Ctrl-C twice aborts; the last
-complete checkpoint survives, since every save is atomic).
+`save(workspace, optimizer=state)` writes a checkpoint: in `explorer train` the run folder's
+RunWriter.save_latest (which keeps the run's metrics.jsonl and snapshots; the RunWriter also
+writes every step's metrics row as it comes), by default save_checkpoint to `out`. The folder is
+locked for the whole run (the same FolderLock as the RunWriter's, taken re-entrantly), so a second
+`explorer train` aimed at it stops at once with a one-line error. The periodic save runs inside
+the trainer's generator (the engine's `on_step_end` hook, after the step's evaluation), in the
+thread that trains: the weights are never read while they change. A signal only asks the trainer
+to stop before its next step; the caller then saves as at the end. A second signal acts at once
+(Ctrl-C twice aborts; the last complete checkpoint survives, since every save is crash-safe).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasat
 
 class Autosave:
     def __init__(self, trainer, out: str | Path, every: int | None = None,
-                 threads: int | None = None, stream=None) -> None:
+                 threads: int | None = None, stream=None, save=None) -> None:
         if every is not None and (isinstance(every, bool) or not isinstance(every, int)
                                   or every < 1):
             raise UserError(f"--save-every must be a whole number of steps >= 1, got {every!r}")
@@ -41,6 +43,7 @@ class Autosave:
         self.stream = stream or sys.stderr
         self.saved_step: int | None = None  # the step of the last checkpoint this run wrote
         self.signal: int | None = None  # the signal that stopped the run
+        self._save = save or self._save_checkpoint
         self._lock = FolderLock(self.out)
         self._previous_handlers: dict[int, object] = {}
 
@@ -84,35 +87,22 @@ class Autosave:
     # -- saving ---------------------------------------------------------------------------------
 
     def _step_done(self, step: int) -> None:
-        trainer = self.trainer
-        if self.every and step % self.every == 0 and step < (trainer.total_steps or 0):
+        if self.every and step % self.every == 0 and step < (self.trainer.total_steps or 0):
             self.save()  # the last step is saved by the caller, with the run's final state
-        elif self.saved_step is not None:
-            self._append_metrics()
 
-    def _append_metrics(self) -> None:
-        """Between saves, each step's row (its evaluation included) is appended to the saved
-        folder's metrics.jsonl, so a viewer follows the run; rows past the checkpoint's step are
-        dropped when it is loaded, and the next save writes the file whole."""
-        from explorer.durable import append_jsonl
-        from explorer.training.checkpoint import METRICS_FILE, json_safe_row
+    def _save_checkpoint(self, workspace, optimizer) -> None:
+        from explorer.training.checkpoint import save_checkpoint
 
-        row = self.trainer.workspace.history[-1]
-        try:
-            append_jsonl(self.out / METRICS_FILE, [json_safe_row(row)], sync=False)
-        except OSError:
-            pass  # a full disk: the next save reports it
+        save_checkpoint(workspace, self.out, optimizer=optimizer)
 
     def save(self) -> None:
         """Write the trainer's current state to the folder; a failure (a full disk) is reported
         and training goes on: the previous checkpoint is intact and the next save may succeed."""
-        from explorer.training.checkpoint import save_checkpoint
-
         trainer, workspace = self.trainer, self.trainer.workspace
         config = dataclasses.replace(trainer.config, num_threads=self.threads)
         saved_config, workspace.train_config = workspace.train_config, config
         try:
-            save_checkpoint(workspace, self.out, optimizer=trainer.training_state())
+            self._save(workspace, optimizer=trainer.training_state())
             self.saved_step = workspace.step
         except UserError as exc:
             self.stream.write(f"\nwarning: {exc}\n")

@@ -7,12 +7,14 @@
                        read with torch.load(weights_only=True), so a crafted pickle runs nothing
     metrics.jsonl      one JSON object per step: step, loss, lr, grad_norm, tokens_per_s, and the
                        evaluation fields (val_loss, perplexity, token_accuracy, bleu) when present;
-                       a run under `--save-every` appends rows past `step` between saves (loading
-                       ignores them, and a torn last line)
+                       in a run folder (explorer.runs) it is the run's append-only file, with event
+                       rows and rows past `step` (loading resolves both, and skips a torn last line)
 
 A save writes everything to a staging folder beside the checkpoint, fsyncs it and swaps it into
 place (explorer.durable.replace_folder), under a FolderLock: a kill at any moment leaves the old
 checkpoint or the new one, never half of one, and two processes never write one folder together.
+A run folder's top-level checkpoint is saved by its RunWriter instead (explorer/runs/writer.py),
+which keeps the run's metrics.jsonl and snapshots/.
 Loading checks every field and the weights file's header before it allocates anything.
 """
 
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import errno
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -57,12 +58,6 @@ def _training_state(workspace, optimizer) -> dict[str, Any] | None:
     if isinstance(optimizer, dict):
         return optimizer
     return {"optimizer_name": type(optimizer).__name__.lower(), "optimizer": optimizer.state_dict()}
-
-
-def json_safe_row(row: dict[str, Any]) -> dict[str, Any]:
-    """NaN and infinity are not JSON: a metrics row writes them as null."""
-    return {k: None if isinstance(v, float) and not math.isfinite(v) else v
-            for k, v in row.items()}
 
 
 def _data_digests(workspace) -> dict[str, str]:
@@ -105,7 +100,8 @@ def check_resumable(directory: str | Path, workspace, stream=None) -> None:
             "its new content (the vocabulary stays: new symbols become <unk>)\n")
 
 
-def _write(workspace, folder: Path, training_state: dict | None) -> None:
+def _write(workspace, folder: Path, training_state: dict | None,
+           extra: dict | None = None) -> None:
     import torch
     from safetensors.torch import save_model
 
@@ -123,6 +119,7 @@ def _write(workspace, folder: Path, training_state: dict | None) -> None:
         "task": workspace.task,
         "step": workspace.step,
         "data_digests": _data_digests(workspace),
+        **(extra or {}),  # a run folder's "run" section
     }
     (folder / CONFIG_FILE).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     save_model(workspace.model, str(folder / WEIGHTS_FILE))
@@ -133,7 +130,7 @@ def _write(workspace, folder: Path, training_state: dict | None) -> None:
         from models.state import map_state
 
         torch.save(map_state(training_state, lambda t: t.detach().cpu()), folder / OPTIMIZER_FILE)
-    write_jsonl(folder / METRICS_FILE, (json_safe_row(row) for row in workspace.history))
+    write_jsonl(folder / METRICS_FILE, workspace.history)
 
 
 def check_can_save(directory: Path) -> None:
@@ -151,19 +148,31 @@ def save_checkpoint(workspace, directory: str | Path, optimizer=None) -> Path:
     own `training_state` (what the Trainer left); False stores none (smaller; cannot resume
     exactly).
     """
+    from explorer.runs.layout import is_run_folder  # replacing it would lose its snapshots
+
     directory = Path(directory)
     check_can_save(directory)
+    if is_run_folder(directory):
+        raise UserError(f"{directory}: holds a training run; save the checkpoint elsewhere")
+    return save_folder(workspace, directory, optimizer)
+
+
+def save_folder(workspace, directory: Path, optimizer=None, named: Path | None = None,
+                extra: dict | None = None) -> Path:
+    """The atomic part of a save: `directory` is replaced whole, under its FolderLock; `extra`
+    joins config.json. A failure is a UserError naming `named` (default: `directory`); what was
+    there stays."""
     state = _training_state(workspace, optimizer)
     try:
         with FolderLock(directory):
-            replace_folder(directory, lambda staging: _write(workspace, staging, state))
+            replace_folder(directory, lambda staging: _write(workspace, staging, state, extra))
     except OSError as exc:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             reason = "the disk is full"
         else:
             reason = exc.strerror or str(exc).strip().splitlines()[0] or type(exc).__name__
-        raise UserError(f"{directory}: cannot save the checkpoint ({reason}); the previous "
-                        "checkpoint there is unchanged") from None
+        raise UserError(f"{named or directory}: cannot save the checkpoint ({reason}); the "
+                        "previous checkpoint there is unchanged") from None
     return directory
 
 
@@ -224,15 +233,23 @@ def load_training_state(path: Path) -> dict[str, Any]:
 
 
 def _read_history(path: Path) -> list[dict]:
-    """metrics.jsonl rows in step order (a torn last line is left out)."""
+    """metrics.jsonl in a Workspace's history format: one row per step, its evaluation merged in
+    (a run's event rows and the steps a --resume redid are resolved by history_from_rows; a torn
+    last line is left out). Steps must increase, within each training segment of a run."""
+    from explorer.runs.reader import history_from_rows
+
     rows = read_jsonl(path)
     last = 0
     for number, row in enumerate(rows, 1):
-        step = row.get("step")
-        if not isinstance(step, int) or isinstance(step, bool) or step <= last:
+        step, event = row.get("step"), row.get("event")
+        if event not in (None, "eval", "resumed"):
+            continue  # started, snapshot, finished: nothing the history needs
+        if not isinstance(step, int) or isinstance(step, bool) or step < 0 or (
+                event is None and step <= last) or (event == "eval" and step > last):
             raise UserError(f"{path}: row {number} has step {step!r}; steps must increase")
-        last = step
-    return rows
+        if event is None or event == "resumed":
+            last = step
+    return history_from_rows(rows)
 
 
 def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: bool = True):

@@ -98,6 +98,7 @@ class Trainer:
         self.optimizer: torch.optim.Optimizer | None = None
         self.scaler: torch.amp.GradScaler | None = None
         self.lm_state: Any = None  # RNN LMs: the hidden state carried into the next batch
+        self.parallel = None  # torchrun: an explorer.training.distributed.DataParallel
         self._updating = False  # inside optimizer.step(): see _out_of_memory
         # called with the step number once a step, its evaluation and its probe are done
         # (explorer/training/autosave.py saves checkpoints from here, in the training thread)
@@ -230,21 +231,30 @@ class Trainer:
         torch.manual_seed(step_seed(config.seed, step))  # dropout and masks: a function of the step
         if getattr(self.feed, "carries_state", False) and self.feed.starts_epoch(step):
             self.lm_state = None  # a new pass over the stream starts from a zero state
-        batch = self.feed.train_batch(step).to(self.device)
+        batch = self.feed.train_batch(step)
+        if self.parallel is not None:  # torchrun: this rank's share of the global batch
+            batch = self.parallel.shard(batch)
+        batch = batch.to(self.device)
         with self._autocast():
             output = compute_loss(
                 model, batch, config.label_smoothing, state=self.lm_state, bptt=config.bptt
             )
-        loss = output.loss.item()
+        tokens = batch.num_target_tokens if batch.tokens is None else batch.tokens.numel()
+        objective, loss = output.loss, output.loss.item()
+        if self.parallel is not None:  # weighted by tokens over every rank
+            objective, loss, tokens = self.parallel.weight_by_tokens(output, tokens)
         if not math.isfinite(loss):
             return None
         optimizer.zero_grad(set_to_none=True)
         scaler = self.scaler
         if scaler is not None:
-            scaler.scale(output.loss).backward()
-            scaler.unscale_(optimizer)
+            scaler.scale(objective).backward()
         else:
-            output.loss.backward()
+            objective.backward()
+        if self.parallel is not None:
+            self.parallel.all_reduce_gradients(params)
+        if scaler is not None:
+            scaler.unscale_(optimizer)
         norm = float(grad_norm(params))
         if not math.isfinite(norm) and scaler is None:
             return None  # with fp16 the scaler skips this step and lowers its scale instead
@@ -264,7 +274,6 @@ class Trainer:
             optimizer.step()
         self._updating = False
         self.lm_state = output.state
-        tokens = batch.num_target_tokens if batch.tokens is None else batch.tokens.numel()
         return StepMetrics(
             step=step, loss=loss, lr=lr, grad_norm=norm, grad_norm_clipped=clipped,
             tokens=int(tokens), tokens_per_s=0.0, elapsed_s=0.0, total_steps=self.total_steps,

@@ -297,28 +297,30 @@ def test_data_deleted_or_changed_mid_training(tmp_path, monkeypatch, capsys):
     assert "changed since" not in capsys.readouterr().err  # the new content is the recorded one
 
 
-def test_metrics_are_appended_between_saves_and_ignored_past_the_saved_step(tmp_path,
-                                                                            monkeypatch):
+def test_metrics_are_appended_every_step_and_ignored_past_the_saved_step(tmp_path, monkeypatch):
     folder = tmp_path / "ck"
     rows_on_disk = {}
     real = Autosave._step_done
 
     def step_done(self, step):
         real(self, step)
-        rows_on_disk[step] = [row["step"] for row in read_jsonl(folder / "metrics.jsonl")] \
-            if folder.exists() else []
+        rows = read_jsonl(folder / "metrics.jsonl")  # the run's rows: steps, evaluations, events
+        rows_on_disk[step] = [(row.get("event"), row["step"]) for row in rows]
         if step == 8:  # as if killed here: the folder holds step 5, its metrics run to step 8
             raise KeyboardInterrupt
 
     monkeypatch.setattr(Autosave, "_step_done", step_done)
     assert main(["train", *TINY_PAIRS, "--steps", "20", "--save-every", "5", "--eval-every", "3",
                  "--out", str(folder), *FAST[:-2]]) == 130
-    assert rows_on_disk[4] == [] and rows_on_disk[5] == [1, 2, 3, 4, 5]
-    assert rows_on_disk[8] == list(range(1, 9))
+    steps = {step: [s for event, s in rows if event is None] for step, rows in rows_on_disk.items()}
+    assert all(steps[step] == list(range(1, step + 1)) for step in range(1, 9))  # as they come
+    assert ("eval", 3) in rows_on_disk[3] and ("eval", 6) in rows_on_disk[6]
+    assert ("eval", 6) not in rows_on_disk[5]  # an evaluation's row comes whole, after its step
     rows = read_jsonl(folder / "metrics.jsonl")
-    assert "val_loss" in rows[5] and "val_loss" not in rows[6]  # step 6: evaluated, appended whole
+    assert rows[-1]["event"] == "finished" and rows[-1]["reason"] == "interrupted"
     workspace = load_checkpoint(folder)
     assert workspace.step == 5 and [row["step"] for row in workspace.history] == [1, 2, 3, 4, 5]
+    assert "val_loss" in workspace.history[2] and "val_loss" not in workspace.history[3]
 
 
 def test_a_full_disk_at_a_periodic_save_warns_and_training_goes_on(tmp_path, monkeypatch,
