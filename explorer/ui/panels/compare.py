@@ -68,6 +68,8 @@ class ComparePanel(Panel):
         super().__init__(bus, parent)
         self.workspace = None
         self.outputs = []
+        self.outputs_input = None  # (source, reference, DecodeSettings) `outputs` were decoded with
+        self._newest_input = None  # ... and the newest compare job's
         self.example = None
         self._build()
         self.jobs = self.job_runner("decode")
@@ -152,7 +154,7 @@ class ComparePanel(Panel):
         self.explanation.clear()
         self.explanation.hide()
         if workspace is None:
-            self.outputs = []
+            self.outputs, self.outputs_input = [], None
             self._show()
             self.status.setText("No model yet: train one or open a checkpoint.")
             return
@@ -171,8 +173,9 @@ class ComparePanel(Panel):
         if self.workspace is None:
             return -1
         self.status.setText("Decoding…")
-        return self.jobs.submit(run_compare, self.workspace, self.source_box.text(),
-                                self.reference_box.text(), self.form.settings())
+        self._newest_input = (self.source_box.text(), self.reference_box.text(),
+                              self.form.settings())
+        return self.jobs.submit(run_compare, self.workspace, *self._newest_input)
 
     def find_example(self) -> int:
         if self.workspace is None:
@@ -189,7 +192,8 @@ class ComparePanel(Panel):
     def _on_result(self, _job: int, result) -> None:
         self.find_button.setEnabled(True)
         if isinstance(result, list):
-            self.outputs = result
+            # the runner delivers only its newest job's answer: the last compare()'s
+            self.outputs, self.outputs_input = result, self._newest_input
             self._show()
             self.status.setText("")
             self.compared.emit()
