@@ -29,6 +29,7 @@ import importlib.resources
 
 from explorer.durable import FolderLock, existing_folder, read_jsonl, replace_folder, write_jsonl
 from explorer.errors import UserError, read_json
+from explorer.families import family_of
 
 FORMAT = "sequence-model-explorer/checkpoint/1"
 CONFIG_FILE = "config.json"
@@ -322,7 +323,7 @@ def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: b
 
 def _check_vocabularies(directory: Path, model_config, tokenizer, src_tokenizer) -> None:
     sides = [("target", model_config.vocab_size, tokenizer)]
-    if model_config.family in ("seq2seq", "transformer"):
+    if family_of(model_config).has_source:
         if src_tokenizer is None:
             raise UserError(f"{directory}: a {model_config.family} model needs src_tokenizer.json")
         sides.append(("source", model_config.src_vocab_size, src_tokenizer))

@@ -1,4 +1,5 @@
-"""The main window: one dock per panel, menus, toolbar, status bar, settings and drag-and-drop.
+"""The main window: one dock per panel, menus, toolbar, settings and drag-and-drop (the status
+bar's permanent widgets live in explorer/ui/status_bar.py).
 
 torch is imported only after the first paint: the window shows at once, then a queued call opens
 the checkpoint (or the built-in demo) through the controller's worker thread.
@@ -10,14 +11,7 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, QTimer, Signal
-from PySide6.QtWidgets import (
-    QDockWidget,
-    QFileDialog,
-    QLabel,
-    QMainWindow,
-    QMessageBox,
-    QProgressBar,
-)
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMessageBox
 
 from explorer.ui.actions import build_actions
 from explorer.ui.app import APPLICATION, ORGANISATION
@@ -27,14 +21,12 @@ from explorer.ui import dock_layout
 from explorer.ui.jobs import one_line, shutdown_runners
 from explorer.ui.menus import build_menus, fill_recent
 from explorer.ui.panels import PANELS, panel_class
+from explorer.ui.status_bar import TrainingStatus
 from explorer.ui.training_controls import TrainingControls
 
 LAYOUT_VERSION = 2  # saved layouts of an older version give way to the default
 DEFAULT_WINDOW = (1600, 1000)  # at most: on a smaller screen, its available area
-
-STATUS_INTERVAL_MS = 500
 MAX_RECENT = 10
-DATA_SUFFIXES = (".txt", ".tsv", ".gz", ".src", ".tgt", ".en", ".de", ".fr")
 
 
 class MainWindow(QMainWindow):
@@ -73,7 +65,10 @@ class MainWindow(QMainWindow):
         self.controls_dock.setWidget(self.controls)
         self._arrange_default_layout()
         build_menus(self)
-        self._create_status_bar()
+        self.status = TrainingStatus(self, self.controller, self.bus)
+        # the status widgets, by the names tests and benchmarks read them
+        self.device_label, self.step_label = self.status.device_label, self.status.step_label
+        self.speed_label, self.progress = self.status.speed_label, self.status.progress
         self._connect()
         self.default_state = self.saveState()
         self.setAcceptDrops(True)
@@ -134,28 +129,6 @@ class MainWindow(QMainWindow):
         """The default layout's proportions at the window's current size."""
         dock_layout.apply_default_sizes(self, self._all_docks(), self.default_layout)
 
-    def _create_status_bar(self) -> None:
-        bar = self.statusBar()
-        self.device_label = QLabel("device: –")
-        self.device_label.setToolTip("The device the model trains on")
-        self.step_label = QLabel("step: –")
-        self.step_label.setToolTip("Optimisation steps done")
-        self.speed_label = QLabel("tokens/s: –")
-        self.speed_label.setToolTip("Target tokens per second, training throughput")
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(180)
-        self.progress.setToolTip("Progress of the current training run")
-        self.progress.setRange(0, 1)
-        self.progress.setValue(0)
-        self.progress.setTextVisible(False)  # shown while a run is under way
-        # room for long numbers from the start: a label that widens re-lays out the status bar
-        for label, widest in ((self.step_label, "step: 0000000"),
-                              (self.speed_label, "tokens/s: 000,000")):
-            label.setMinimumWidth(label.fontMetrics().horizontalAdvance(widest))
-        for widget in (self.device_label, self.step_label, self.speed_label, self.progress):
-            bar.addPermanentWidget(widget)
-        self._stats_throttle = None
-
     def _connect(self) -> None:
         a, c = self.actions, self.controller
         a.open.triggered.connect(self.open_dialog)
@@ -175,8 +148,6 @@ class MainWindow(QMainWindow):
         a.about.triggered.connect(self.show_about)
         a.shortcuts.triggered.connect(self.show_shortcuts)
         c.error.connect(self.show_error)
-        c.stats.connect(self._queue_stats)
-        c.device_changed.connect(lambda device: self.device_label.setText(f"device: {device}"))
         c.busy.connect(self._show_busy)
         self.bus.training_state.connect(self._on_training_state)
         self.bus.workspace_changed.connect(self._on_workspace)
@@ -395,52 +366,17 @@ class MainWindow(QMainWindow):
 
     # -- status ----------------------------------------------------------------------------------
 
-    def _queue_stats(self, metrics) -> None:
-        """The status bar follows the newest metrics twice a second, not every batch: each update
-        costs the GUI thread (and the GIL the trainer needs) a few milliseconds."""
-        if self._stats_throttle is None:
-            # imported here, after the first paint: superqt loads all its widgets (~0.3 s)
-            from superqt.utils import qthrottled
-
-            self._stats_throttle = qthrottled(self._show_stats, timeout=STATUS_INTERVAL_MS,
-                                              parent=self)
-        self._stats_throttle(metrics)
-
-    def _show_stats(self, metrics) -> None:
-        self.step_label.setText(f"step: {metrics.step}")
-        self.speed_label.setText(f"tokens/s: {metrics.tokens_per_s:,.0f}")
-        if metrics.total_steps and self.controller.state in ("running", "paused"):
-            # (a throttled update that lands after Stop must not bring the old percentage back)
-            # QProgressBar.setValue repaints at once; held back, the bar is painted with the
-            # rest of the window's next frame
-            self.progress.setUpdatesEnabled(False)
-            self.progress.setRange(0, metrics.total_steps)
-            self.progress.setValue(min(metrics.step, metrics.total_steps))
-            self.progress.setUpdatesEnabled(True)
-
     def _on_training_state(self, state: str) -> None:
         running = state in ("running", "paused")
         self.actions.stop.setEnabled(running)
         self.actions.pause.blockSignals(True)
         self.actions.pause.setChecked(state == "paused")
         self.actions.pause.blockSignals(False)
-        self.progress.setTextVisible(running)
-        if not running:  # no run, no progress: an old percentage would say one is under way
-            self.progress.setRange(0, 1)
-            self.progress.setValue(0)
         self.statusBar().showMessage(f"Training {state}", 3000)
 
     def _on_workspace(self, workspace) -> None:
         if workspace is None:
             return
-        config = self.controller.train_config
-        device = getattr(config, "device", "cpu")
-        try:
-            device = str(next(workspace.model.parameters()).device)
-        except (StopIteration, AttributeError):
-            pass
-        self.device_label.setText(f"device: {device}")
-        self.step_label.setText(f"step: {workspace.step}")
         name = workspace.task or workspace.family
         self.setWindowTitle(f"{APPLICATION} — {workspace.family} on {name}")
 

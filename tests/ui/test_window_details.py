@@ -22,7 +22,7 @@ def test_progress_resets_when_training_stops(make_main_window, qtbot, tiny_works
 
     late = StepMetrics(step=50, loss=1.0, lr=1e-3, grad_norm=1.0, grad_norm_clipped=1.0,
                        tokens=10, tokens_per_s=100.0, elapsed_s=1.0, total_steps=100_000)
-    window._show_stats(late)
+    window.status.show_stats(late)
     assert window.progress.value() == 0 and window.step_label.text() == "step: 50"
 
 
