@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from explorer.analysis.labels import layer_label
 from explorer.analysis.logit_lens import LogitLens, logit_lens_from_trace
 from explorer.analysis.probe import _PROBE_LOCK
 from explorer.families import family_of, module_at
@@ -71,7 +72,7 @@ class TransformerStack:
 
     stream: str  # "encoder" or "decoder" (a GPT's only stack is its decoder, a BERT's its encoder)
     tokens: list[str]  # the token at each position
-    layer_labels: list[str]  # "embed", "layer0", "layer1", ...: where the residual stream is read
+    layer_labels: list[str]  # "embed", "layer 1", "layer 2", ...: where the residual stream is read
     residual_norm: np.ndarray  # (layers + 1, T): ||x|| of the residual stream per layer and position
     block_outputs: list[np.ndarray]  # per block, (d_model, T): what the block hands on
 
@@ -152,7 +153,7 @@ def _transformer_stacks(model, trace, inputs: tuple, labels: dict[str, list[str]
         stacks.append(TransformerStack(
             stream=stream,
             tokens=list(_stream_tokens(stream, labels)),
-            layer_labels=["embed"] + [n.split(".", 1)[1] for n in names],
+            layer_labels=["embed"] + [layer_label(int(n.rsplit("layer", 1)[1])) for n in names],
             residual_norm=stream_x.norm(dim=-1).detach().float().cpu().numpy().copy(),
             block_outputs=[trace.hidden[n][0][0].T.detach().float().cpu().numpy().copy() for n in names],
         ))

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from explorer.analysis.labels import layer_label
 from explorer.families import family_of, module_at
 
 
@@ -30,7 +31,7 @@ from explorer.families import family_of, module_at
 class LogitLens:
     """Layers x positions: the top next token read from each layer, and its probability."""
 
-    layer_labels: list[str]  # "embed", "layer0", ...: bottom to top
+    layer_labels: list[str]  # "embed", "layer 1", ...: bottom to top (layers counted from 1)
     tokens: list[str]  # the input token at each position
     top_ids: np.ndarray  # (layers, T) int64
     top_tokens: list[list[str]]  # (layers, T)
@@ -74,7 +75,7 @@ def model_lens_layers(model, trace, embedded: Tensor) -> Iterator[tuple[str, Ten
                    key=lambda n: int(n.rsplit("layer", 1)[1]))
     yield "embed", readout(embedded)[0]
     for name in names:
-        yield name.split(".", 1)[1], readout(trace.hidden[name][0])[0]
+        yield layer_label(int(name.rsplit("layer", 1)[1])), readout(trace.hidden[name][0])[0]
 
 
 def hf_lens_layers(model, ids: Tensor) -> Iterator[tuple[str, Tensor]]:
@@ -86,8 +87,8 @@ def hf_lens_layers(model, ids: Tensor) -> Iterator[tuple[str, Tensor]]:
         hidden = output.hidden_states
         final_norm, head = model.transformer.ln_f, model.lm_head
         for k, x in enumerate(hidden[:-1]):
-            yield ("embed" if k == 0 else f"layer{k - 1}"), head(final_norm(x))[0]
-        yield f"layer{len(hidden) - 2}", output.logits[0]
+            yield ("embed" if k == 0 else layer_label(k - 1)), head(final_norm(x))[0]
+        yield layer_label(len(hidden) - 2), output.logits[0]
 
 
 def summarize_lens(

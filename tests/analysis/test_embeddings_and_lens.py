@@ -112,7 +112,7 @@ def test_logit_lens_last_layer_is_the_model_s_own_distribution(family):
     model = build_model(make_config(family, "tiny", **sizes)).eval()
     ws = Workspace(model, tokenizer, tokenizer if family == "transformer" else None)
     lens = hidden_snapshot(ws, "the (cat)", "sat on").lens
-    assert lens.layer_labels == ["embed", "layer0", "layer1", "layer2"]
+    assert lens.layer_labels == ["embed", "layer 1", "layer 2", "layer 3"]
     with torch.no_grad():
         if family == "gpt":
             ids = tokenizer.encode("the (cat)")
@@ -154,7 +154,7 @@ def test_hf_gpt2_lens_last_layer_is_the_model_s_own_distribution():
     model = transformers.GPT2LMHeadModel(config).eval()
     ids = torch.tensor([[5, 9, 12, 7]])
     lens = summarize_lens(hf_lens_layers(model, ids), ["t5", "t9", "t12", "t7"], None, NumberedTokens())
-    assert lens.layer_labels == ["embed", "layer0", "layer1"]
+    assert lens.layer_labels == ["embed", "layer 1", "layer 2"]
     with torch.no_grad():
         output = model(ids, output_hidden_states=True)
         probs = torch.softmax(output.logits[0], -1)

@@ -139,7 +139,7 @@ def test_transformer_residual_norms_and_block_outputs_equal_running_the_blocks(f
     snapshot = hidden_snapshot(ws, "the (cat)", "sat")
     assert model.training  # put back
     stack = snapshot.stacks[-1]
-    assert stack.layer_labels == ["embed", "layer0", "layer1"]
+    assert stack.layer_labels == ["embed", "layer 1", "layer 2"]
     model.eval()
     with torch.no_grad():
         if family == "transformer":

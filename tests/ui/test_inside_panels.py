@@ -61,7 +61,7 @@ def test_lstm_hidden_panel_draws_hovers_selects_and_exports(qtbot, tmp_path):
     ws = char_workspace("rnn-lm", "brackets", cell="lstm", num_layers=2)
     panel = open_panel(qtbot, HiddenPanel, ws)
     snapshot = hidden_snapshot(ws, *[panel.source_edit.text(), ""])
-    assert [panel.layer_box.itemText(i) for i in range(panel.layer_box.count())] == ["layer 0", "layer 1"]
+    assert [panel.layer_box.itemText(i) for i in range(panel.layer_box.count())] == ["layer 1", "layer 2"]  # people count layers from 1
     assert [panel.quantity_box.itemData(i) for i in range(panel.quantity_box.count())] == ["h", "c", "i", "f", "g", "o"]
     np.testing.assert_array_equal(panel.heatmap.image.image, snapshot.layers[0].hidden)
     text = hover(panel.heatmap, 3, 2)
@@ -126,8 +126,8 @@ def test_transformer_hidden_panel_residual_blocks_and_logit_lens(qtbot, tmp_path
     assert "decoder: residual-stream norm" in titles and titles[-1] == "logit lens"
     panel.layer_box.setCurrentIndex(panel.layer_box.findText("decoder: residual-stream norm"))
     np.testing.assert_array_equal(panel.heatmap.image.image, stack.residual_norm)
-    assert "unit layer0" in hover(panel.heatmap, 1, 0)
-    panel.layer_box.setCurrentIndex(panel.layer_box.findText("decoder: layer1 output"))
+    assert "unit layer 1" in hover(panel.heatmap, 1, 0)  # row 1: after the first block
+    panel.layer_box.setCurrentIndex(panel.layer_box.findText("decoder: layer 2 output"))
     np.testing.assert_array_equal(panel.heatmap.image.image, stack.block_outputs[1])
     panel.layer_box.setCurrentIndex(panel.layer_box.findData(LENS))
     lens = panel.snapshot.lens

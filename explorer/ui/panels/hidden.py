@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QSplitter, QStackedWidget, QVBoxLayout,
 )
 
+from explorer.analysis.labels import layer_label, stack_layer_label
 from explorer.export.tables import matrix_table
 from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
@@ -187,7 +188,7 @@ class HiddenPanel(Panel):
 
     def _layer_title(self, layer) -> str:
         stream = "" if layer.stream == "lm" else f"{layer.stream} "
-        return f"{stream}layer {layer.layer}" + (" (backward)" if layer.reverse else "")
+        return f"{stream}{layer_label(layer.layer)}" + (" (backward)" if layer.reverse else "")
 
     @staticmethod
     def _fill(box: QComboBox, items, keep) -> None:
@@ -232,7 +233,7 @@ class HiddenPanel(Panel):
             return stack.residual_norm, stack.layer_labels, stack.tokens, None
         k = view[1]
         rows = [f"layer{k}:{d}" for d in range(stack.block_outputs[k].shape[0])]
-        return stack.block_outputs[k], rows, stack.tokens, f"{stack.stream}.layer{k}"
+        return stack.block_outputs[k], rows, stack.tokens, stack_layer_label(f"{stack.stream}.layer{k}")
 
     def refresh(self) -> None:
         if self.layer_box.currentData() == LENS and self.snapshot is not None:
