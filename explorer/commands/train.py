@@ -125,14 +125,17 @@ def _choose(name: str, value, choices) -> None:
         raise UserError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
 
 
-def _data_spec(options: dict):
+def _data_spec(options: dict, text: bool = False):
+    """The DataSpec of the options; `text`: --data is plain text whatever it looks like."""
     from explorer.data.readers import looks_like_tsv
     from explorer.families import get_family
     from explorer.training.setup import DataSpec
 
     arch, data = options.get("arch"), options.get("data")
     # --data holds source<TAB>target pairs for the pair models; without --arch its first line decides
-    if arch in ARCHS:
+    if text:
+        pairs = False
+    elif arch in ARCHS:
         pairs = get_family(arch).has_source
     else:
         pairs = arch is None and data is not None and looks_like_tsv(data)
@@ -199,10 +202,10 @@ def _all_overrides(options: dict, family: str) -> dict:
 
 
 def _new_workspace(options: dict):
-    from explorer.training.setup import build_workspace
+    from explorer.training.setup import TRAIN_DEFAULT_FAMILIES, build_workspace
 
     spec = _data_spec(options)
-    family = options.get("arch") or ("gpt" if spec.kind == "lm" else "seq2seq")
+    family = options.get("arch") or TRAIN_DEFAULT_FAMILIES[spec.kind]
     preset = options.get("preset", "tiny")
     return build_workspace(spec, family, preset, seed=options.get("seed") or 0,
                            **_all_overrides(options, family))
@@ -385,7 +388,7 @@ def _train(options: dict, out, parallel, writer) -> int:
             if options.get(flag):
                 raise UserError(f"--{flag.replace('_', '-')} does not work with --from yet: the "
                                 "fine-tuned model is saved at the end (and at Ctrl+C)")
-        workspace = open_for_finetuning(options["from_hf"], _data_spec({**options, "arch": "gpt"}))
+        workspace = open_for_finetuning(options["from_hf"], _data_spec(options, text=True))
     else:
         if not any(options.get(k) for k in ("task", "data", "src", "tgt")):
             raise UserError("no data: give --task NAME, --data FILE, or --src FILE --tgt FILE")

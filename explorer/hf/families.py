@@ -72,7 +72,7 @@ def hf_family_of(config: dict, name: str) -> HFFamily:
     for architecture in config.get("architectures") or ():
         for ending, family in _HEADS:
             if architecture.endswith(ending):
-                if family == "hf-seq2seq" and not config.get("is_encoder_decoder", False):
+                if HF_FAMILIES[family].source and not config.get("is_encoder_decoder", False):
                     continue
                 return HF_FAMILIES[family]
     if config.get("is_encoder_decoder") and model_type in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:

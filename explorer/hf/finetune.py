@@ -10,12 +10,10 @@ cross-entropy on blocks of `context` tokens, as for our gpt family.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from explorer.errors import UserError
+from explorer.families import family_of
 
 
 def open_for_finetuning(path, spec):
@@ -24,7 +22,8 @@ def open_for_finetuning(path, spec):
     from explorer.training.setup import read_data
 
     workspace = open_hf_model(path)
-    if workspace.family != "hf-causal-lm":
+    family = family_of(workspace.model)
+    if family.has_source or family.masked_lm:  # only a model that continues text trains on text
         raise UserError(f"{path}: fine-tuning is built for causal LMs (GPT-2, ...); this is a "
                         f"{workspace.family} model")
     if spec.text is None:
@@ -36,8 +35,9 @@ def open_for_finetuning(path, spec):
 
 
 def save_hf_model(workspace, directory) -> Path:
-    """`save_pretrained` of the model and its tokenizer into `directory`, written to a temporary
-    sibling first and renamed into place, so a crash leaves the old folder whole."""
+    """`save_pretrained` of the model and its tokenizer into `directory`, replaced atomically
+    (explorer.durable), so a crash leaves the old folder whole."""
+    from explorer.durable import replace_folder
     from explorer.hf.detect import is_hf_model
 
     directory = Path(directory)
@@ -45,24 +45,9 @@ def save_hf_model(workspace, directory) -> Path:
         any(directory.iterdir()) and not is_hf_model(directory)
     )):
         raise UserError(f"{directory}: exists and is not a Hugging Face model folder; choose another")
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
-    try:
+
+    def write(staging: Path) -> None:
         workspace.model.hf.save_pretrained(staging)
         workspace.tokenizer.hf.save_pretrained(staging)
-        if directory.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old-", dir=directory.parent))
-            directory.rename(retired / "model")
-            staging.rename(directory)
-            shutil.rmtree(retired, ignore_errors=True)
-        else:
-            staging.rename(directory)
-        umask = os.umask(0)
-        os.umask(umask)
-        directory.chmod(0o777 & ~umask)  # mkdtemp's folder is private; give it a new folder's mode
-        for path in directory.iterdir():
-            path.chmod(0o666 & ~umask)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return directory
+
+    return replace_folder(directory, write)

@@ -122,8 +122,10 @@ class RunWriter:
             run["build"] = ((_read_json(Path(resumed_from) / layout.CONFIG_FILE) or {})
                             .get("run", {}).get("build"))
         run.setdefault("data_files", {})
-        if workspace.data_spec is not None:
-            run["data_files"].update(layout.data_files(workspace.data_spec))
+        if workspace.data_spec is not None:  # the readers hashed the files as they read them
+            from explorer.training.checkpoint import data_digests
+
+            run["data_files"].update(data_digests(workspace) or layout.data_files(workspace.data_spec))
         if workspace.data is not None:
             run["data_sha256"] = layout.splits_sha256(workspace.data)
         metrics = self.folder / layout.METRICS_FILE

@@ -61,7 +61,7 @@ def _training_state(workspace, optimizer) -> dict[str, Any] | None:
     return {"optimizer_name": type(optimizer).__name__.lower(), "optimizer": optimizer.state_dict()}
 
 
-def _data_digests(workspace) -> dict[str, str]:
+def data_digests(workspace) -> dict[str, str]:
     """sha256 of every data file the workspace's data was read from."""
     digests: dict[str, str] = {}
     for report in getattr(workspace.data, "reports", None) or ():
@@ -76,7 +76,7 @@ def changed_data_files(directory: str | Path, workspace) -> list[str]:
     recorded = config.get("data_digests")
     if not isinstance(recorded, dict):
         return []
-    now = _data_digests(workspace)
+    now = data_digests(workspace)
     return sorted(path for path, digest in recorded.items() if now.get(path, digest) != digest)
 
 
@@ -119,7 +119,7 @@ def _write(workspace, folder: Path, training_state: dict | None,
         },
         "task": workspace.task,
         "step": workspace.step,
-        "data_digests": _data_digests(workspace),
+        "data_digests": data_digests(workspace),
         **(extra or {}),  # a run folder's "run" section
     }
     (folder / CONFIG_FILE).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")

@@ -20,6 +20,8 @@ from explorer.families import get_family
 # do not fit together: the data kind ("lm" or "seq2seq") picks a task or a family.
 DEFAULT_TASKS = {"lm": "brackets", "seq2seq": "reverse"}
 DEFAULT_FAMILIES = {"lm": "rnn-lm", "seq2seq": "seq2seq"}
+# `explorer train` without --arch: a GPT for text (the CLI's users bring real text), else seq2seq
+TRAIN_DEFAULT_FAMILIES = {"lm": "gpt", "seq2seq": "seq2seq"}
 
 
 @dataclass
