@@ -11,24 +11,12 @@ from explorer.cli import main
 pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    import torch
-
-    from explorer.training import DataSpec, build_workspace, save_checkpoint
-
-    torch.manual_seed(0)
-    workspace = build_workspace(DataSpec(task="reverse", n_train=32, n_val=4), "transformer", seed=0,
-                                d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0, max_len=64)
-    return save_checkpoint(workspace, tmp_path_factory.mktemp("ckpt") / "reverse", optimizer=False)
-
-
 def read_csv(path):
     with open(path, newline="", encoding="utf-8") as handle:
         return list(csv.reader(handle))
 
 
-def test_export_attention_positional_gradients(qapp, checkpoint, tmp_path, capsys):
+def test_export_attention_positional_gradients(qapp, reverse_checkpoint, tmp_path, capsys):
     from PySide6.QtGui import QImage
 
     from explorer.analysis.positional import sinusoidal
@@ -36,7 +24,7 @@ def test_export_attention_positional_gradients(qapp, checkpoint, tmp_path, capsy
     from explorer.training import load_checkpoint
 
     out = tmp_path / "figures"
-    code = main(["export", "--checkpoint", str(checkpoint), "--out", str(out), "--input", "abcd",
+    code = main(["export", "--checkpoint", str(reverse_checkpoint), "--out", str(out), "--input", "abcd",
                  "--target", "dcba", "--plots", "attention,positional,gradients",
                  "--format", "png,svg,csv", "--width", "800", "--dpi", "150"])
     assert code == 0
@@ -53,7 +41,7 @@ def test_export_attention_positional_gradients(qapp, checkpoint, tmp_path, capsy
         assert ElementTree.parse(svg).getroot().tag.endswith("svg")
 
     # the CSV holds the numbers shown: the probe's attention, and the sinusoidal table
-    workspace = load_checkpoint(checkpoint)
+    workspace = load_checkpoint(reverse_checkpoint)
     snapshot = probe(workspace, "abcd", "dcba")
     shown = read_csv(out / "attention_heatmap.csv")
     # the panel opens on cross-attention (the alignment), the first layer, mean of heads
@@ -67,10 +55,10 @@ def test_export_attention_positional_gradients(qapp, checkpoint, tmp_path, capsy
     np.testing.assert_allclose(values, sinusoidal(len(values), 16), atol=1e-6)
 
 
-def test_export_rejects_bad_requests(checkpoint, tmp_path, capsys):
-    assert main(["export", "--checkpoint", str(checkpoint), "--out", str(tmp_path), "--plots", "pie"]) == 2
+def test_export_rejects_bad_requests(reverse_checkpoint, tmp_path, capsys):
+    assert main(["export", "--checkpoint", str(reverse_checkpoint), "--out", str(tmp_path), "--plots", "pie"]) == 2
     assert "unknown plot(s) pie" in capsys.readouterr().err
-    assert main(["export", "--checkpoint", str(checkpoint), "--out", str(tmp_path), "--format", "gif"]) == 2
+    assert main(["export", "--checkpoint", str(reverse_checkpoint), "--out", str(tmp_path), "--format", "gif"]) == 2
     assert main(["export", "--checkpoint", str(tmp_path / "none"), "--out", str(tmp_path)]) == 2
     assert "no such checkpoint" in capsys.readouterr().err
 

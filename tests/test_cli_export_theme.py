@@ -10,18 +10,6 @@ from explorer.cli import main
 pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 
 
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    import torch
-
-    from explorer.training import DataSpec, build_workspace, save_checkpoint
-
-    torch.manual_seed(0)
-    workspace = build_workspace(DataSpec(task="reverse", n_train=32, n_val=4), "transformer", seed=0,
-                                d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0, max_len=64)
-    return save_checkpoint(workspace, tmp_path_factory.mktemp("ckpt") / "reverse", optimizer=False)
-
-
 def _corner_lightness(path) -> int:
     from PySide6.QtGui import QColor, QImage
 
@@ -30,9 +18,9 @@ def _corner_lightness(path) -> int:
 
 
 @pytest.mark.parametrize("theme, light", [(None, True), ("light", True), ("dark", False)])
-def test_every_exported_plot_has_the_themes_background(qapp, checkpoint, tmp_path, theme, light):
+def test_every_exported_plot_has_the_themes_background(qapp, reverse_checkpoint, tmp_path, theme, light):
     out = tmp_path / "figures"
-    args = ["export", "--checkpoint", str(checkpoint), "--out", str(out), "--input", "abcd",
+    args = ["export", "--checkpoint", str(reverse_checkpoint), "--out", str(out), "--input", "abcd",
             "--target", "dcba", "--plots", "attention,gradients,beam", "--format", "png"]
     assert main(args + (["--theme", theme] if theme else [])) == 0
     pngs = sorted(out.glob("*.png"))
@@ -42,17 +30,17 @@ def test_every_exported_plot_has_the_themes_background(qapp, checkpoint, tmp_pat
         assert (lightness > 230) if light else (lightness < 40), (png.name, lightness)
 
 
-def test_a_seq2seq_probe_without_target_uses_the_greedy_output(qapp, checkpoint, tmp_path, capsys):
+def test_a_seq2seq_probe_without_target_uses_the_greedy_output(qapp, reverse_checkpoint, tmp_path, capsys):
     from explorer.analysis.probe import probe
     from explorer.decoding import greedy
     from explorer.decoding.scoring import encode_context
     from explorer.training import load_checkpoint
 
-    workspace = load_checkpoint(checkpoint)
+    workspace = load_checkpoint(reverse_checkpoint)
     output = greedy(workspace.model, encode_context(workspace, "abcd"), max_len=64,
                     tokenizer=workspace.tokenizer).text
     out = tmp_path / "figures"
-    assert main(["export", "--checkpoint", str(checkpoint), "--out", str(out), "--input", "abcd",
+    assert main(["export", "--checkpoint", str(reverse_checkpoint), "--out", str(out), "--input", "abcd",
                  "--plots", "attention", "--format", "csv"]) == 0
     assert "greedy output" in capsys.readouterr().err
     with open(out / "attention_heatmap.csv", newline="", encoding="utf-8") as handle:
