@@ -128,9 +128,12 @@ class RunSession(QObject):
     def _on_opened(self, opened: OpenedRun) -> None:
         self._pending = None
         self.close_run()
-        self._start(opened.folder, opened.workspace, viewer=True, reader=opened.reader)
-        self.controller.set_workspace(opened.workspace)
+        workspace = opened.workspace
+        self.bus.run = RunView(opened.folder, workspace, workspace.step)
+        self.controller.set_workspace(workspace)
+        # the rows read so far, then (from the same reader) whatever was appended since
         self.bus.run_curves.emit(RunCurves(opened.folder, opened.curves, reset=True))
+        self._start(opened.folder, viewer=True, reader=opened.reader)
 
     def set_run(self, folder: str | Path, load_latest: bool = True) -> None:
         """Show `folder`'s timeline. With `load_latest` as `open_run`; without, the workspace and
@@ -139,14 +142,16 @@ class RunSession(QObject):
             self.open_run(folder)
             return
         self.close_run()
-        self._start(Path(folder), self.controller.workspace, viewer=False, reader=None)
+        workspace = self.controller.workspace
+        self.bus.run = RunView(Path(folder), workspace, getattr(workspace, "step", None))
+        self._start(Path(folder), viewer=False, reader=None)
 
-    def _start(self, folder: Path, workspace, viewer: bool, reader) -> None:
+    def _start(self, folder: Path, viewer: bool, reader) -> None:
+        """Follow `folder` (the run `bus.run` names): its timeline, its growth."""
         from explorer.ui.run_watch import RunWatcher
 
         self.folder, self.viewer = folder, viewer
         self.shown = None
-        self.bus.run = RunView(folder, workspace, getattr(workspace, "step", None))
         self.bus.run_changed.emit(self.bus.run)
         self.watcher = RunWatcher(folder, reader=reader, parent=self)
         self.watcher.rows_added.connect(self._on_rows)
@@ -266,7 +271,7 @@ class RunSession(QObject):
             self.close_run()  # another model: the run is no longer on show
 
     def _on_training_state(self, state: str) -> None:
-        if state == "running" and self.viewer and self.bus.run is not None:
+        if state in ("running", "paused") and self.viewer and self.bus.run is not None:
             name = self.folder.name
             self.close_run()
             self.timeline.set_state(f"Training in the app: closed the view of run {name} "
