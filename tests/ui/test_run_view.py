@@ -252,21 +252,21 @@ def test_a_run_written_elsewhere_grows_on_the_curves_and_timeline_then_stops(
 
 
 def test_following_explorer_train_in_another_process_until_it_finishes(make_main_window, qtbot,
-                                                                      tmp_path):
+                                                                      tmp_path, recorded_run):
+    window = opened(make_main_window, qtbot, recorded_run)  # torch and the panels loaded: the
+    appended = []  # live run then opens in a moment, long before its 150 steps are done
+    window.bus.run_curves.connect(lambda update: appended.append(not update.reset))
     run = tmp_path / "live"
     command = [sys.executable, "-m", "explorer", "train", "--task", "reverse", "--arch", "seq2seq",
-               *FAST, "--steps", "400", "--eval-every", "100", "--snapshot-every", "100",
+               *FAST, "--steps", "150", "--eval-every", "50", "--snapshot-every", "50",
                "--out", str(run)]
     writer = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         qtbot.waitUntil(lambda: (run / "config.json").is_file() or writer.poll() is not None,
                         timeout=LOAD_MS)
-        window = make_main_window()
-        appended = []
-        window.bus.run_curves.connect(lambda update: appended.append(not update.reset))
         window.open_path(run)
         timeline = window.runs.timeline
-        qtbot.waitUntil(lambda: "finished at step 400" in timeline.state_label.text(),
+        qtbot.waitUntil(lambda: "finished at step 150" in timeline.state_label.text(),
                         timeout=120_000)
         assert writer.wait(timeout=60) == 0, writer.stderr.read().decode()
     finally:
@@ -275,8 +275,8 @@ def test_following_explorer_train_in_another_process_until_it_finishes(make_main
     reader = RunReader(run)
     reader.read_new()
     curves = window.panels["curves"]
-    assert curves.train.view()[:, 0].tolist() == list(range(1, 401))
+    assert curves.train.view()[:, 0].tolist() == list(range(1, 151))
     np.testing.assert_allclose(curves.train.view()[:, 1], reader.curves().train["loss"])
-    assert timeline.steps == [0, 100, 200, 300, 400]
+    assert timeline.steps == [0, 50, 100, 150]
     assert any(appended)  # rows arrived while it ran, not only in one read at the end
     qtbot.waitUntil(lambda: not window.controller.jobs.busy, timeout=LOAD_MS)
