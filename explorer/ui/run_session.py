@@ -111,6 +111,7 @@ class RunSession(QObject):
         self.positions: list[Position] = []
         self.shown: Position | None = None
         self._pending: int | None = None  # the job loading a chosen position
+        self._last_state = None  # the RunState the status bar said last
         self.timeline.position_chosen.connect(self.choose)
         self.bus.workspace_changed.connect(self._on_workspace)
         self.bus.training_state.connect(self._on_training_state)
@@ -151,7 +152,7 @@ class RunSession(QObject):
         from explorer.ui.run_watch import RunWatcher
 
         self.folder, self.viewer = folder, viewer
-        self.shown = None
+        self.shown, self._last_state = None, None
         self.bus.run_changed.emit(self.bus.run)
         self.watcher = RunWatcher(folder, reader=reader, parent=self)
         self.watcher.rows_added.connect(self._on_rows)
@@ -260,9 +261,12 @@ class RunSession(QObject):
                 and positions[-1].step != self.bus.run.step and not self.controller.is_training():
             self.choose(len(positions) - 1)  # at the newest snapshot: the panels follow the run
 
-    def _on_state(self, _state, message: str) -> None:
+    def _on_state(self, state, message: str) -> None:
+        """The timeline follows every message ("… at step N"); the status bar, each new state."""
         self.timeline.set_state(message)
-        self.window.statusBar().showMessage(message, MESSAGE_MS)
+        if state is not self._last_state:
+            self._last_state = state
+            self.window.statusBar().showMessage(message, MESSAGE_MS)
 
     # -- the rest of the app ---------------------------------------------------------------------
 
