@@ -119,8 +119,7 @@ class RunReader:
     # -- views of the rows -------------------------------------------------------------------
 
     def curves(self) -> Curves:
-        steps, evals = live_rows(self.rows)
-        return Curves(train=_columns(steps, TRAIN_KEYS), eval=_columns(evals, EVAL_KEYS))
+        return curves_from_rows(self.rows)
 
     def history(self, upto: int | None = None) -> list[dict]:
         return history_from_rows(self.rows, upto)
@@ -136,6 +135,12 @@ class RunReader:
         self.read_new()
         workspace.history = self.history(upto=step)
         return workspace
+
+
+def curves_from_rows(rows: list[dict]) -> Curves:
+    """The plots' columns of these rows (a whole run's, or the rows a follower just read)."""
+    steps, evals = live_rows(rows)
+    return Curves(train=_columns(steps, TRAIN_KEYS), eval=_columns(evals, EVAL_KEYS))
 
 
 def live_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:

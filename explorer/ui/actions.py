@@ -60,6 +60,14 @@ ACTIONS = {
         "&Resume from checkpoint…", "Ctrl+R", None,
         "Open a checkpoint and continue training it",
     ),
+    "previous_snapshot": (
+        "&Previous snapshot", "Alt+Left", None,
+        "Show the run's previous snapshot on the timeline",
+    ),
+    "next_snapshot": (
+        "&Next snapshot", "Alt+Right", None,
+        "Show the run's next snapshot on the timeline",
+    ),
     "reset_layout": (
         "&Reset layout", None, None,
         "Put every panel back where it started",

@@ -17,11 +17,21 @@ class AppBus(QObject):
     probe_input_changed = Signal(str, str)  # what is probed from now on
     probe_failed = Signal(str)  # one line, e.g. an LM text of a single token
     probing_changed = Signal(bool)  # a probe runs (True) or has been delivered (False)
+    # runs (explorer/ui/run_session.py): `run` names the workspace a run folder shows; the curves
+    # panels keep that run's recorded curves for it and mark the step shown
+    run_changed = Signal(object)  # explorer.ui.run_session.RunView, or None: no run on show
+    run_curves = Signal(object)  # explorer.ui.run_session.RunCurves: its rows, all or appended
+    run_step = Signal(object)  # the step of the snapshot the panels show (int), or None
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.workspace = None
         self.probing = False
+        self.run = None  # explorer.ui.run_session.RunView while a run is on show
+
+    def shows_run(self, workspace) -> bool:
+        """True when `workspace` is the one the run on show loaded (a snapshot of it)."""
+        return self.run is not None and workspace is not None and self.run.workspace is workspace
 
     def set_workspace(self, workspace) -> None:
         self.workspace = workspace

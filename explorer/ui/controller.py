@@ -66,11 +66,16 @@ class Controller(QObject):
 
     # -- workspace -------------------------------------------------------------------------------
 
-    def set_workspace(self, workspace) -> None:
+    def set_workspace(self, workspace, keep_probe: bool = False) -> None:
+        """`keep_probe`: the same input is probed on it (another snapshot of the same run)."""
         self.stop_training()
         self.workspace = workspace
         self.train_config = getattr(workspace, "train_config", None) or _core().TrainConfig()
-        self.bus.set_workspace(workspace)
+        self.prober.keep_input = keep_probe
+        try:
+            self.bus.set_workspace(workspace)
+        finally:
+            self.prober.keep_input = False
         self.bus.train_config_changed.emit(self.train_config)
         self._set_state("idle")
         if workspace is not None:

@@ -6,6 +6,25 @@ from __future__ import annotations
 import numpy as np
 
 
+def step_marker():
+    """The vertical line that marks the step a run's snapshot shows (explorer/ui/timeline.py)."""
+    import pyqtgraph as pg
+    from PySide6.QtCore import Qt
+
+    line = pg.InfiniteLine(angle=90, movable=False,
+                           pen=pg.mkPen((150, 90, 200), width=1.5, style=Qt.PenStyle.DashLine))
+    line.setVisible(False)
+    return line
+
+
+def place_marker(line, step) -> None:
+    """Show `line` at `step`, or hide it (None: no snapshot is shown)."""
+    line.setVisible(step is not None)
+    if step is not None:
+        line.setValue(step)
+        line.setToolTip(f"The panels show the snapshot of step {step}")
+
+
 class GrowingBuffer:
     """Columns of float64 that grow by doubling; `view()` is the filled part, no copy."""
 
@@ -27,6 +46,20 @@ class GrowingBuffer:
 
     def clear(self) -> None:
         self.size = 0
+
+    def upsert(self, row) -> None:
+        """Put `row` in order of its first column (the step): it replaces a row of the same step
+        (a re-evaluation), goes between two (a snapshot evaluated later) or at the end."""
+        data = self.view()
+        at = int(np.searchsorted(data[:, 0], row[0]))
+        if at < self.size and data[at, 0] == row[0]:
+            data[at] = row
+        elif at == self.size:
+            self.extend(np.asarray([row], dtype=np.float64))
+        else:
+            rows = np.insert(data, at, row, axis=0)  # (N + 1, columns)
+            self.clear()
+            self.extend(rows)
 
 
 # Data arrives up to ~30 times a second, but every redraw repaints the whole five-plot view, in

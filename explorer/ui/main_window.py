@@ -21,6 +21,7 @@ from explorer.ui import dock_layout
 from explorer.ui.jobs import one_line, shutdown_runners
 from explorer.ui.menus import build_menus, fill_recent
 from explorer.ui.panels import PANELS, panel_class
+from explorer.ui.run_session import RunSession
 from explorer.ui.status_bar import TrainingStatus
 from explorer.ui.training_controls import TrainingControls
 
@@ -64,6 +65,7 @@ class MainWindow(QMainWindow):
         self.controls = TrainingControls(self)
         self.controls_dock.setWidget(self.controls)
         self._arrange_default_layout()
+        self.runs = RunSession(self)  # a run folder on show: timeline dock, following
         build_menus(self)
         self.status = TrainingStatus(self, self.controller, self.bus)
         # the status widgets, by the names tests and benchmarks read them
@@ -147,6 +149,8 @@ class MainWindow(QMainWindow):
         a.reset_layout.triggered.connect(self.reset_layout)
         a.about.triggered.connect(self.show_about)
         a.shortcuts.triggered.connect(self.show_shortcuts)
+        a.previous_snapshot.triggered.connect(lambda: self.runs.move_by(-1))
+        a.next_snapshot.triggered.connect(lambda: self.runs.move_by(1))
         c.error.connect(self.show_error)
         c.busy.connect(self._show_busy)
         self.bus.training_state.connect(self._on_training_state)
@@ -202,6 +206,12 @@ class MainWindow(QMainWindow):
         """A checkpoint folder opens the model; a text or corpus file opens the data dialog."""
         path = Path(path)
         if path.is_dir():
+            from explorer.runs.layout import is_run_folder
+
+            if is_run_folder(path):  # its latest checkpoint, whole history and snapshots
+                self.add_recent(path)
+                self.runs.open_run(path)
+                return
             if not (path / "config.json").is_file():
                 self.show_error(f"{path} is not a checkpoint folder (it has no config.json)")
                 return
@@ -416,6 +426,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:
         self._closing = True
         self.save_settings()
+        self.runs.shutdown()
         self.controller.shutdown()
         for panel in self.panels.values():
             panel.shutdown()  # panels stop and join their own job runners

@@ -48,6 +48,9 @@ def build_menus(window) -> None:
     for dock in window.docks.values():
         view_menu.addAction(dock.toggleViewAction())
     view_menu.addAction(window.controls_dock.toggleViewAction())
+    view_menu.addAction(window.runs.dock.toggleViewAction())
+    view_menu.addAction(a.previous_snapshot)
+    view_menu.addAction(a.next_snapshot)
     view_menu.addSeparator()
     view_menu.addAction(a.reset_layout)
 

@@ -26,6 +26,7 @@ class Prober(QObject):
         self.bus = bus
         self.input = ProbeInput()  # read by the trainer's probe_fn between steps
         self.training = False
+        self.keep_input = False  # the controller sets it around a snapshot of the same run
         self.runner = JobRunner("probe", self)
         self.runner.done.connect(lambda _job, snapshot: bus.probe.emit(snapshot))
         self.runner.failed.connect(lambda _job, message: bus.probe_failed.emit(
@@ -62,6 +63,8 @@ class Prober(QObject):
         self.runner.cancel()  # a probe of the previous model is of no use now
         if workspace is None:
             self.set_input("", "")
+        elif self.keep_input and self.input:
+            self.probe()  # the same input on the other weights
         else:
             self.set_input(*default_probe_input(workspace))
 

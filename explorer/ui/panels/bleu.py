@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.ui.bus import AppBus
-from explorer.ui.live_plots import GrowingBuffer
+from explorer.ui.live_plots import GrowingBuffer, place_marker, step_marker
 from explorer.ui.panels.base import Panel
 from explorer.ui.plot_style import readable_axes
 
@@ -157,25 +157,47 @@ class BleuPanel(Panel):
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(splitter)
 
+        self.step_line = step_marker()
+        self.plot.addItem(self.step_line, ignoreBounds=True)
         bus.eval_metrics.connect(self.add_eval)
         bus.workspace_changed.connect(self.on_workspace)
+        bus.run_curves.connect(self.on_run_curves)
+        bus.run_changed.connect(self.on_run_changed)
+        bus.run_step.connect(lambda step: place_marker(self.step_line, step))
 
     def on_workspace(self, workspace) -> None:
         if workspace is self._workspace:
             return
         self._workspace = workspace
+        if self.bus.shows_run(workspace):
+            return  # a snapshot of the run on show: the run's whole curve stays
         self.history.clear()
         for row in getattr(workspace, "history", None) or []:
             if row.get("bleu") is not None and "step" in row:
                 self.history.extend(np.array([(row["step"], row["bleu"])], dtype=np.float64))
         self.curve.setData(self.history.view()[:, 0], self.history.view()[:, 1])
 
+    def on_run_curves(self, update) -> None:
+        """A recorded run's BLEU (explorer/ui/run_session.py): all of it, or what was appended."""
+        steps, bleu = update.curves.eval["step"], update.curves.eval["bleu"]
+        if update.reset:
+            self.history.clear()
+        recorded = np.isfinite(bleu)
+        self.history.extend(np.column_stack([steps[recorded], bleu[recorded]]))  # (N, 2)
+        self.curve.setData(self.history.view()[:, 0], self.history.view()[:, 1])
+
+    def on_run_changed(self, run) -> None:
+        if run is None:  # the run closed: the workspace's own history again
+            self._workspace = None
+            self.on_workspace(self.bus.workspace)
+
     def add_eval(self, metrics) -> None:
         if metrics.bleu is None:
             return
         steps = self.history.view()[:, 0]
         if not (len(steps) and steps[-1] == metrics.step):  # a re-evaluation of the same step
-            self.history.extend(np.array([(metrics.step, metrics.bleu)], dtype=np.float64))
+            # in step order: a snapshot evaluated after later steps were recorded goes between
+            self.history.upsert((metrics.step, metrics.bleu))
             self.curve.setData(self.history.view()[:, 0], self.history.view()[:, 1])
         if metrics.bleu_detail is not None:
             self.show_breakdown(metrics.bleu_detail)

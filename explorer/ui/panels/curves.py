@@ -16,7 +16,8 @@ from superqt.utils import qthrottled
 
 from explorer.ui.bus import AppBus
 from explorer.ui.live_plots import (
-    MAX_REDRAW_INTERVAL_MS, REDRAW_BUDGET, REDRAW_INTERVAL_MS, GrowingBuffer,
+    MAX_REDRAW_INTERVAL_MS, REDRAW_BUDGET, REDRAW_INTERVAL_MS, GrowingBuffer, place_marker,
+    step_marker,
 )
 from explorer.ui.panels.base import Panel
 from explorer.ui.plot_style import SteadyViewBox, add_legend_row, readable_axes
@@ -40,6 +41,23 @@ EVAL_COLUMNS = ("step", "val_loss", "perplexity", "token_accuracy")
 
 def _perplexity(loss: float) -> float:
     return math.exp(min(loss, 50.0))  # exp overflows past ~709; e^50 is already off any useful axis
+
+
+def run_rows(curves) -> tuple[np.ndarray, np.ndarray]:
+    """A run's columns (explorer.runs.Curves) as rows of TRAIN_COLUMNS and EVAL_COLUMNS."""
+    train, evals = curves.train, curves.eval
+    loss = train["loss"]
+    clipped = np.where(np.isnan(train["grad_norm_clipped"]), train["grad_norm"],
+                       train["grad_norm_clipped"])
+    train_rows = np.column_stack([train["step"], loss, np.exp(np.minimum(loss, 50.0)),
+                                  train["lr"], train["grad_norm"], clipped])  # (N, 6)
+    measured = np.isfinite(evals["val_loss"])  # a BLEU-only evaluation has no point here
+    val_loss = evals["val_loss"][measured]
+    perplexity = np.where(np.isnan(evals["perplexity"][measured]),
+                          np.exp(np.minimum(val_loss, 50.0)), evals["perplexity"][measured])
+    eval_rows = np.column_stack([evals["step"][measured], val_loss, perplexity,
+                                 evals["token_accuracy"][measured]])  # (M, 4)
+    return train_rows, eval_rows
 
 
 class TimedGraphicsLayoutWidget(pg.GraphicsLayoutWidget):
@@ -116,6 +134,9 @@ class TrainingCurvesPanel(Panel):
         self.tau_line.setVisible(False)
         self.plots["grad_norm"].addItem(self.tau_line, ignoreBounds=True)
         self.clip: float | None = None
+        self.step_lines = {name: step_marker() for name in self.plots}
+        for name, line in self.step_lines.items():
+            self.plots[name].addItem(line, ignoreBounds=True)
 
         self.readout = QLabel("Hover over a plot to read exact values.")
         self.readout.setToolTip("Exact values at the step under the mouse")
@@ -131,6 +152,9 @@ class TrainingCurvesPanel(Panel):
         bus.workspace_changed.connect(self.on_workspace)
         bus.train_config_changed.connect(self.on_train_config)
         bus.training_state.connect(self.on_training_state)
+        bus.run_curves.connect(self.on_run_curves)
+        bus.run_changed.connect(self.on_run_changed)
+        bus.run_step.connect(self.mark_step)
 
     # -- data in ---------------------------------------------------------------------------------
 
@@ -150,11 +174,8 @@ class TrainingCurvesPanel(Panel):
 
     def add_eval(self, metrics) -> None:
         row = (metrics.step, metrics.val_loss, metrics.perplexity, metrics.token_accuracy)
-        evals = self.evals.view()
-        if len(evals) and evals[-1, 0] == metrics.step:  # a re-evaluation of the same weights
-            evals[-1] = row
-        else:
-            self.evals.extend(np.array([row], dtype=np.float64))
+        # in step order; a re-evaluation of the same weights (a snapshot's) replaces its row
+        self.evals.upsert(row)
         self._stale.add("evals")
         self._schedule_redraw()
 
@@ -163,13 +184,41 @@ class TrainingCurvesPanel(Panel):
         if workspace is self._workspace:
             return
         self._workspace = workspace
+        self.on_train_config(getattr(workspace, "train_config", None))
+        if self.bus.shows_run(workspace):
+            return  # a snapshot of the run on show: the run's whole curves stay
         self.train.clear()
         self.evals.clear()
         for row in getattr(workspace, "history", None) or []:
             self._add_history_row(row)
         self._stale.update(("train", "evals"))
         self.redraw()
-        self.on_train_config(getattr(workspace, "train_config", None))
+
+    def on_run_curves(self, update) -> None:
+        """A recorded run's rows (explorer/ui/run_session.py): all of them, or those appended."""
+        if update.reset:
+            self.train.clear()
+            self.evals.clear()
+        train_rows, eval_rows = run_rows(update.curves)
+        self.train.extend(train_rows)
+        self.evals.extend(eval_rows)
+        self._stale.update(("train", "evals"))
+        if update.reset:
+            self.redraw()
+            for plot in self.plots.values():
+                plot.getViewBox().refit()
+        else:
+            self._schedule_redraw()
+
+    def on_run_changed(self, run) -> None:
+        if run is None:  # the run closed: the workspace's own history again
+            self._workspace = None
+            self.on_workspace(self.bus.workspace)
+
+    def mark_step(self, step) -> None:
+        """A vertical line at the step of the run's snapshot the panels show (None: none)."""
+        for line in self.step_lines.values():
+            place_marker(line, step)
 
     def on_train_config(self, train_config) -> None:
         clip = getattr(train_config, "clip", None) if train_config is not None else None
