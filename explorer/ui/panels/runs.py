@@ -47,6 +47,7 @@ RUN_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                "#7f7f7f", "#bcbd22", "#17becf")
 THIS_WINDOW = "this window"
 FOLLOW_INTERVAL_MS = 1000
+LIST_ROWS = 4  # runs the list shows before it scrolls
 EVAL_METRICS = {key for key, (_, source) in METRICS.items() if source == "eval"}
 
 
@@ -97,7 +98,7 @@ class RunsPanel(Panel):
         self.run_list = QListWidget()
         self.run_list.setSelectionMode(QListWidget.SelectionMode.ExtendedSelection)
         self.run_list.setToolTip("The compared runs: colour, name and model. Hover for the folder.")
-        self.run_list.setMaximumHeight(96)
+        self._fit_list()
         self.status = QLabel("Add run folders to compare them.")
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.status.setToolTip("What the panel did last, or why a folder could not be added")
@@ -317,6 +318,14 @@ class RunsPanel(Panel):
             item.setToolTip(str(entry.folder) if entry.folder else "the model open in this window")
             self.run_list.addItem(item)
             item.setSelected(name in selected)
+        self._fit_list()
+
+    def _fit_list(self) -> None:
+        """As tall as its runs, up to LIST_ROWS of them (then it scrolls): the plots need the room."""
+        rows = min(max(self.run_list.count(), 1), LIST_ROWS)
+        row_px = self.run_list.sizeHintForRow(0) if self.run_list.count() else \
+            self.run_list.fontMetrics().height() + 4
+        self.run_list.setFixedHeight(rows * row_px + 2 * self.run_list.frameWidth() + 2)
 
     def current_metric(self) -> str | None:
         return self.metric_box.currentData()
