@@ -2,11 +2,12 @@
 
     run = load_run("runs/gru")                   # RunCurves: name, config summary, metric series
     header, rows = metric_table([a, b], "bleu")  # step + one column per run, for a CSV
-    views = compare_attention([("runs/gru", None), ("runs/lstm", 200)], "abc", "cba")
+    views = compare_attention([("runs/gru", "gru", None), ("runs/lstm", "lstm", 200)], "abc", "cba")
+    beams = compare_beams([("runs/gru", "gru", None), ("runs/lstm", "lstm", None)], "abc")
 
 Qt-free: the app's "Compare runs" panel (explorer/ui/panels/runs.py) and
-benchmarks/make_seed_runs.py use it. `compare_attention` loads checkpoints and runs the models, so
-the panel calls it in a background job; everything it returns is numpy and strings.
+benchmarks/make_seed_runs.py use it. `compare_attention` and `compare_beams` load checkpoints and run the models, so
+the panel calls them in a background job; everything they return is numpy and strings.
 """
 
 from __future__ import annotations
@@ -236,3 +237,57 @@ def compare_attention(sides: Sequence[tuple[str | Path, str, int | None]], sourc
             views.append(AttentionView(name, -1 if step is None else step, name,
                                        message=f"{name}: {exc}"))
     return AttentionComparison(source, target, views)
+
+
+# -- two runs' beam search on the same source ----------------------------------------------------
+
+
+@dataclass
+class BeamView:
+    """One run's beam search on the compared source (explorer.decoding.types.BeamResult), or why
+    there is none."""
+
+    run: str
+    step: int
+    title: str
+    result: object | None = None  # BeamResult
+    message: str = ""
+    best: str = ""  # the best hypothesis and its score, one line
+
+
+@dataclass
+class BeamComparison:
+    source: str
+    views: list[BeamView]
+
+
+def run_beam(folder: str | Path, name: str, step: int | None, source: str,
+             beam_size: int = 4) -> BeamView:
+    """`name`'s beam search (at `step`, None = the latest checkpoint) on `source`, with the greedy
+    path, as the beam tree panel decodes it."""
+    from explorer.decoding.jobs import run_beam_search
+    from explorer.decoding.settings import DecodeSettings
+    from explorer.training.checkpoint import load_checkpoint
+
+    workspace = load_checkpoint(checkpoint_of(folder, step), load_data=False, load_state=False)
+    title = f"{name} · step {workspace.step}"
+    result = run_beam_search(workspace, source, DecodeSettings(beam_size=beam_size))
+    best = result.best
+    return BeamView(name, workspace.step, title, result,
+                    best=f"beam {beam_size}: best {best.text!r}, log p {best.score:.2f}")
+
+
+def compare_beams(sides: Sequence[tuple[str | Path, str, int | None]], source: str = "",
+                  beam_size: int = 4) -> BeamComparison:
+    """Each (folder, name, step)'s beam search on the same source (blank: the first run's first
+    validation source). A side that fails says why in its view."""
+    if not source.strip():
+        source = default_input(sides[0][0])[0]
+    views = []
+    for folder, name, step in sides:
+        try:
+            views.append(run_beam(folder, name, step, source, beam_size))
+        except UserError as exc:
+            views.append(BeamView(name, -1 if step is None else step, name,
+                                  message=f"{name}: {exc}"))
+    return BeamComparison(source, views)

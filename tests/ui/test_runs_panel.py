@@ -195,3 +195,31 @@ def test_a_run_still_written_grows_on_screen(panel, runs, tmp_path, qtbot):
                                  "elapsed_s": 1.0}) + "\n")
     qtbot.waitUntil(lambda: panel.entries["live"].curve.getData()[0][-1] == 7, timeout=10_000)
     assert panel.entries["live"].curve.getData()[1][-1] == 0.5
+
+
+def test_side_by_side_beam_trees_equal_each_models_own_beam_search(panel, runs, qtbot, tmp_path):
+    from explorer.decoding.search import beam_search
+    from explorer.training.checkpoint import load_checkpoint
+
+    panel.add_run(runs / "gru")
+    panel.add_run(runs / "plain")
+    side = panel.side_by_side
+    side.set_mode("beam")
+    assert not side.target_edit.isEnabled()
+    side.source_edit.setText("asdfgh")
+    with qtbot.waitSignal(side.compared, timeout=60_000):
+        side.compare()
+    for key, name in (("A", "gru"), ("B", "plain")):
+        workspace = load_checkpoint(runs / name, load_data=False)
+        context = workspace.src_tokenizer.encode("asdfgh") + [EOS_ID]
+        expected = beam_search(workspace.model, context, beam_size=4, alpha=0.6, max_len=40,
+                               nbest=3, tokenizer=workspace.tokenizer)
+        shown = side.sides[key].beam.result
+        assert side.sides[key].shows() == "beam"
+        assert [h.token_ids for h in shown.nbest] == [h.token_ids for h in expected.nbest]
+        assert [(n.parent, n.token_id, n.status) for n in shown.nodes] == [
+            (n.parent, n.token_id, n.status) for n in expected.nodes]
+        x, _ = side.sides[key].beam.nodes["kept"].getData()
+        assert len(x) == sum(n.status == "kept" and n.parent is not None for n in expected.nodes)
+    written = {path.name for path in panel.export(tmp_path, formats=("png", "csv"))}
+    assert {"runs_beam_a.png", "runs_beam_b.png", "runs_beam_a_hypotheses.csv"} <= written

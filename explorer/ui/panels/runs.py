@@ -1,5 +1,5 @@
 """Compare runs: several run folders' curves overlaid, one colour and legend entry per run, and
-two runs' attention side by side on the same input.
+two runs' attention or beam search trees side by side on the same input.
 
 Runs come from "Add run…", from folders dropped onto the panel, or `add_run(folder)`; the model
 open in this window joins as "this window" while it has curves. The metric box offers every
@@ -73,7 +73,8 @@ class RunsPanel(Panel):
     PANEL_ID = "runs"
     TITLE = "Compare runs"
     TOOLTIP = ("Training runs side by side: add run folders (or drop them here) to overlay their "
-               "curves, one colour per run, and compare two runs' attention on one input.")
+               "curves, one colour per run, and set two runs' attention or beam search trees side by "
+               "side on one input.")
 
     def __init__(self, bus: AppBus, parent=None) -> None:
         super().__init__(bus, parent)
@@ -114,7 +115,7 @@ class RunsPanel(Panel):
         self.side_by_side = SideBySide(self.job_runner("attention"))
         self.pages = ViewPages()
         self.pages.add_page("Curves", self.view)
-        self.pages.add_page("Attention side by side", self.side_by_side)
+        self.pages.add_page("Side by side", self.side_by_side)
 
         controls = QHBoxLayout()
         for widget in (self.add_button, self.remove_button, QLabel("Metric"), self.metric_box,

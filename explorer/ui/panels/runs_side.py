@@ -1,13 +1,16 @@
-"""The "Side by side" page of the Compare runs panel: two chosen runs' attention on the same input.
+"""The "Side by side" page of the Compare runs panel: two chosen runs' attention or beam search
+trees on the same input.
 
 Each side picks a run and a checkpoint of it (its latest, or one of its snapshots); one source
-(and optionally a target) is given for both. The checkpoints are loaded and probed in the panel's
-background job (explorer.runs.compare.compare_attention), and each side shows its cross-attention
-(the last layer, heads averaged) in a HeatmapWidget, or one line saying why it has none.
+(and, for attention, optionally a target) is given for both. The checkpoints are loaded and run in
+the panel's background job (explorer.runs.compare.compare_attention / compare_beams), and each
+side shows its cross-attention (the last layer, heads averaged) in a HeatmapWidget or its beam
+search tree (explorer/ui/panels/runs_beam.py), or one line saying why it has none.
 """
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -25,16 +28,20 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.export.tables import matrix_table
-from explorer.runs.compare import AttentionComparison, AttentionView, compare_attention
+from explorer.runs.compare import (
+    AttentionComparison, AttentionView, BeamComparison, BeamView, compare_attention, compare_beams,
+)
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.jobs import JobRunner
+from explorer.ui.panels.runs_beam import BeamTreeView
 
 LATEST = None  # the step combo's data for "the latest checkpoint"
 SIDES = ("A", "B")
+MODES = {"attention": "Attention", "beam": "Beam search tree"}
 
 
-class AttentionSide(QWidget):
-    """One side: a heatmap, or a message where the run has no attention to show."""
+class ComparedSide(QWidget):
+    """One side: a heatmap or a beam tree, or a message where the run has nothing to show."""
 
     def __init__(self, label: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -47,9 +54,15 @@ class AttentionSide(QWidget):
         self.message = QLabel(f"Choose run {label} and press Compare.")
         self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.message.setWordWrap(True)
+        self.beam = BeamTreeView()
+        self.beam.setToolTip(f"Run {label}'s beam search: x is the decoding step, the best "
+                             "branch on top; kept (blue), pruned (grey), finished (green), the "
+                             "best hypothesis in purple")
+        self.beam_view: BeamView | None = None
         self.stack = QStackedWidget()
         self.stack.addWidget(self.message)
         self.stack.addWidget(self.heatmap)
+        self.stack.addWidget(self.beam)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.stack)
@@ -64,13 +77,20 @@ class AttentionSide(QWidget):
         self.heatmap.set_title(f"{self.label}: {view.title}")
         self.stack.setCurrentWidget(self.heatmap)
 
-    def show_message(self, text: str) -> None:
-        self.view = None
-        self.message.setText(text)
-        self.stack.setCurrentWidget(self.message)
+    def show_beam(self, view: BeamView) -> None:
+        self.beam_view = view
+        if view.result is None:
+            self.message.setText(view.message)
+            self.stack.setCurrentWidget(self.message)
+            return
+        self.beam.set_result(view.result, f"{self.label}: {html.escape(view.title)}<br>"
+                                          f"{html.escape(view.best)}")
+        self.stack.setCurrentWidget(self.beam)
 
-    def has_matrix(self) -> bool:
-        return self.view is not None and self.view.matrix is not None
+    def shows(self) -> str:
+        """"attention", "beam" or "" (a message)."""
+        current = self.stack.currentWidget()
+        return "attention" if current is self.heatmap else "beam" if current is self.beam else ""
 
 
 class SideBySide(QWidget):
@@ -96,12 +116,17 @@ class SideBySide(QWidget):
         self.target_edit.setPlaceholderText("target (blank: each model's own greedy output)")
         self.target_edit.setToolTip("The target both decoders are teacher-forced with. Blank: "
                                     "each model's own greedy output for the source.")
+        self.mode_box = QComboBox()
+        for mode, text in MODES.items():
+            self.mode_box.addItem(text, mode)
+        self.mode_box.setToolTip("What to set side by side: each model's attention on the source "
+                                 "and target, or its beam search tree on the source")
         self.compare_button = QPushButton("Compare")
-        self.compare_button.setToolTip("Load both checkpoints and show their attention on this "
-                                       "input, side by side (Enter in either text box)")
+        self.compare_button.setToolTip("Load both checkpoints and show them on this input, side "
+                                       "by side (Enter in either text box)")
         self.status = QLabel("Add two runs to compare their attention.")
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.sides = {side: AttentionSide(side) for side in SIDES}
+        self.sides = {side: ComparedSide(side) for side in SIDES}
 
         controls = QGridLayout()
         for row, side in enumerate(SIDES):
@@ -120,7 +145,8 @@ class SideBySide(QWidget):
         controls.addWidget(self.source_edit, 0, 4)
         controls.addWidget(QLabel("Target"), 1, 3)
         controls.addWidget(self.target_edit, 1, 4)
-        controls.addWidget(self.compare_button, 0, 5, 2, 1)
+        controls.addWidget(self.mode_box, 0, 5)
+        controls.addWidget(self.compare_button, 1, 5)
         controls.setColumnStretch(4, 1)
         maps = QHBoxLayout()
         for side in SIDES:
@@ -132,6 +158,7 @@ class SideBySide(QWidget):
         layout.addLayout(maps, stretch=1)
 
         self.compare_button.clicked.connect(self.compare)
+        self.mode_box.currentIndexChanged.connect(self._on_mode)
         self.source_edit.returnPressed.connect(self.compare)
         self.target_edit.returnPressed.connect(self.compare)
         runner.done.connect(self._on_done)
@@ -180,6 +207,15 @@ class SideBySide(QWidget):
 
     # -- the job -----------------------------------------------------------------------------
 
+    def mode(self) -> str:
+        return self.mode_box.currentData()
+
+    def set_mode(self, mode: str) -> None:
+        self.mode_box.setCurrentIndex(self.mode_box.findData(mode))
+
+    def _on_mode(self) -> None:
+        self.target_edit.setEnabled(self.mode() == "attention")  # a beam search reads no target
+
     def compare(self) -> None:
         chosen = []
         for side in SIDES:
@@ -188,22 +224,31 @@ class SideBySide(QWidget):
                 self.status.setText("Add two runs to compare their attention.")
                 return
             chosen.append((self.folders[name], name, self.step_boxes[side].currentData()))
-        self.runner.submit(compare_attention, chosen, self.source_edit.text().strip(),
-                           self.target_edit.text().strip())
+        source = self.source_edit.text().strip()
+        if self.mode() == "beam":
+            self.runner.submit(compare_beams, chosen, source)
+        else:
+            self.runner.submit(compare_attention, chosen, source, self.target_edit.text().strip())
 
     def _on_busy(self, busy: bool) -> None:
         if busy:
             self.status.setText("Loading the checkpoints and probing…")
 
-    def _on_done(self, _job_id: int, comparison: AttentionComparison) -> None:
+    def _on_done(self, _job_id: int, comparison: AttentionComparison | BeamComparison) -> None:
         self.comparison = comparison
         if not self.source_edit.text().strip():
             self.source_edit.setText(comparison.source)
-            self.target_edit.setText(comparison.target)
-        for side, view in zip(SIDES, comparison.views):
-            self.sides[side].show_view(view)
-        target = comparison.target or "each model's own output"
-        self.status.setText(f"Source: {comparison.source!r}; target: {target!r}")
+        if isinstance(comparison, BeamComparison):
+            for side, view in zip(SIDES, comparison.views):
+                self.sides[side].show_beam(view)
+            self.status.setText(f"Beam search (width 4, α 0.6) on {comparison.source!r}")
+        else:
+            if not self.target_edit.text().strip():
+                self.target_edit.setText(comparison.target)
+            for side, view in zip(SIDES, comparison.views):
+                self.sides[side].show_view(view)
+            target = comparison.target or "each model's own output"
+            self.status.setText(f"Source: {comparison.source!r}; target: {target!r}")
         self.compared.emit(comparison)
 
     def _on_failed(self, _job_id: int, message: str) -> None:
@@ -213,14 +258,25 @@ class SideBySide(QWidget):
     # -- export --------------------------------------------------------------------------------
 
     def plot_items(self) -> dict[str, object]:
-        return {f"attention_{side.lower()}": self.sides[side].heatmap.ci
-                for side in SIDES if self.sides[side].has_matrix()}
+        """The attention heatmap or beam tree each side shows."""
+        items = {}
+        for side in SIDES:
+            shown = self.sides[side].shows()
+            if shown == "attention":
+                items[f"attention_{side.lower()}"] = self.sides[side].heatmap.ci
+            elif shown == "beam":
+                items[f"beam_{side.lower()}"] = self.sides[side].beam.plot
+        return items
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         tables = {}
         for side in SIDES:
-            view = self.sides[side].view
-            if view is not None and view.matrix is not None:
-                tables[f"attention_{side.lower()}"] = matrix_table(
+            shown, key = self.sides[side].shows(), side.lower()
+            if shown == "attention":
+                view = self.sides[side].view
+                tables[f"attention_{key}"] = matrix_table(
                     view.matrix, view.rows, view.cols, corner=f"{view.run} step {view.step}")
+            elif shown == "beam":
+                for name, table in self.sides[side].beam.tables().items():
+                    tables[f"beam_{key}_{name}"] = table
         return tables
