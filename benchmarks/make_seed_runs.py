@@ -184,8 +184,8 @@ def markdown(summary: dict) -> str:
                      f"{cell(run['final_bleu'])} | {run['wall_s']} |")
     lines += ["", f"BLEU with attention {cell(summary['bleu_with_attention'])}, without "
               f"{cell(summary['bleu_without_attention'])} (gap {cell(summary['bleu_gap'])}).", "",
-              f"‖∂l_T/∂h_(T−k)‖ / ‖∂l_T/∂h_T‖ over T = {GRADIENT_TOKENS} steps (k = T−1: "
-              "the first step), untrained → trained:", "",
+              f"‖∂l_T/∂h_(T−k)‖ / ‖∂l_T/∂h_T‖ over T = {GRADIENT_TOKENS} steps "
+              "(k = T−1: the first step), untrained → trained:", "",
               "| cell | " + " | ".join(f"k = {k}" for k in (*DISTANCES, GRADIENT_TOKENS - 1))
               + " | reach |", "|---|" + "---:|" * (len(DISTANCES) + 2)]
     for name, ratios in summary["gradient_ratio_first_last"].items():

@@ -6,8 +6,9 @@
     beams = compare_beams([("runs/gru", "gru", None), ("runs/lstm", "lstm", None)], "abc")
 
 Qt-free: the app's "Compare runs" panel (explorer/ui/panels/runs.py) and
-benchmarks/make_seed_runs.py use it. `compare_attention` and `compare_beams` load checkpoints and run the models, so
-the panel calls them in a background job; everything they return is numpy and strings.
+benchmarks/make_seed_runs.py use it. `compare_attention` and `compare_beams` load checkpoints and
+run the models, so the panel calls them in a background job; everything they return is numpy and
+strings.
 """
 
 from __future__ import annotations

@@ -73,8 +73,8 @@ class RunsPanel(Panel):
     PANEL_ID = "runs"
     TITLE = "Compare runs"
     TOOLTIP = ("Training runs side by side: add run folders (or drop them here) to overlay their "
-               "curves, one colour per run, and set two runs' attention or beam search trees side by "
-               "side on one input.")
+               "curves, one colour per run, and set two runs' attention or beam search trees "
+               "side by side on one input.")
 
     def __init__(self, bus: AppBus, parent=None) -> None:
         super().__init__(bus, parent)
@@ -322,7 +322,7 @@ class RunsPanel(Panel):
         self._fit_list()
 
     def _fit_list(self) -> None:
-        """As tall as its runs, up to LIST_ROWS of them (then it scrolls): the plots need the room."""
+        """As tall as its runs, up to LIST_ROWS of them (then it scrolls): the plots need room."""
         rows = min(max(self.run_list.count(), 1), LIST_ROWS)
         row_px = self.run_list.sizeHintForRow(0) if self.run_list.count() else \
             self.run_list.fontMetrics().height() + 4
