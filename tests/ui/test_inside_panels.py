@@ -126,9 +126,15 @@ def test_transformer_hidden_panel_residual_blocks_and_logit_lens(qtbot, tmp_path
     assert "decoder: residual-stream norm" in titles and titles[-1] == "logit lens"
     panel.layer_box.setCurrentIndex(panel.layer_box.findText("decoder: residual-stream norm"))
     np.testing.assert_array_equal(panel.heatmap.image.image, stack.residual_norm)
-    assert "unit layer 1" in hover(panel.heatmap, 1, 0)  # row 1: after the first block
+    # row 1: the residual stream after the first block; hover names layer, position, token, norm
+    assert hover(panel.heatmap, 1, 2) == (f"layer 1, position 2, token {stack.tokens[2]!r}\n"
+                                          f"norm = {stack.residual_norm[1, 2]:.6g}")
+    assert hover(panel.heatmap, 0, 0).startswith(f"embedding, position 0, token {stack.tokens[0]!r}")
+    assert "unit" not in hover(panel.heatmap, 2, 1)
     panel.layer_box.setCurrentIndex(panel.layer_box.findText("decoder: layer 2 output"))
     np.testing.assert_array_equal(panel.heatmap.image.image, stack.block_outputs[1])
+    assert hover(panel.heatmap, 5, 1) == (f"decoder layer 2 output, dimension 5, position 1, token "
+                                          f"{stack.tokens[1]!r}\nvalue = {stack.block_outputs[1][5, 1]:.6g}")
     panel.layer_box.setCurrentIndex(panel.layer_box.findData(LENS))
     lens = panel.snapshot.lens
     assert panel.stack.currentWidget() is panel.lens_table
