@@ -241,3 +241,20 @@ def test_live_probe_snapshots_from_training_update_the_hidden_panel(qtbot):
     np.testing.assert_array_equal(panel.heatmap.image.image, live.hidden.layers[0].hidden)
     np.testing.assert_allclose(live.hidden.layers[0].hidden, hidden_snapshot(ws, "abcab").layers[0].hidden, atol=1e-6)
     assert "'abcab'" in panel.status.text()  # the input itself is the Prober's (bus.probe_input_changed)
+
+
+def test_a_selection_on_a_transformer_block_finds_its_matches_in_the_validation_data(qtbot):
+    from explorer.analysis.selection import find_matches
+
+    ws = char_workspace("gpt", "brackets")
+    panel = open_panel(qtbot, HiddenPanel, ws)
+    panel.layer_box.setCurrentIndex(panel.layer_box.findText("decoder: layer 1 output"))
+    panel.threshold.setValue(0)
+    panel.select_span(1, 3)
+    units = panel.selection.units
+    assert len(units) >= 1  # this seed's model has one (dimension 8)
+    qtbot.waitUntil(lambda: panel.matches is not None and not panel.busy(), timeout=30_000)
+    stream = panel.streams["decoder.layer0"]  # the block's own trace name
+    expected = find_matches(stream, units, 0.0, query_length=2)
+    assert panel.matches.starts.tolist() == expected.starts.tolist()
+    assert panel.side_list.item(0).text() == f"{len(expected)} match(es) in {stream.length:,} validation tokens:"
