@@ -44,6 +44,16 @@ def arrow_angle(dx: float, dy: float) -> float:
     return math.degrees(math.atan2(dy, -dx))
 
 
+def project_if_changed(workspace, which: str, matrix: np.ndarray | None, like):
+    """The panel's background job: `embedding_data`, or None when `matrix` is the one `like` was
+    projected from (frozen embeddings: nothing to redraw). Compared here, off the GUI thread."""
+    from explorer.analysis.embeddings import embedding_data
+
+    if matrix is not None and like is not None and like.which == which and np.array_equal(like.matrix, matrix):
+        return None
+    return embedding_data(workspace, which, matrix, like)
+
+
 class EmbeddingsPanel(Panel):
     PANEL_ID = "embeddings"
     TITLE = "Embeddings"
@@ -167,16 +177,14 @@ class EmbeddingsPanel(Panel):
         self._project(which, self.live.get(which))
 
     def _project(self, which: str, matrix: np.ndarray | None) -> None:
-        from explorer.analysis.embeddings import embedding_data
-
         workspace = self.workspace
         like = self.data if matrix is not None else None  # same vocabulary: keep tokens and sets
 
         def ready(data) -> None:
-            if workspace is self.workspace and data.which == self.which_box.currentData():
+            if data is not None and workspace is self.workspace and data.which == self.which_box.currentData():
                 self.show_data(data)
 
-        self.runner.start("data", embedding_data, ready, workspace, which, matrix, like)
+        self.runner.start("data", project_if_changed, ready, workspace, which, matrix, like)
 
     def _on_probe(self, probe) -> None:
         """A training probe with a copy of the embeddings: project the newest copy, at most every
@@ -195,8 +203,6 @@ class EmbeddingsPanel(Panel):
         self.live_pending = False
         if matrix is None or self.workspace is None:
             return
-        if self.data is not None and self.data.which == which and np.array_equal(self.data.matrix, matrix):
-            return  # the weights did not change (e.g. frozen embeddings): nothing to redraw
         self.live_started = time.monotonic()
         self._project(which, matrix)
 
