@@ -181,7 +181,10 @@ class EmbeddingsPanel(Panel):
         like = self.data if matrix is not None else None  # same vocabulary: keep tokens and sets
 
         def ready(data) -> None:
-            if data is not None and workspace is self.workspace and data.which == self.which_box.currentData():
+            if data is None:  # the weights had not changed: what is drawn stands
+                if self.data is not None:
+                    self.status.setText(self.summary(self.data))
+            elif workspace is self.workspace and data.which == self.which_box.currentData():
                 self.show_data(data)
 
         self.runner.start("data", project_if_changed, ready, workspace, which, matrix, like)
@@ -227,15 +230,18 @@ class EmbeddingsPanel(Panel):
             # pyqtgraph compares them with its float64 limits
             self.plot.getViewBox().setRange(xRange=(low[0], high[0]), yRange=(low[1], high[1]))
         self.update_points()
-        explained = ", ".join(f"{100 * e:.1f}%" for e in data.projection.explained)
-        tied = " (tied: the output embedding is the input embedding)" if data.tied else ""
-        self.status.setText(f"{len(data.tokens):,} tokens × {data.matrix.shape[1]} dims, "
-                            f"PCA explains {explained}{tied}")
+        self.status.setText(self.summary(data))
         if self.selected is not None:
             self.neighbours = data.neighbours(self.selected, NEIGHBOURS)
         if self.analogy_ids is not None:
             self.answers = data.analogy(*self.analogy_ids, NEIGHBOURS)
         self.draw_marks()
+
+    @staticmethod
+    def summary(data) -> str:
+        explained = ", ".join(f"{100 * e:.1f}%" for e in data.projection.explained)
+        tied = " (tied: the output embedding is the input embedding)" if data.tied else ""
+        return f"{len(data.tokens):,} tokens × {data.matrix.shape[1]} dims, PCA explains {explained}{tied}"
 
     # -- interaction ----------------------------------------------------------------------------
 
