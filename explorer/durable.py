@@ -335,11 +335,12 @@ def repair_jsonl(path: Path) -> None:
 def parse_jsonl(block: bytes) -> tuple[list[dict[str, Any]], list[int]]:
     """The rows of `block`'s whole lines (a last line without its newline is left out), and the
     1-based numbers of the lines that are not JSON objects."""
-    body = block[:block.rfind(b"\n") + 1].rstrip(b"\n")
+    end = block.rfind(b"\n")  # -1: not one whole line
+    body = block[:end].rstrip(b"\n") if end > 0 else b""
     if not body:
         return [], []
     try:  # one parse for the whole block: several times faster than a loads() per line
-        rows = json.loads(b"[" + body.replace(b"\n", b",") + b"]")
+        rows = json.loads(b"[%b]" % body.replace(b"\n", b","))
         if all(isinstance(row, dict) for row in rows):
             return rows, []
     except ValueError:  # a bad line, a blank line: line by line below

@@ -40,8 +40,9 @@ class BeamTreeIndex:
 
 def beam_tables(result: BeamResult, tree: BeamTreeIndex, x: dict[int, float],
                 y: dict[int, float]) -> dict[str, tuple[list[str], list[list]]]:
-    """"nodes" (every candidate with its scores, status, n-best rank, greedy membership and
-    drawn position `x`/`y` by node id, blank when not drawn) and "hypotheses" (n-best + greedy)."""
+    """"nodes" (every candidate with its step counted from 1 as on the tree's axis, scores, status,
+    n-best rank, greedy membership and drawn position `x`/`y` by node id, blank when not drawn)
+    and "hypotheses" (n-best + greedy)."""
     on_greedy = set(tree.greedy_nodes)
     nbest_rank = {path[-1]: rank for rank, path in enumerate(tree.nbest_nodes, 1) if path}
     header = ["id", "parent", "step", "token_id", "token", "logprob", "score",
@@ -49,7 +50,8 @@ def beam_tables(result: BeamResult, tree: BeamTreeIndex, x: dict[int, float],
     rows = []
     for n in result.nodes:
         normalized = n.score / length_penalty(n.step + 1, result.alpha) if n.parent is not None else 0.0
-        rows.append([n.id, "" if n.parent is None else n.parent, n.step, n.token_id, n.token,
+        # steps counted as the tree's axis counts them: the root (<bos>) 0, the first token 1
+        rows.append([n.id, "" if n.parent is None else n.parent, n.step + 1, n.token_id, n.token,
                      n.logprob, n.score, normalized, n.rank, n.status, nbest_rank.get(n.id, ""),
                      n.id in on_greedy, x.get(n.id, ""), y.get(n.id, "")])
     hyp_header = ["name", "text", "score", "normalized_score", "finished", "tokens"]

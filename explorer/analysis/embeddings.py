@@ -31,7 +31,8 @@ def _weights(model, which: str):
     if family is not None and family.embeddings is not None:
         path = family.embeddings.get(which)
         return None if path is None else module_at(model, path).weight
-    # a Hugging Face model
+    # a Hugging Face model, bare or behind explorer.hf.adapter (which holds it as `.hf`)
+    model = getattr(model, "hf", model)
     getter = {"input": "get_input_embeddings", "output": "get_output_embeddings"}.get(which)
     module = getattr(model, getter)() if getter and hasattr(model, getter) else None
     return None if module is None else module.weight
@@ -47,6 +48,19 @@ def embedding_matrix(model, which: str = "input") -> np.ndarray:
     if weight is None:
         raise ValueError(f"this model has no {which} embedding; it has {', '.join(available_embeddings(model))}")
     return weight.detach().float().cpu().numpy().copy()
+
+
+def embedding_matrices(model) -> dict[str, np.ndarray]:
+    """kind -> (V, D) float32 copy of every embedding the model has, taken at once (a training
+    probe's: the trainer's thread copies, the embeddings panel projects). A tied output embedding
+    is the input's array, copied once."""
+    matrices = {}
+    for kind in available_embeddings(model):
+        if kind == "output" and "input" in matrices and is_tied(model):
+            matrices[kind] = matrices["input"]
+        else:
+            matrices[kind] = embedding_matrix(model, kind)
+    return matrices
 
 
 def is_tied(model) -> bool:
@@ -204,10 +218,18 @@ class EmbeddingData:
         return ["id", "token", "pc1", "pc2"], rows
 
 
-def embedding_data(workspace, which: str = "input") -> EmbeddingData:
-    """The workspace model's `which` embedding, its PCA and highlightable token sets."""
+def embedding_data(workspace, which: str = "input", matrix: np.ndarray | None = None,
+                   like: EmbeddingData | None = None) -> EmbeddingData:
+    """The workspace model's `which` embedding, its PCA and highlightable token sets.
+
+    `matrix`: that embedding as already copied (a training probe's `embeddings`), so the model,
+    which the trainer's thread owns while training, is not read; `like`: the data of an earlier
+    copy of the same embedding, whose tokens and sets are kept (the vocabulary does not change)."""
     model = workspace.model
-    matrix = embedding_matrix(model, which)
+    matrix = embedding_matrix(model, which) if matrix is None else matrix
+    if like is not None and like.which == which and len(like.tokens) == matrix.shape[0]:
+        return EmbeddingData(which=which, tokens=like.tokens, matrix=matrix, projection=pca_2d(matrix),
+                             sets=like.sets, tied=like.tied, available=like.available)
     tokenizer = workspace.src_tokenizer if which == "source" and workspace.src_tokenizer else workspace.tokenizer
     tokens = [str(t) for t in tokenizer.tokens(range(matrix.shape[0]))]
     return EmbeddingData(

@@ -6,9 +6,10 @@
 * recurrent models (`rnn-lm`, `seq2seq`): one `RecurrentLayer` per stream, layer and direction with
   h_t (units x time steps), the LSTM cell state c_t, and every gate as its own matrix
   (LSTM i, f, g, o; GRU r, z, n; UGRNN u, s), the tokens on the time axis;
-* Transformers (`transformer`, `gpt`, `bert`): one `TransformerStack` per stack (encoder, decoder)
-  with the residual stream's norm per layer and position, each block's output (d_model x positions),
-  and for the decoder side the logit lens (`explorer.analysis.logit_lens`).
+* Transformers (`transformer`, `gpt`, `bert`, and Hugging Face models through their family's
+  `residual_streams`): one `TransformerStack` per stack (encoder, decoder) with the residual
+  stream's norm per layer and position, each block's output (d_model x positions), and for the
+  decoder side the logit lens (`explorer.analysis.logit_lens`).
 
 Every value is the model's own: the trace's tensors, detached and copied. Row labels name the layer
 and unit as `l0:5` (layer 0, unit 5; `l0_reverse:5` for a bidirectional encoder's backward half).
@@ -22,7 +23,7 @@ import numpy as np
 import torch
 
 from explorer.analysis.labels import layer_label
-from explorer.analysis.logit_lens import LogitLens, logit_lens_from_trace
+from explorer.analysis.logit_lens import LogitLens, lens_layers, model_readout, summarize_lens
 from explorer.analysis.probe import _PROBE_LOCK
 from explorer.families import family_of, module_at
 
@@ -138,26 +139,34 @@ def _embedded(model, stream: str, inputs: tuple) -> torch.Tensor:
     return module_at(model, path)(inputs[index])
 
 
-def _transformer_stacks(model, trace, inputs: tuple, labels: dict[str, list[str]]) -> list[TransformerStack]:
-    stacks = []
-    known = family_of(model).stacks  # a family that names no embedding module (HF) has no stacks here
+def _residual_streams(model, trace, inputs: tuple):
+    """stack -> its residual stream [(1, T, D)]: the embedding, then after each block; and the
+    decoder's readout to logits (None: no logit lens). Our models: the trace and the modules the
+    family names; a family with its own `residual_streams` (Hugging Face) reads them itself."""
+    family = family_of(model)
+    if family.residual_streams is not None:
+        read = family.residual_streams(model, inputs)
+        return read.streams, read.readout
+    streams = {}
     for stream in ("encoder", "decoder"):
-        if stream not in known:
+        if stream not in family.stacks:
             continue
         names = sorted((n for n in trace.hidden if n.startswith(f"{stream}.layer")),
                        key=lambda n: int(n.rsplit("layer", 1)[1]))
-        if not names:
-            continue
-        residuals = [_embedded(model, stream, inputs)] + [trace.hidden[n][0] for n in names]
-        stream_x = torch.cat(residuals, dim=0)  # (layers + 1, T, D): batch of one per layer
-        stacks.append(TransformerStack(
-            stream=stream,
-            tokens=list(_stream_tokens(stream, labels)),
-            layer_labels=["embed"] + [layer_label(int(n.rsplit("layer", 1)[1])) for n in names],
-            residual_norm=stream_x.norm(dim=-1).detach().float().cpu().numpy().copy(),
-            block_outputs=[trace.hidden[n][0][0].T.detach().float().cpu().numpy().copy() for n in names],
-        ))
-    return stacks
+        if names:
+            streams[stream] = [_embedded(model, stream, inputs)] + [trace.hidden[n][0] for n in names]
+    return streams, model_readout(model) if family.logit_lens else None
+
+
+def _transformer_stack(stream: str, residuals: list[torch.Tensor], labels: dict[str, list[str]]) -> TransformerStack:
+    stream_x = torch.cat(residuals, dim=0)  # (layers + 1, T, D): batch of one per layer
+    return TransformerStack(
+        stream=stream,
+        tokens=list(_stream_tokens(stream, labels)),
+        layer_labels=["embed"] + [layer_label(k) for k in range(len(residuals) - 1)],
+        residual_norm=stream_x.norm(dim=-1).detach().float().cpu().numpy().copy(),
+        block_outputs=[x[0].T.detach().float().cpu().numpy().copy() for x in residuals[1:]],
+    )
 
 
 def hidden_snapshot(workspace, source: str, target: str = "", step: int = 0, lens: bool = True) -> HiddenSnapshot:
@@ -190,11 +199,11 @@ def snapshot_from_trace(workspace, encoded, inputs: tuple, trace, source: str, t
             reverse = bool(getattr(model.config, "reverse_source", False))
             snapshot.layers = _recurrent_layers(trace, encoded.labels, reverse)
         else:
-            snapshot.stacks = _transformer_stacks(model, trace, inputs, encoded.labels)
-            if lens and family.logit_lens:
-                stack = snapshot.stacks[-1]  # the decoder: the side that predicts tokens
-                snapshot.lens = logit_lens_from_trace(
-                    model, trace, _embedded(model, "decoder", inputs), stack.tokens,
+            streams, readout = _residual_streams(model, trace, inputs)
+            snapshot.stacks = [_transformer_stack(name, x, encoded.labels) for name, x in streams.items()]
+            if lens and readout is not None and "decoder" in streams:  # the side that predicts tokens
+                snapshot.lens = summarize_lens(
+                    lens_layers(readout, streams["decoder"]), snapshot.stacks[-1].tokens,
                     encoded.targets[0].tolist(), workspace.tokenizer,
                 )
     return snapshot

@@ -8,8 +8,8 @@ The model-specific part is an iterator of (layer label, logits (T, V)), one laye
 50k-token vocabulary never holds every layer's distribution at once:
 
 * `model_lens_layers(model, trace, embedded)` for our GPT and the Transformer's decoder;
-* `hf_lens_layers(model, ids)` for a Hugging Face GPT-2 (`GPT2LMHeadModel`), whose last hidden
-  state has the final norm applied already.
+* `lens_layers(readout, residuals)` for any residual streams and readout, such as a Hugging Face
+  GPT-2's (explorer.hf.inside, through its family's `residual_streams`).
 
 `summarize_lens(layers, tokens, target_ids, tokenizer)` turns either into a `LogitLens` table.
 """
@@ -52,7 +52,7 @@ class LogitLens:
         return tables
 
 
-def _readout(model):
+def model_readout(model):
     """The model's own path from the residual stream to logits (`logit_lens` in explorer.families)."""
     family = family_of(model)
     if not family.logit_lens:
@@ -67,28 +67,19 @@ def _readout(model):
     return readout
 
 
+def lens_layers(readout, residuals: list[Tensor]) -> Iterator[tuple[str, Tensor]]:
+    """(label, logits (T, V)) of each residual stream (1, T, D) of a batch of one: "embed", then
+    after each block ("layer 1", ...), read through `readout` (final norm and unembedding)."""
+    for k, x in enumerate(residuals):
+        yield ("embed" if k == 0 else layer_label(k - 1)), readout(x)[0]
+
+
 def model_lens_layers(model, trace, embedded: Tensor) -> Iterator[tuple[str, Tensor]]:
     """Our GPT / Transformer decoder: `trace` from forward(..., trace=True) on a batch of one and
     `embedded` (1, T, D), the residual stream before the first block. Yields (label, logits (T, V))."""
-    readout = _readout(model)
     names = sorted((n for n in trace.hidden if n.startswith("decoder.layer")),
                    key=lambda n: int(n.rsplit("layer", 1)[1]))
-    yield "embed", readout(embedded)[0]
-    for name in names:
-        yield layer_label(int(name.rsplit("layer", 1)[1])), readout(trace.hidden[name][0])[0]
-
-
-def hf_lens_layers(model, ids: Tensor) -> Iterator[tuple[str, Tensor]]:
-    """A Hugging Face GPT-2 LM head model on `ids` (1, T). Its hidden_states are the embedding and
-    every block's output, except that the last one has `ln_f` applied already: the model's own
-    logits stand for it."""
-    with torch.no_grad():
-        output = model(ids, output_hidden_states=True)
-        hidden = output.hidden_states
-        final_norm, head = model.transformer.ln_f, model.lm_head
-        for k, x in enumerate(hidden[:-1]):
-            yield ("embed" if k == 0 else layer_label(k - 1)), head(final_norm(x))[0]
-        yield layer_label(len(hidden) - 2), output.logits[0]
+    return lens_layers(model_readout(model), [embedded] + [trace.hidden[name][0] for name in names])
 
 
 def summarize_lens(
@@ -117,8 +108,3 @@ def summarize_lens(
         targets=[str(t) for t in tokenizer.tokens(list(target_ids))] if target_ids is not None else None,
         target_probs=np.stack(target_probs).astype(np.float32) if target_probs else None,
     )
-
-
-def logit_lens_from_trace(model, trace, embedded: Tensor, tokens: list[str], target_ids, tokenizer) -> LogitLens:
-    """The lens of one traced forward pass of our GPT or Transformer (see `model_lens_layers`)."""
-    return summarize_lens(model_lens_layers(model, trace, embedded), tokens, target_ids, tokenizer)

@@ -161,17 +161,22 @@ def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: i
 
 def make_probe_fn(workspace, probe_input):
     """A `Trainer.probe_fn`: probe `workspace` on whatever `probe_input.text` (a (source, target)
-    tuple, e.g. the attention panel's `ProbeInput`) holds at call time.
+    tuple, e.g. the attention panel's `ProbeInput`) holds at call time, with a copy of the token
+    embeddings for the embeddings panel.
     A probe input the model cannot read (e.g. an LM text of one token) is skipped, not fatal."""
 
     def probe_fn(model, step: int) -> ProbeSnapshot | None:
+        from explorer.analysis.embeddings import embedding_matrices
+
         source, target = probe_input.text
         if not (source or target):
             return None
         try:
-            return probe(workspace, source, target, step)
+            snapshot = probe(workspace, source, target, step)
         except ValueError:
             return None
+        snapshot.embeddings = embedding_matrices(workspace.model)  # copied between steps, here
+        return snapshot
 
     return probe_fn
 

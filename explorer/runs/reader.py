@@ -14,6 +14,7 @@ torn, and none is skipped. A damaged line elsewhere is counted in `bad_lines` an
 
 from __future__ import annotations
 
+import itertools
 import json
 import operator
 import os
@@ -87,7 +88,7 @@ class RunReader:
             handle.seek(self.offset)
             data = handle.read(stat.st_size - self.offset)
         end = data.rfind(b"\n") + 1  # 0: not even one whole line yet
-        rows, bad = parse_jsonl(data[:end])
+        rows, bad = parse_jsonl(data)  # its whole lines: up to `end`
         self.offset += end
         self.bad_lines += len(bad)
         self.rows.extend(rows)
@@ -182,9 +183,10 @@ def _columns(rows: list[dict], keys: tuple[str, ...]) -> dict[str, np.ndarray]:
     if not rows:
         return {key: np.zeros(0, np.int64 if key == "step" else np.float64) for key in keys}
     pick = operator.itemgetter(*keys)
-    try:  # one pass, one array: rows written by RunWriter have every key
-        table = np.array([pick(row) for row in rows], dtype=np.float64)  # (N, K); None -> NaN
-    except KeyError:
+    try:  # one pass straight into the array (no list of tuples): RunWriter's rows have every key
+        flat = itertools.chain.from_iterable(map(pick, rows))
+        table = np.fromiter(flat, np.float64, count=len(rows) * len(keys)).reshape(len(rows), len(keys))
+    except (KeyError, TypeError):  # a key missing, a None (np.array reads it as NaN)
         table = np.array([[row.get(key) for key in keys] for row in rows], dtype=np.float64)
     columns = {key: table[:, i] for i, key in enumerate(keys)}
     columns["step"] = columns["step"].astype(np.int64)

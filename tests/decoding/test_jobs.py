@@ -98,6 +98,10 @@ def test_tree_index_follows_the_paths_and_tables_every_node(workspace):
     header, rows = tables["nodes"]
     assert len(rows) == len(result.nodes) and header[-2:] == ["x", "y"]
     assert [row[0] for row in rows] == [n.id for n in result.nodes]
+    # steps as the tree's axis labels them: the root (<bos>) 0, the first token 1
+    steps = [row[header.index("step")] for row in rows]
+    assert steps == [n.step + 1 for n in result.nodes] and steps[0] == 0
+    assert min(steps[1:]) == 1 and max(steps) == max(n.step for n in result.nodes) + 1
     assert all(row[-1] == "" for row in rows)  # no y given: left blank
     assert sum(row[header.index("nbest")] != "" for row in rows) == len(result.nbest)
     names = [row[0] for row in tables["hypotheses"][1]]

@@ -175,13 +175,28 @@ def test_control_from_another_thread_pause_step_resume_stop(tiny_workspace, tiny
             if isinstance(event, (StepMetrics, TrainingFinished)):
                 return event
 
+    class CountingEvent(threading.Event):
+        """The control's wake-up event, counting the trainer's waits on it."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.timeouts: list[float | None] = []
+
+        def wait(self, timeout=None):
+            self.timeouts.append(timeout)
+            return super().wait(timeout)
+
+    control._wake = CountingEvent()
     thread = threading.Thread(target=consume)
+    started = time.perf_counter()
     thread.start()
     try:
-        cpu_before = time.process_time()
         with pytest.raises(queue.Empty):
             events.get(timeout=0.4)  # paused from the start: no step runs
-        assert time.process_time() - cpu_before < 0.3  # and waiting does not spin
+        waits, elapsed = list(control._wake.timeouts), time.perf_counter() - started
+        # and waiting does not spin: each wait blocks for poll_s, however slow the machine is
+        assert waits and set(waits) == {control.poll_s}
+        assert len(waits) <= elapsed / control.poll_s + 1
         control.step_once()
         assert next_step().step == 1
         control.step_once()

@@ -204,15 +204,17 @@ def test_256_tokens_are_thinned_evenly_only_after_the_smallest_font(qtbot):
     qtbot.waitUntil(lambda: drawn_labels(top) == [f"w{i}" for i in range(100, 108)])
 
 
-def test_a_live_heatmap_update_is_fast_at_256(qtbot):
-    import time
-
+def test_a_live_heatmap_update_at_256_is_in_place(qtbot):
+    """Live updates reuse the one ImageItem and add nothing to the scene (their speed is measured
+    by benchmarks/bench_heatmap.py)."""
     bus, panel = make_panel(qtbot)
     snapshot = token_snapshot(256)
     bus.probe.emit(snapshot)
     heatmap, attention = panel.heatmap, snapshot.attention[0]
-    matrix = attention.weights[0]
-    start = time.perf_counter()
-    for _ in range(20):
+    image, items = heatmap.image, len(heatmap.scene().items())
+    for k in range(20):
+        matrix = np.roll(attention.weights[0], k, axis=1)  # (256, 256), each a new map
         heatmap.set_matrix(matrix, attention.rows, attention.cols)
-    assert (time.perf_counter() - start) / 20 < 0.05  # generous: the CPU is shared in CI
+        assert heatmap.image is image
+        np.testing.assert_array_equal(image.image, matrix.astype(image.image.dtype))
+    assert len(heatmap.scene().items()) == items

@@ -1,5 +1,6 @@
 """The beam tree panel draws exactly the engine's tree, and a click shows the node's attention."""
 
+import csv
 import json
 
 import numpy as np
@@ -139,6 +140,15 @@ def test_changing_a_control_redecodes_and_export_writes_json(panel, qtbot, tmp_p
     assert len(tree["tree"]["nodes"]) == len(panel.result.nodes)
     assert tree["tree"]["nodes"][1]["score"] == pytest.approx(panel.result.nodes[1].score)
     assert panel.has_content()
+    # the CSV's step is the number the bottom axis writes under the node (the root, <bos>, is 0)
+    with open(tmp_path / "beam_nodes.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    axis = panel.plot.getPlotItem().getAxis("bottom")
+    assert rows[0]["parent"] == "" and rows[0]["step"] == "0"
+    assert axis.tickStrings([float(rows[0]["x"])], 1.0, 1.0) == ["<bos>"]
+    drawn = [row for row in rows[1:] if row["x"] != ""]
+    assert drawn and [row["step"] for row in drawn] == axis.tickStrings(
+        [float(row["x"]) for row in drawn], 1.0, 1.0)
 
 
 def label_rects(panel):

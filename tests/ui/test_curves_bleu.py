@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -102,16 +101,25 @@ def test_curves_stay_smooth_at_a_hundred_thousand_steps(qtbot, bus):
     for start in range(1, 100_001, 10_000):
         bus.step_metrics.emit(steps(start, 10_000))
     QApplication.processEvents()
-    redraws = []
     for start in range(100_001, 100_031, 10):  # a few more emits, each with a paint
-        started = time.perf_counter()
         bus.step_metrics.emit(steps(start, 10))
         panel.redraw()
         panel.view.viewport().repaint()
-        redraws.append(time.perf_counter() - started)
     assert panel.train.size == 100_030
-    # peak downsampling + clip-to-view: a redraw costs little even with 100k points per curve
-    assert sorted(redraws)[1] < 0.25, redraws
+    # peak downsampling + clip-to-view: a redraw draws a few points per pixel, not 100k per curve
+    # (what a redraw costs is measured by benchmarks/bench_curves.py)
+    curve, view = panel.curves["train_loss"], panel.plots["loss"].getViewBox()
+    assert curve.xData.size == 100_030
+    shown, _ = curve.getData()  # what is drawn
+    per_pixel = 2 * curve.opts["autoDownsampleFactor"]  # peak mode: a min and a max per bin
+    assert 0 < shown.size <= per_pixel * view.width() + 2, (shown.size, view.width())
+    assert shown.min() <= 100 and shown.max() >= 99_000  # the whole run, first steps to last
+    view.setXRange(50_000, 50_100, padding=0)  # zoomed in: only the steps in view (and one past)
+    panel.redraw(force=True)
+    shown, values = curve.getData()
+    assert 49_990 <= shown.min() and shown.max() <= 50_110 and shown.size >= 100
+    by_step = dict(zip(curve.xData.tolist(), curve.yData.tolist()))
+    assert all(by_step[x] == y for x, y in zip(shown.tolist(), values.tolist()))  # exact, not averaged
 
 
 def test_a_new_workspace_replaces_the_curves_with_its_history(qtbot, bus):

@@ -126,9 +126,15 @@ def test_transformer_hidden_panel_residual_blocks_and_logit_lens(qtbot, tmp_path
     assert "decoder: residual-stream norm" in titles and titles[-1] == "logit lens"
     panel.layer_box.setCurrentIndex(panel.layer_box.findText("decoder: residual-stream norm"))
     np.testing.assert_array_equal(panel.heatmap.image.image, stack.residual_norm)
-    assert "unit layer 1" in hover(panel.heatmap, 1, 0)  # row 1: after the first block
+    # row 1: the residual stream after the first block; hover names layer, position, token, norm
+    assert hover(panel.heatmap, 1, 2) == (f"layer 1, position 2, token {stack.tokens[2]!r}\n"
+                                          f"norm = {stack.residual_norm[1, 2]:.6g}")
+    assert hover(panel.heatmap, 0, 0).startswith(f"embedding, position 0, token {stack.tokens[0]!r}")
+    assert "unit" not in hover(panel.heatmap, 2, 1)
     panel.layer_box.setCurrentIndex(panel.layer_box.findText("decoder: layer 2 output"))
     np.testing.assert_array_equal(panel.heatmap.image.image, stack.block_outputs[1])
+    assert hover(panel.heatmap, 5, 1) == (f"decoder layer 2 output, dimension 5, position 1, token "
+                                          f"{stack.tokens[1]!r}\nvalue = {stack.block_outputs[1][5, 1]:.6g}")
     panel.layer_box.setCurrentIndex(panel.layer_box.findData(LENS))
     lens = panel.snapshot.lens
     assert panel.stack.currentWidget() is panel.lens_table
@@ -235,3 +241,20 @@ def test_live_probe_snapshots_from_training_update_the_hidden_panel(qtbot):
     np.testing.assert_array_equal(panel.heatmap.image.image, live.hidden.layers[0].hidden)
     np.testing.assert_allclose(live.hidden.layers[0].hidden, hidden_snapshot(ws, "abcab").layers[0].hidden, atol=1e-6)
     assert "'abcab'" in panel.status.text()  # the input itself is the Prober's (bus.probe_input_changed)
+
+
+def test_a_selection_on_a_transformer_block_finds_its_matches_in_the_validation_data(qtbot):
+    from explorer.analysis.selection import find_matches
+
+    ws = char_workspace("gpt", "brackets")
+    panel = open_panel(qtbot, HiddenPanel, ws)
+    panel.layer_box.setCurrentIndex(panel.layer_box.findText("decoder: layer 1 output"))
+    panel.threshold.setValue(0)
+    panel.select_span(1, 3)
+    units = panel.selection.units
+    assert len(units) >= 1  # this seed's model has one (dimension 8)
+    qtbot.waitUntil(lambda: panel.matches is not None and not panel.busy(), timeout=30_000)
+    stream = panel.streams["decoder.layer0"]  # the block's own trace name
+    expected = find_matches(stream, units, 0.0, query_length=2)
+    assert panel.matches.starts.tolist() == expected.starts.tolist()
+    assert panel.side_list.item(0).text() == f"{len(expected)} match(es) in {stream.length:,} validation tokens:"

@@ -5,10 +5,13 @@ import threading
 
 import numpy as np
 import pytest
+import torch
 from PySide6.QtCore import QObject, QThreadPool
 
 from explorer.analysis import probe as probe_module
+from explorer.analysis.embeddings import is_tied
 from explorer.errors import UserError
+from explorer.events import ProbeSnapshot
 from explorer.ui.bus import AppBus
 from explorer.ui.jobs import JobRunner, one_line
 from explorer.ui.probing import Prober
@@ -121,14 +124,23 @@ def test_while_training_the_trainer_probes_the_new_input(qtbot, monkeypatch):
     workspace = char_workspace("gpt")
     with qtbot.waitSignal(bus.probe, timeout=10_000):
         bus.set_workspace(workspace)
-    monkeypatch.setattr(probe_module, "probe", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(probe_module, "probe",
+                        lambda *a, **k: calls.append(a) or ProbeSnapshot(step=a[3], source=a[1], target=a[2]))
     bus.training_state.emit("running")
     with qtbot.waitSignal(bus.probe_input_changed):
         bus.probe_requested.emit("abcabc", "")
     assert calls == [] and not bus.probing  # no probe beside the trainer
     probe_fn = probe_module.make_probe_fn(workspace, prober.input)  # what Controller.train uses
-    probe_fn(workspace.model, 7)
+    snapshot = probe_fn(workspace.model, 7)
     assert calls[-1][1:3] == ("abcabc", "")
+    # with a copy of the embeddings for the embeddings panel (a tied output is the input's copy)
+    weight = workspace.model.embed.token.weight
+    np.testing.assert_array_equal(snapshot.embeddings["input"], weight.detach().numpy())
+    np.testing.assert_array_equal(snapshot.embeddings["output"], workspace.model.lm_head.weight.detach().numpy())
+    assert (snapshot.embeddings["output"] is snapshot.embeddings["input"]) == is_tied(workspace.model)
+    with torch.no_grad():
+        weight.add_(1.0)  # the next training step
+    assert not np.array_equal(snapshot.embeddings["input"], weight.detach().numpy())  # a copy
 
 
 def test_an_input_the_model_cannot_read_is_a_one_line_message(qtbot):

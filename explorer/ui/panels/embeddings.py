@@ -4,17 +4,22 @@ a − b + c with its arrows drawn, highlight a set of tokens (digits, months, ..
 A 50k-token vocabulary is downsampled: the scatter holds at most MAX_POINTS of the points around
 the view, a fixed random sample (so the picture does not flicker), and all of them once zoomed in.
 Token labels are drawn only for the points in view when few enough are (zoom in to read them), else
-for the selected, neighbour and highlighted tokens.
+for the selected, neighbour and highlighted tokens; a label that would overlap one already placed
+(in screen space, the marked tokens first) is left out, so the labels never pile up.
 Plain data in: `show_data(EmbeddingData)`; `set_workspace` computes it in a background worker.
+While training, the trainer's probes carry a copy of the embeddings (`ProbeSnapshot.embeddings`):
+the panel projects the newest one in its background worker, at most every LIVE_EVERY_S seconds
+and only when the weights changed, and never reads the model the trainer's thread is changing.
 """
 
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtWidgets import (
     QComboBox, QGridLayout, QLabel, QLineEdit, QListWidget, QPushButton, QSizePolicy, QSplitter,
     QVBoxLayout, QWidget,
@@ -28,6 +33,7 @@ from explorer.ui.panels.inside_widgets import Background
 MAX_LABELS = 150  # labels drawn at once: beyond this many points in view, only the marked ones
 MAX_POINTS = 8000  # points drawn at once: a 50k vocabulary pans at ~10 fps when every point is drawn
 NEIGHBOURS = 10
+LIVE_EVERY_S = 1.5  # a PCA of a large vocabulary takes a good part of a second: at most this often
 WHICH_TITLES = {"input": "input embedding", "output": "output embedding (unembedding)",
                 "source": "source embedding"}
 
@@ -36,6 +42,16 @@ def arrow_angle(dx: float, dy: float) -> float:
     """pg.ArrowItem's angle (degrees; 0 points left, Qt turns clockwise on screen) for a head
     pointing along (dx, dy) in data coordinates with y up."""
     return math.degrees(math.atan2(dy, -dx))
+
+
+def project_if_changed(workspace, which: str, matrix: np.ndarray | None, like):
+    """The panel's background job: `embedding_data`, or None when `matrix` is the one `like` was
+    projected from (frozen embeddings: nothing to redraw). Compared here, off the GUI thread."""
+    from explorer.analysis.embeddings import embedding_data
+
+    if matrix is not None and like is not None and like.which == which and np.array_equal(like.matrix, matrix):
+        return None
+    return embedding_data(workspace, which, matrix, like)
 
 
 class EmbeddingsPanel(Panel):
@@ -53,6 +69,11 @@ class EmbeddingsPanel(Panel):
         self.answers: list[tuple[int, float]] = []
         self.analogy_ids: tuple[int, int, int] | None = None
         self.runner = Background(self, self._show_error)
+        self.live: dict[str, np.ndarray] = {}  # the newest training probe's embeddings
+        self.live_pending = False  # `live` came after the last projection started
+        self.live_started = -math.inf  # time.monotonic() of the last live projection
+        self.live_timer = QTimer(self, singleShot=True)
+        self.live_timer.timeout.connect(self._project_live)
 
         self.which_box = QComboBox()
         self.which_box.setToolTip("which embedding matrix to project")
@@ -119,6 +140,7 @@ class EmbeddingsPanel(Panel):
         self.search.returnPressed.connect(self._on_search)
         self.solve_button.clicked.connect(self.solve_analogy)
         bus.workspace_changed.connect(self.set_workspace)
+        bus.probe.connect(self._on_probe)
         install_export_menu(self)
 
     # -- data -----------------------------------------------------------------------------------
@@ -129,6 +151,8 @@ class EmbeddingsPanel(Panel):
 
         if workspace is not self.workspace:
             self.selected, self.neighbours, self.answers, self.analogy_ids = None, [], [], None
+            self.live, self.live_pending = {}, False
+            self.live_timer.stop()
         self.workspace = workspace
         if workspace is None:
             self.data = None
@@ -145,12 +169,45 @@ class EmbeddingsPanel(Panel):
         self._load()
 
     def _load(self) -> None:
-        from explorer.analysis.embeddings import embedding_data
-
-        if self.workspace is None or self.which_box.currentData() is None:
+        which = self.which_box.currentData()
+        if self.workspace is None or which is None:
             return
         self.status.setText("Projecting…")
-        self.runner.start("data", embedding_data, self.show_data, self.workspace, self.which_box.currentData())
+        # after a training probe, its copy: the model itself may be changing in the trainer's thread
+        self._project(which, self.live.get(which))
+
+    def _project(self, which: str, matrix: np.ndarray | None) -> None:
+        workspace = self.workspace
+        like = self.data if matrix is not None else None  # same vocabulary: keep tokens and sets
+
+        def ready(data) -> None:
+            if data is None:  # the weights had not changed: what is drawn stands
+                if self.data is not None:
+                    self.status.setText(self.summary(self.data))
+            elif workspace is self.workspace and data.which == self.which_box.currentData():
+                self.show_data(data)
+
+        self.runner.start("data", project_if_changed, ready, workspace, which, matrix, like)
+
+    def _on_probe(self, probe) -> None:
+        """A training probe with a copy of the embeddings: project the newest copy, at most every
+        LIVE_EVERY_S seconds (the timer waits out the rest), latest wins."""
+        matrices = getattr(probe, "embeddings", None)
+        if not matrices or self.workspace is None or self.bus.workspace is not self.workspace:
+            return
+        self.live, self.live_pending = matrices, True
+        if not self.live_timer.isActive():
+            wait = LIVE_EVERY_S - (time.monotonic() - self.live_started)
+            self.live_timer.start(int(1000 * min(max(wait, 0.0), LIVE_EVERY_S)))
+
+    def _project_live(self) -> None:
+        which = self.which_box.currentData()
+        matrix = self.live.get(which) if self.live_pending else None
+        self.live_pending = False
+        if matrix is None or self.workspace is None:
+            return
+        self.live_started = time.monotonic()
+        self._project(which, matrix)
 
     def show_data(self, data) -> None:
         """Draw an `EmbeddingData` (plain data)."""
@@ -173,15 +230,18 @@ class EmbeddingsPanel(Panel):
             # pyqtgraph compares them with its float64 limits
             self.plot.getViewBox().setRange(xRange=(low[0], high[0]), yRange=(low[1], high[1]))
         self.update_points()
-        explained = ", ".join(f"{100 * e:.1f}%" for e in data.projection.explained)
-        tied = " (tied: the output embedding is the input embedding)" if data.tied else ""
-        self.status.setText(f"{len(data.tokens):,} tokens × {data.matrix.shape[1]} dims, "
-                            f"PCA explains {explained}{tied}")
+        self.status.setText(self.summary(data))
         if self.selected is not None:
             self.neighbours = data.neighbours(self.selected, NEIGHBOURS)
         if self.analogy_ids is not None:
             self.answers = data.analogy(*self.analogy_ids, NEIGHBOURS)
         self.draw_marks()
+
+    @staticmethod
+    def summary(data) -> str:
+        explained = ", ".join(f"{100 * e:.1f}%" for e in data.projection.explained)
+        tied = " (tied: the output embedding is the input embedding)" if data.tied else ""
+        return f"{len(data.tokens):,} tokens × {data.matrix.shape[1]} dims, PCA explains {explained}{tied}"
 
     # -- interaction ----------------------------------------------------------------------------
 
@@ -273,17 +333,19 @@ class EmbeddingsPanel(Panel):
                 self.arrows.append(item)
 
     def labelled_ids(self) -> list[int]:
-        """The tokens whose labels are drawn: every point in view when few enough are, else the
-        marked tokens first and then the highlighted set, up to MAX_LABELS."""
+        """The tokens whose labels may be drawn, in the order they are placed: the marked tokens,
+        the highlighted set, then every other point in view when few enough are in view; at most
+        MAX_LABELS."""
         if self.data is None:
             return []
         coords = self.data.projection.coords
         (x0, x1), (y0, y1) = self.plot.getViewBox().viewRange()
         in_view = np.flatnonzero((coords[:, 0] >= x0) & (coords[:, 0] <= x1) & (coords[:, 1] >= y0) & (coords[:, 1] <= y1))
-        if len(in_view) <= MAX_LABELS:
-            return in_view.tolist()
         name = self.set_box.currentData()
         wanted = self.marked_ids() + (self.data.sets[name].tolist() if name else [])
+        if len(in_view) <= MAX_LABELS:
+            shown = set(in_view.tolist())
+            return list(dict.fromkeys([i for i in wanted if i in shown] + in_view.tolist()))
         return list(dict.fromkeys(wanted))[:MAX_LABELS]
 
     def update_view(self) -> None:
@@ -304,15 +366,40 @@ class EmbeddingsPanel(Panel):
         self.points.setData(pos=coords[ids], data=ids)
 
     def update_labels(self) -> None:
+        """Place the labels greedily in `labelled_ids` order (the marked tokens first): a label
+        whose screen rectangle would overlap one already placed is left out."""
         ids = self.labelled_ids()
         coords, tokens = (self.data.projection.coords, self.data.tokens) if self.data else (None, None)
-        for k, label in enumerate(self.labels):
-            if k < len(ids):
-                label.setText(tokens[ids[k]])
-                label.setPos(float(coords[ids[k], 0]), float(coords[ids[k], 1]))
-                label.show()
-            else:
+        placed: list[QRectF] = []
+        slots = iter(self.labels)
+        for index in ids:
+            label = next(slots)
+            label.setText(tokens[index])
+            label.setPos(float(coords[index, 0]), float(coords[index, 1]))
+            rect = self.label_rect(label)  # None: not laid out yet, nothing to measure against
+            if rect is not None and any(rect.intersects(other) for other in placed):
                 label.hide()
+                continue
+            if rect is not None:
+                placed.append(rect)
+            label.show()
+        for label in slots:
+            label.hide()
+
+    def label_rect(self, label) -> QRectF | None:
+        """The screen (scene) rectangle a label's text covers where it is placed: anchored at its
+        bottom left on the point, so it extends right and up (None before the view is laid out)."""
+        view = self.plot.getViewBox()
+        if view.width() <= 0:
+            return None
+        point = view.mapViewToScene(label.pos())
+        size = label.textItem.boundingRect()
+        return QRectF(point.x(), point.y() - size.height(), size.width(), size.height())
+
+    def drawn_label_rects(self) -> list[tuple[str, QRectF]]:
+        """(token, screen rectangle) of every label shown."""
+        return [(label.textItem.toPlainText(), self.label_rect(label)) for label in self.labels
+                if label.isVisible()]
 
     def _show_error(self, message: str) -> None:
         self.status.setText(message)

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QSplitter, QStackedWidget, QVBoxLayout,
 )
 
-from explorer.analysis.labels import layer_label, stack_layer_label
+from explorer.analysis.labels import layer_label
 from explorer.export.tables import matrix_table
 from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
@@ -232,8 +232,8 @@ class HiddenPanel(Panel):
         if view[0] == RESIDUAL:
             return stack.residual_norm, stack.layer_labels, stack.tokens, None
         k = view[1]
-        rows = [f"layer{k}:{d}" for d in range(stack.block_outputs[k].shape[0])]
-        return stack.block_outputs[k], rows, stack.tokens, stack_layer_label(f"{stack.stream}.layer{k}")
+        rows = [f"dim {d}" for d in range(stack.block_outputs[k].shape[0])]
+        return stack.block_outputs[k], rows, stack.tokens, f"{stack.stream}.layer{k}"  # its trace name
 
     def refresh(self) -> None:
         if self.layer_box.currentData() == LENS and self.snapshot is not None:
@@ -247,10 +247,13 @@ class HiddenPanel(Panel):
         matrix, rows, tokens, _ = current
         view = self.layer_box.currentData()
         residual = isinstance(view, tuple) and view[0] == RESIDUAL
-        self.heatmap.value_name = self.quantity_box.currentData() or ("norm" if residual else "x")
+        block = isinstance(view, tuple) and not residual
+        self.heatmap.rows_are = "layers" if residual else "dimensions" if block else "units"
+        self.heatmap.block = f"{view[0]} {layer_label(view[1])} output" if block else ""
+        self.heatmap.value_name = self.quantity_box.currentData() or ("norm" if residual else "value")
         self.heatmap.set_matrix(matrix, rows, tokens)
         self.heatmap.set_title(self.layer_box.currentText() + (f", {self.quantity_box.currentText()}" if self.quantity_box.isVisible() else ""))
-        self.heatmap.set_axis_titles("layer" if residual else "unit", "token")
+        self.heatmap.set_axis_titles("layer" if residual else "dimension" if block else "unit", "token")
         span = self.heatmap.span()
         if span is not None and span[1] <= matrix.shape[1]:
             self.select_span(*span)

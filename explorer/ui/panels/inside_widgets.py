@@ -50,9 +50,18 @@ class UnitHeatmap(HeatmapWidget):
         self.plot.getViewBox().mouseDragEvent = self._drag  # a drag selects instead of panning
         self._drag_start: float | None = None
 
+    rows_are = "units"  # "units" (an RNN layer), "layers" (a residual stream) or "dimensions"
+    block = ""  # the block whose output's dimensions the rows are ("layer 2 output")
+
     def cell_text(self, row: int, col: int) -> str:
-        return (f"unit {self.row_labels[row]}, token {self.col_labels[col]!r} (step {col})\n"
-                f"{self.value_name} = {float(self.matrix[row, col]):.6g}")
+        value = f"{self.value_name} = {float(self.matrix[row, col]):.6g}"
+        token = f"token {self.col_labels[col]!r}"
+        if self.rows_are == "layers":  # a Transformer's residual stream, read after each layer
+            where = "embedding" if self.row_labels[row] == "embed" else self.row_labels[row]
+            return f"{where}, position {col}, {token}\n{value}"
+        if self.rows_are == "dimensions":
+            return f"{self.block}, dimension {row}, position {col}, {token}\n{value}"
+        return f"unit {self.row_labels[row]}, {token} (step {col})\n{value}"
 
     def span(self) -> tuple[int, int] | None:
         if not self.region.isVisible():
