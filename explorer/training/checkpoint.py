@@ -40,7 +40,10 @@ METRICS_FILE = "metrics.jsonl"
 
 def demo_dir() -> Path:
     """The repo's resources/demo, installed as the package data of explorer.resources."""
-    return Path(str(importlib.resources.files("explorer.resources") / "demo"))
+    try:
+        return Path(str(importlib.resources.files("explorer.resources") / "demo"))
+    except ModuleNotFoundError:  # a source checkout on PYTHONPATH, not installed: the repo's own copy
+        return Path(__file__).resolve().parents[2] / "resources" / "demo"
 
 
 def demo_checkpoints() -> dict[str, Path]:
