@@ -22,6 +22,8 @@ def with_hf_architecture(options: dict) -> dict:
     path = options.get("hf_config_file")
     if not path:
         return options
+    if options.get("resume"):
+        raise UserError("--resume keeps the checkpoint's data and model; drop --hf-config")
     from explorer.hf.architectures import architecture_from_file
 
     family, fields = architecture_from_file(path)

@@ -128,3 +128,11 @@ def test_hf_config_and_arch_must_agree(tmp_path, capsys):
                  "--data", str(text_file(tmp_path / "corpus.txt")), "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and "describes a hf-bert model" in err
+
+
+def test_resume_refuses_a_new_architecture(tmp_path, capsys):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    code = main(["train", "--resume", str(tmp_path / "run"), "--hf-config",
+                 str(tmp_path / "config.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and "drop --hf-config" in err
