@@ -77,6 +77,13 @@ class Family:
     # after the embedding and each block, and the decoder's readout to logits), for models whose
     # modules `stacks` and `logit_lens` cannot name (Hugging Face); None: read the trace
     residual_streams: Callable | None = None
+    # Models opened from elsewhere (Hugging Face folders), not built from a config of ours:
+    # (workspace, DataSpec) -> the same model with that data to fine-tune on; None: new data
+    # builds a new model of the family
+    attach_data: Callable | None = None
+    # (workspace, directory) -> Path: saved in the family's own format (save_pretrained); None:
+    # an explorer checkpoint (explorer.training.checkpoint)
+    save: Callable | None = None
 
     @property
     def is_lm(self) -> bool:
@@ -204,3 +211,8 @@ def family_of(model_or_config) -> Family:
     """The family of a model (anything with a .config) or of a config."""
     config = getattr(model_or_config, "config", model_or_config)
     return get_family(config.family)
+
+
+# Hugging Face architectures built from scratch (hf-gpt2, hf-bert, hf-marian, hf-t5) register
+# themselves, listed when transformers is installed (explorer/hf/architectures.py; torch-free)
+import explorer.hf.architectures  # noqa: E402,F401

@@ -8,7 +8,8 @@ import argparse
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint", metavar="DIR",
-        help="open this checkpoint folder instead of the built-in demo",
+        help="open this checkpoint folder (or Hugging Face model folder, or model id in the "
+        "local HF cache) instead of the built-in demo",
     )
     parser.add_argument(
         "--smoke", action="store_true",
@@ -21,8 +22,11 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from explorer.errors import UserError
+    from explorer.hf.detect import is_hf_model  # a model id in the local Hugging Face cache
 
-    if args.checkpoint and not (Path(args.checkpoint) / "config.json").is_file():
+    if args.checkpoint and not (Path(args.checkpoint) / "config.json").is_file() and not (
+        is_hf_model(args.checkpoint)
+    ):
         raise UserError(f"{args.checkpoint} is not a checkpoint folder (no config.json in it)")
     from explorer.ui.app import ensure_display, run_app
 

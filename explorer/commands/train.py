@@ -86,8 +86,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     checkpoint.add_argument("--resume", metavar="DIR", help="continue training this checkpoint "
                             "(and save to it unless --out is given)")
     checkpoint.add_argument("--from", dest="from_hf", metavar="HF_DIR",
-                            help="fine-tune this Hugging Face causal LM on --data FILE; --out gets "
-                            "a Hugging Face folder (save_pretrained)")
+                            help="fine-tune this Hugging Face model: a causal LM on --data text, "
+                            "an encoder-decoder on pairs; --out gets an HF folder (save_pretrained)")
+    model.add_argument("--hf-config", dest="hf_config_file", metavar="CONFIG.json",
+                       help="a new model with this Hugging Face architecture (model_type gpt2, "
+                       "bert, marian or t5; or --arch hf-gpt2 ... with the size flags); the "
+                       "vocabulary comes from the data")
     checkpoint.add_argument("--config", metavar="FILE.json", help="options as JSON; flags win")
     checkpoint.add_argument("--save-every", type=int, metavar="N", help="also save every N steps "
                             "(a run killed later resumes from there); SIGINT and SIGTERM save, "
@@ -111,11 +115,12 @@ def _recipe_summaries() -> list[str]:
 
 def _options(args: argparse.Namespace) -> dict:
     """Options from --recipe, then --config, overridden by the flags given on the command line."""
+    from explorer.commands.train_hf import with_hf_architecture
     from explorer.commands.train_options import gather
 
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser)
-    return gather(args, parser)
+    return with_hf_architecture(gather(args, parser))
 
 
 def _choose(name: str, value, choices) -> None:
@@ -125,16 +130,17 @@ def _choose(name: str, value, choices) -> None:
         raise UserError(f"unknown {name} {value!r}; choose one of {', '.join(choices)}")
 
 
-def _data_spec(options: dict, text: bool = False):
-    """The DataSpec of the options; `text`: --data is plain text whatever it looks like."""
+def _data_spec(options: dict, kind: str | None = None):
+    """The DataSpec of the options; `kind` "lm" or "seq2seq": what --data holds, whatever it
+    looks like."""
     from explorer.data.readers import looks_like_tsv
     from explorer.families import get_family
     from explorer.training.setup import DataSpec
 
     arch, data = options.get("arch"), options.get("data")
     # --data holds source<TAB>target pairs for the pair models; without --arch its first line decides
-    if text:
-        pairs = False
+    if kind is not None:
+        pairs = kind == "seq2seq"
     elif arch in ARCHS:
         pairs = get_family(arch).has_source
     else:
@@ -378,17 +384,11 @@ def _train(options: dict, out, parallel, writer) -> int:
         workspace = load_checkpoint(options["resume"])
         check_resumable(options["resume"], workspace)  # its data files: missing? changed?
         config = _train_config(options, workspace.train_config)
-    elif options.get("from_hf"):  # a Hugging Face causal LM, fine-tuned by the same Trainer
-        from explorer.hf.finetune import open_for_finetuning
+    elif options.get("from_hf"):  # a Hugging Face model, fine-tuned by the same Trainer
+        from explorer.commands.train_hf import finetune_workspace
 
         config = _train_config(options, None)
-        if not options.get("out"):
-            raise UserError("say where to write the fine-tuned model: --out DIR")
-        for flag in ("save_every", "snapshot_every"):
-            if options.get(flag):
-                raise UserError(f"--{flag.replace('_', '-')} does not work with --from yet: the "
-                                "fine-tuned model is saved at the end (and at Ctrl+C)")
-        workspace = open_for_finetuning(options["from_hf"], _data_spec(options, text=True))
+        workspace = finetune_workspace(options, _data_spec)
     else:
         if not any(options.get(k) for k in ("task", "data", "src", "tgt")):
             raise UserError("no data: give --task NAME, --data FILE, or --src FILE --tgt FILE")

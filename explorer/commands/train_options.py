@@ -39,10 +39,11 @@ def train_fields() -> dict[str, Any]:
 
 def model_fields() -> dict[str, Any]:
     """Every model family's config fields (but those the data sizes) -> type."""
+    from explorer.hf.architectures import HFSeq2SeqArchitectureConfig
     from models.config import RNNLMConfig, Seq2SeqConfig, TransformerConfig
 
     types: dict[str, Any] = {}
-    for cls in (RNNLMConfig, Seq2SeqConfig, TransformerConfig):
+    for cls in (RNNLMConfig, Seq2SeqConfig, TransformerConfig, HFSeq2SeqArchitectureConfig):
         hints = typing.get_type_hints(cls)
         types.update({f.name: hints[f.name] for f in fields(cls) if f.name not in DATA_SIZED})
     return types

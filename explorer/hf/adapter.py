@@ -67,7 +67,9 @@ class HFAdapter(nn.Module):
         self.forbidden = forbidden_tokens(hf_model)  # (N,) ids that never come out, or None
 
     def _allowed(self, logits: torch.Tensor) -> torch.Tensor:
-        """The model's logits with the tokens its generation config forbids set to -inf."""
+        """The model's logits with the tokens its generation config forbids set to -inf; over
+        the target vocabulary only (hf-t5 shares one table with a larger source vocabulary)."""
+        logits = logits[..., : self.config.vocab_size]
         if self.forbidden is None:
             return logits
         logits = logits.clone()

@@ -34,8 +34,8 @@ HF_FAMILIES = {
 
 
 def not_trainable(*args, **kwargs):
-    """The registry's loss and feed of a Hugging Face family: fine-tuning is not built yet."""
-    raise UserError("fine-tuning is built for Hugging Face causal LMs only (explorer train --from)")
+    """The registry's loss and feed of a Hugging Face masked LM: fine-tuning is not built yet."""
+    raise UserError("fine-tuning is built for Hugging Face causal LMs and encoder-decoders only")
 
 
 _SUMMARIES = {
@@ -43,9 +43,12 @@ _SUMMARIES = {
     "hf-seq2seq": "Hugging Face encoder-decoder (Marian, T5, BART), opened from a folder",
     "hf-masked-lm": "Hugging Face masked language model (BERT, DistilBERT), opened from a folder",
 }
-# hf-causal-lm trains like our gpt (next token on blocks of a stream); the others are not built
-_LOSS = {"hf-causal-lm": "explorer.training.objectives:block_loss"}
-_FEED = {"hf-causal-lm": "explorer.training.feeds:BlockFeed"}
+# hf-causal-lm trains like our gpt (next token on blocks of a stream), hf-seq2seq on pairs in the
+# model's own encoding (explorer.hf.training); masked LMs are not fine-tuned yet
+_LOSS = {"hf-causal-lm": "explorer.training.objectives:block_loss",
+         "hf-seq2seq": "explorer.hf.training:hf_pair_loss"}
+_FEED = {"hf-causal-lm": "explorer.training.feeds:BlockFeed",
+         "hf-seq2seq": "explorer.hf.training:HFPairFeed"}
 _PROBES = {"hf-causal-lm": "explorer.analysis.probe:encode_next_token",
            "hf-seq2seq": "explorer.hf.probe:encode_pair",
            "hf-masked-lm": "explorer.analysis.probe:encode_masked"}
@@ -54,9 +57,12 @@ for _family in HF_FAMILIES.values():  # opened from folders, never built: not in
         _family.name, _SUMMARIES[_family.name], has_source=_family.source, recurrent=False,
         has_positions=True,
         loss=Lazy(_LOSS.get(_family.name, "explorer.hf.families:not_trainable")),
-        feed=Lazy(_FEED.get(_family.name, "explorer.hf.families:not_trainable")), encode_probe=Lazy(_PROBES[_family.name]),
+        feed=Lazy(_FEED.get(_family.name, "explorer.hf.families:not_trainable")),
+        encode_probe=Lazy(_PROBES[_family.name]),
         masked_lm=_family.masked, max_len_field="max_len",  # None for relative positions (T5)
         residual_streams=Lazy("explorer.hf.inside:residual_streams"),
+        attach_data=Lazy("explorer.hf.finetune:attach_data"),
+        save=Lazy("explorer.hf.finetune:save_hf_model"),
     ), listed=False)
 
 # architecture-name endings (config.json "architectures") -> family

@@ -155,6 +155,9 @@ def save_checkpoint(workspace, directory: str | Path, optimizer=None) -> Path:
     from explorer.runs.layout import is_run_folder  # replacing it would lose its snapshots
 
     directory = Path(directory)
+    save_as = family_of(workspace.model).save
+    if save_as is not None:  # e.g. a Hugging Face model: save_pretrained and its tokenizer
+        return save_as(workspace, directory)
     check_can_save(directory)
     if is_run_folder(directory):
         raise UserError(f"{directory}: holds a training run; save the checkpoint elsewhere")

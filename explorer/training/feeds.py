@@ -40,17 +40,20 @@ def model_max_len(model) -> int | None:
 
 class Seq2SeqFeed:
     def __init__(self, workspace, config, max_eval: int, train: bool = True) -> None:
-        tokenizers = (workspace.src_tokenizer, workspace.tokenizer)
         max_len = model_max_len(workspace.model)
         self.seed, self.batch_size = config.seed, config.batch_size
-        self.train = ParallelDataset(workspace.data.train if train else [], *tokenizers, max_len)
+        self.train = self.make_dataset(workspace.data.train if train else [], workspace, max_len)
         self.val_pairs = list(workspace.data.val)[:max_eval]
-        self.val = ParallelDataset(self.val_pairs, *tokenizers, max_len)
+        self.val = self.make_dataset(self.val_pairs, workspace, max_len)
         if train and not len(self.train):
             raise UserError("the training split is empty")
         self.steps_per_epoch = max(1, -(-len(self.train) // self.batch_size))
         self._lengths = [len(s) + len(t) for s, t in self.train.examples]
         self._epoch, self._order = -1, []
+
+    def make_dataset(self, pairs, workspace, max_len):
+        """The pairs as ids (a Hugging Face model's feed encodes them its own way)."""
+        return ParallelDataset(pairs, workspace.src_tokenizer, workspace.tokenizer, max_len)
 
     def train_batch(self, step: int) -> Batch:
         epoch, index = divmod(step - 1, self.steps_per_epoch)

@@ -187,9 +187,12 @@ def next_workspace(model_config=None, data: DataSpec | None = None, current=None
     """The app's "new model" (a config, data None) and "new data" (a DataSpec, config None): a
     fresh workspace. A new model keeps the current workspace's data when its kind fits, else a
     default task; new data keeps the current architecture when it can read it, else a default
-    family at the tiny preset."""
+    family at the tiny preset; a model opened from elsewhere (an HF folder) keeps its weights."""
     if model_config is None:
         config = getattr(getattr(current, "model", None), "config", None)
+        attach = None if config is None else get_family(config.family).attach_data
+        if attach is not None:  # an opened Hugging Face model is kept and fine-tuned on the data
+            return attach(current, data)
         if config is None or data_kind(config.family) != data.kind:
             return build_workspace(data, DEFAULT_FAMILIES[data.kind], preset="tiny")
         model_config = config

@@ -203,23 +203,22 @@ class MainWindow(QMainWindow):
     # -- files -----------------------------------------------------------------------------------
 
     def open_path(self, path: str | Path) -> None:
-        """A checkpoint folder opens the model; a text or corpus file opens the data dialog."""
-        path = Path(path)
-        if path.is_dir():
-            from explorer.runs.layout import is_run_folder
+        """A checkpoint or Hugging Face folder (or cached model id) opens the model, a run folder its
+        timeline; a text or
+        corpus file opens the data dialog (explorer/ui/open_paths.py)."""
+        from explorer.ui.open_paths import classify
 
-            if is_run_folder(path):  # its latest checkpoint, whole history and snapshots
-                self.add_recent(path)
-                self.runs.open_run(path)
-                return
-            if not (path / "config.json").is_file():
-                self.show_error(f"{path} is not a checkpoint folder (it has no config.json)")
-                return
+        kind, path = classify(path)
+        if kind == "error":
+            self.show_error(path)
+            return
+        if kind == "run":
+            self.add_recent(path)
+            self.runs.open_run(path)
+            return
+        if kind == "model":
             self.add_recent(path)
             self.controller.open_checkpoint(path)
-            return
-        if not path.is_file():
-            self.show_error(f"{path} does not exist")
             return
         from explorer.ui.dialogs.data import DataDialog
 
@@ -286,10 +285,13 @@ class MainWindow(QMainWindow):
         return list(value or [])
 
     def add_recent(self, path: str | Path) -> None:
-        path = str(Path(path).resolve())
+        from explorer.ui.open_paths import recent_entry
+
+        path = recent_entry(path)
         recent = [path] + [p for p in self.recent_files() if p != path]
         self.settings.setValue("recent_files", recent[:MAX_RECENT])
-        self.settings.setValue("last_folder", str(Path(path).parent))
+        if Path(path).exists():
+            self.settings.setValue("last_folder", str(Path(path).parent))
 
     def fill_recent_menu(self) -> None:
         fill_recent(self.recent_menu, self.recent_files(), self.open_path)

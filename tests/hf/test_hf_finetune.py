@@ -1,4 +1,5 @@
-"""`explorer train --from HF_DIR`: the Trainer fine-tunes an HF causal LM, saved with save_pretrained."""
+"""`explorer train --from HF_DIR`: the Trainer fine-tunes an HF causal LM, saved with save_pretrained
+(encoder-decoders: test_hf_finetune_seq2seq.py)."""
 
 from __future__ import annotations
 
@@ -49,9 +50,13 @@ def test_train_from_hf_folder_saves_an_hf_folder(hf_models, tmp_path, capsys):
 
 def test_train_from_refuses_what_it_cannot_train(hf_models, tmp_path, capsys):
     data = corpus(tmp_path / "corpus.txt")
-    code = main(["train", "--from", str(hf_models("marian")), "--data", str(data), "--steps", "2",
+    code = main(["train", "--from", str(hf_models("bert")), "--data", str(data), "--steps", "2",
                  "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
-    assert code == 2 and len(err.strip().splitlines()) == 1 and "causal LMs" in err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "masked LM" in err
+    code = main(["train", "--from", str(hf_models("marian")), "--data", str(data), "--steps", "2",
+                 "--out", str(tmp_path / "out")])  # an encoder-decoder reads pairs from --data
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "source<TAB>target" in err
     code = main(["train", "--from", str(hf_models("gpt2")), "--data", str(data), "--steps", "2"])
     assert code == 2 and "--out" in capsys.readouterr().err

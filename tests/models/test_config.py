@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from explorer.families import get_family
 from models import build_model, config_from_dict, config_from_json, config_to_json, count_parameters, make_config
 from models.config import TransformerConfig, with_vocab
 from models.families import model_families, preset_names
@@ -60,7 +61,7 @@ def test_build_model_for_every_family(family):
     model = build_model(config)
     assert model.config is config
     tokens = torch.randint(5, 30, (2, 6))
-    if family in ("seq2seq", "transformer"):
+    if get_family(family).has_source:  # an encoder-decoder
         src = torch.randint(5, config.src_vocab_size, (2, 7))
         logits = model(src, tokens)
     else:

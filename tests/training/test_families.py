@@ -3,6 +3,7 @@ its own loss and feed, probes, and decodes if it decodes; a family from outside 
 through register_family / register_model_family alone."""
 
 import dataclasses
+import importlib.util
 import math
 import subprocess
 import sys
@@ -48,8 +49,14 @@ def train_config(**changes) -> TrainConfig:
     return TrainConfig(**{**values, **changes})
 
 
+# Hugging Face architectures built from scratch, listed with the [hf] extra (explorer/hf/architectures.py)
+HF_ARCHITECTURES = (["hf-gpt2", "hf-bert", "hf-marian", "hf-t5"]
+                    if importlib.util.find_spec("transformers") else [])
+
+
 def test_the_app_and_models_know_the_same_families():
-    assert FAMILIES == list(model_families()) == ["rnn-lm", "seq2seq", "transformer", "gpt", "bert"]
+    assert FAMILIES == list(model_families()) == ["rnn-lm", "seq2seq", "transformer", "gpt", "bert",
+                                                  *HF_ARCHITECTURES]
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -63,7 +70,7 @@ def test_every_named_behaviour_resolves(name):
 
 def test_one_definition_of_a_language_model():
     lms = [name for name in FAMILIES if get_family(name).is_lm]
-    assert lms == ["rnn-lm", "gpt", "bert"]
+    assert lms == ["rnn-lm", "gpt", "bert", *[n for n in HF_ARCHITECTURES if n in ("hf-gpt2", "hf-bert")]]
     for name in FAMILIES:
         model = get_family(name).model.build(make_config(name, "tiny"))
         assert is_language_model(model) == (data_kind(name) == "lm") == get_family(name).is_lm

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from superqt import QCollapsible, QEnumComboBox, QLabeledSlider
 
 from explorer.families import families, get_family
+from explorer.ui.dialogs.hf_config import HFConfigPicker
 from models.config import CELLS, POSITIONAL
 from models.families import preset_names
 from models.scores import SCORES
@@ -124,12 +125,16 @@ class NewModelDialog(QDialog):
         self.bidirectional.setToolTip("The encoder reads both ways: h_i = [→h_i; ←h_i]")
         self.tie_weights = QCheckBox("tie input and output embeddings")
         self.tie_weights.setToolTip("The output projection reuses the embedding matrix")
+        self.hf_config = HFConfigPicker()  # HF architectures: start from a config.json
+        self.hf_config.chosen.connect(self._apply_hf_file)
+        self.hf_config.failed.connect(self._show_problem)
         # the config field each widget sets: a row shows when the family's config has its field
         self.setting_widgets = {
             "cell": self.cell, "attention": self.attention, "positional": self.positional,
             "embed_dim": self.embed_dim, "hidden_size": self.hidden_size, "d_model": self.d_model,
             "num_heads": self.num_heads, "d_ff": self.d_ff, "max_len": self.max_len,
             "bidirectional_encoder": self.bidirectional, "tie_weights": self.tie_weights,
+            "hf_config": self.hf_config,
         }
 
         self.form = QFormLayout()
@@ -144,6 +149,7 @@ class NewModelDialog(QDialog):
         self.form.addRow("heads", self.num_heads)
         self.form.addRow("feed-forward size", self.d_ff)
         self.form.addRow("layers", self.num_layers)
+        self.form.addRow("HF config.json", self.hf_config)
         advanced = QCollapsible("Advanced")
         advanced.setToolTip("Dropout, context length and weight tying")
         advanced_body = QWidget()
@@ -202,7 +208,25 @@ class NewModelDialog(QDialog):
             self.cell.setCurrentEnum(Cell[config.cell])
         if hasattr(config, "attention"):
             self.attention.setCurrentEnum(Attention[config.attention.replace("-", "_")])
+        self.hf_config.clear()  # a config file describes one architecture
         self._apply_preset()
+
+    def _apply_hf_file(self, family: str, values: dict, name: str) -> None:
+        """A Hugging Face config.json: its family, its sizes in the fields, its settings kept."""
+        self.set_family(family)
+        self.hf_config.set_value(values["hf_config"], name)
+        self.num_layers.setMaximum(max(8, values.get("num_layers", 1)))  # GPT-2 small has 12
+        self._applying = True
+        try:
+            for name in ("d_model", "num_heads", "d_ff", "max_len", "num_layers", "dropout"):
+                if name in values:
+                    getattr(self, name).setValue(values[name])
+        finally:
+            self._applying = False
+        self._size_edited()
+
+    def _show_problem(self, message: str) -> None:
+        self.params.setText(f"<span style='color:#c0392b'>{message}</span>")
 
     def _apply_preset(self) -> None:
         """Fill the size fields from the preset's (and the config's) values for this family."""
