@@ -203,9 +203,8 @@ class MainWindow(QMainWindow):
     # -- files -----------------------------------------------------------------------------------
 
     def open_path(self, path: str | Path) -> None:
-        """A checkpoint or Hugging Face folder (or cached model id) opens the model, a run folder its
-        timeline; a text or
-        corpus file opens the data dialog (explorer/ui/open_paths.py)."""
+        """A checkpoint or Hugging Face folder (or cached model id) opens the model, a run folder
+        its timeline too; a text or corpus file opens the data dialog (explorer/ui/open_paths.py)."""
         from explorer.ui.open_paths import classify
 
         kind, path = classify(path)
