@@ -24,6 +24,7 @@ from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, label_font
 from explorer.ui.panels.base import Panel
+from explorer.ui.panels.relative_bias import RelativeBiasView
 from explorer.ui.plot_style import ViewPages, add_legend, readable_axes, theme_grey
 
 MAX_POSITIONS = 1024
@@ -69,12 +70,14 @@ class PositionalPanel(Panel):
     TITLE = "Positional encodings"
     TOOLTIP = (
         "Sinusoidal positional encodings and what the loaded model uses: the matrix, its "
-        "sinusoids, the similarity of positions, and the linear map M_k with PE(n+k) ≈ PE(n)·M_k."
+        "sinusoids, the similarity of positions, the linear map M_k with PE(n+k) ≈ PE(n)·M_k, "
+        "and T5's relative-position bias per head."
     )
 
     def __init__(self, bus: AppBus, parent=None) -> None:
         super().__init__(bus, parent)
         self.model_positions: pe.ModelPositions | None = None
+        self.model_note = ""  # one line on the loaded model's positions (what it has, or why none)
         self.workspace = None
         self.residuals: dict[str, tuple[list[int], np.ndarray]] = {}
 
@@ -148,6 +151,8 @@ class PositionalPanel(Panel):
         self.pages.add_page("PE matrix: sinusoidal and the model", self.matrix_map, self.model_map)
         self.pages.add_page("Sinusoids and similarity", self.curves, self.similarity_map)
         self.pages.add_page("Relative positions: Mₖ", self.shift_map, self.residual_plot)
+        self.relative_view = RelativeBiasView()
+        self.pages.add_page("Relative-position bias (T5)", self.relative_view)
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
         layout.addWidget(self.pages, stretch=1)
@@ -169,14 +174,20 @@ class PositionalPanel(Panel):
         self.workspace = workspace
         model = getattr(workspace, "model", None)
         config = getattr(model, "config", None)
-        self.model_positions = None
-        if config is not None and hasattr(config, "d_model"):
+        self.model_positions, self.model_note = None, ""
+        if hasattr(model, "hf"):  # a Hugging Face model: the table it has, whatever its size
+            from explorer.hf.positions import no_table_reason
+
+            self.model_positions = pe.model_positions(model, MAX_POSITIONS)
+            found = self.model_positions
+            self.model_note = found.note if found is not None else no_table_reason(model)
+            if found is not None:
+                self._set_sizes(found.table.shape[1], reference_positions(*found.table.shape))
+        elif config is not None and hasattr(config, "d_model"):
             positions = reference_positions(config.max_len, config.d_model)
-            for box, value in ((self.dims_box, config.d_model), (self.positions_box, positions)):
-                box.blockSignals(True)
-                box.setValue(value)
-                box.blockSignals(False)
+            self._set_sizes(config.d_model, positions)
             self.model_positions = pe.model_positions(model, positions)
+        self.relative_view.set_model(model)
         self.table_choice.blockSignals(True)
         self.table_choice.clear()
         self.table_choice.addItem("sinusoidal", "sinusoidal")
@@ -188,6 +199,12 @@ class PositionalPanel(Panel):
                 self.table_choice.setCurrentIndex(1)
         self.table_choice.blockSignals(False)
         self.refresh()
+
+    def _set_sizes(self, dims: int, positions: int) -> None:
+        for box, value in ((self.dims_box, dims), (self.positions_box, positions)):
+            box.blockSignals(True)
+            box.setValue(value)
+            box.blockSignals(False)
 
     def sinusoidal_table(self) -> np.ndarray:
         return pe.sinusoidal(
@@ -239,14 +256,15 @@ class PositionalPanel(Panel):
         found = self.model_positions
         if found is None:
             self.model_map.set_matrix(np.zeros((1, 1)))
-            self.model_map.set_title("no positional table (not a Transformer)")
+            self.model_map.set_title("no position table" if self.model_note
+                                     else "no positional table (not a Transformer)")
             return
         self.model_map.set_matrix(found.table)
         self.model_map.set_title(f"the model: {KIND_NAMES[found.kind]}")
 
     def _draw_relative(self, sinusoid: np.ndarray, chosen: np.ndarray) -> None:
         k = self.shift_box.value()
-        lines = []
+        lines = [self.model_note + "."] if self.model_note else []
         for name, table in (("sinusoidal", sinusoid), ("model", self._model_table())):
             shifts = self.shifts(table) if table is not None else []
             residuals = pe.shift_residuals(table, shifts) if shifts else np.array([])
@@ -286,7 +304,10 @@ class PositionalPanel(Panel):
         return self.matrix_map.matrix.shape == (self.positions_box.value(), self.dims_box.value())
 
     def plot_items(self) -> dict[str, object]:
-        return {
+        relative = self.relative_view
+        extra = ({"relative_bias": relative.heatmap.ci, "relative_curves": relative.curves.getPlotItem()}
+                 if relative.has_content() else {})
+        return {**extra, 
             "matrix": self.matrix_map.ci,
             "model": self.model_map.ci,
             "similarity": self.similarity_map.ci,
@@ -325,6 +346,7 @@ class PositionalPanel(Panel):
         shifts, sinusoidal_residuals = self.residuals["sinusoidal"]
         model_shifts, model_residuals = self.residuals["model"]
         model_by_shift = dict(zip(model_shifts, model_residuals))
+        tables.update(self.relative_view.tables())
         tables["relative"] = (
             ["shift_k", "relative_residual_sinusoidal", "relative_residual_model"],
             [[k, r, model_by_shift.get(k, "")] for k, r in zip(shifts, sinusoidal_residuals)],
