@@ -31,7 +31,8 @@ def _weights(model, which: str):
     if family is not None and family.embeddings is not None:
         path = family.embeddings.get(which)
         return None if path is None else module_at(model, path).weight
-    # a Hugging Face model
+    # a Hugging Face model: the adapter's wrapped transformers model (`.hf`) has the getters
+    model = getattr(model, "hf", model)
     getter = {"input": "get_input_embeddings", "output": "get_output_embeddings"}.get(which)
     module = getattr(model, getter)() if getter and hasattr(model, getter) else None
     return None if module is None else module.weight

@@ -132,23 +132,26 @@ def _recurrent_layers(trace, labels: dict[str, list[str]], reverse_source: bool)
     return layers
 
 
-def _embedded(model, stream: str, inputs: tuple) -> torch.Tensor:
-    """The residual stream before the first block: token embedding plus positions, (1, T, D)."""
+def _embedded(model, stream: str, inputs: tuple, trace=None) -> torch.Tensor:
+    """The residual stream before the first block: token embedding plus positions, (1, T, D).
+    A Hugging Face model's trace holds it ("{stream}.embed": transformers' hidden_states[0])."""
+    if trace is not None and f"{stream}.embed" in trace.hidden:
+        return trace.hidden[f"{stream}.embed"][0]
     path, index = family_of(model).stacks[stream]
     return module_at(model, path)(inputs[index])
 
 
 def _transformer_stacks(model, trace, inputs: tuple, labels: dict[str, list[str]]) -> list[TransformerStack]:
     stacks = []
-    known = family_of(model).stacks  # a family that names no embedding module (HF) has no stacks here
+    known = family_of(model).stacks  # a family that names no embedding module (HF) traces it
     for stream in ("encoder", "decoder"):
-        if stream not in known:
+        if stream not in known and f"{stream}.embed" not in trace.hidden:
             continue
         names = sorted((n for n in trace.hidden if n.startswith(f"{stream}.layer")),
                        key=lambda n: int(n.rsplit("layer", 1)[1]))
         if not names:
             continue
-        residuals = [_embedded(model, stream, inputs)] + [trace.hidden[n][0] for n in names]
+        residuals = [_embedded(model, stream, inputs, trace)] + [trace.hidden[n][0] for n in names]
         stream_x = torch.cat(residuals, dim=0)  # (layers + 1, T, D): batch of one per layer
         stacks.append(TransformerStack(
             stream=stream,
