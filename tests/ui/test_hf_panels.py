@@ -1,0 +1,338 @@
+"""Every panel on Hugging Face models: tiny random GPT-2, Marian, T5, BERT and DistilBERT folders
+opened in the real main window, each view checked against transformers' own outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers")
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from explorer.ui.panels.attention import MEAN_OF_HEADS  # noqa: E402
+
+SOURCE, TARGET = "the cat sat on the mat", "die katze sitzt auf der matte"
+
+
+@pytest.fixture(scope="module")
+def hf_folder(tmp_path_factory):
+    """name -> folder of a tiny model saved with save_pretrained (tests/hf/builders.py)."""
+    from tests.hf import builders
+
+    root = tmp_path_factory.mktemp("hf-gui")
+    build = {
+        "gpt2": lambda path: builders.build_gpt2(path),
+        "marian": lambda path: builders.build_marian(path, root / "marian-spm"),
+        "t5": lambda path: builders.build_t5(path),
+        "bert": lambda path: builders.build_bert(path),
+        "distilbert": lambda path: builders.build_bert(path, distil=True),
+    }
+    built = {}
+
+    def folder(name):
+        if name not in built:
+            built[name] = build[name](root / name)
+        return built[name]
+
+    return folder
+
+
+def open_model(qtbot, make_main_window, folder):
+    """The real window, the folder opened as File ▸ Open does, the first probe drawn."""
+    window = make_main_window()
+    window.resize(1400, 900)
+    window.show()
+    window.controller.open_checkpoint(str(folder))
+    qtbot.waitUntil(lambda: window.bus.workspace is not None, timeout=60_000)
+    attention = window.panels["attention"]
+    qtbot.waitUntil(lambda: attention.has_content() and not window.bus.probing
+                    and not window.controller.jobs.busy, timeout=60_000)
+    return window
+
+
+def probe_inputs(workspace, source, target):
+    """The probe's model inputs written out from the tokenizer itself (explorer adds nothing)."""
+    tokenizer, config = workspace.tokenizer.hf, workspace.model.config
+    if workspace.family == "hf-seq2seq":
+        tgt_out = tokenizer(text_target=target)["input_ids"]
+        if tgt_out[-1] != config.eos_id:
+            tgt_out = tgt_out + [config.eos_id]
+        return {"input_ids": torch.tensor([tokenizer(source)["input_ids"]]),
+                "decoder_input_ids": torch.tensor([[config.start_id] + tgt_out[:-1]])}
+    ids = tokenizer(source)["input_ids"]
+    return {"input_ids": torch.tensor([ids[:-1] if workspace.family == "hf-causal-lm" else ids])}
+
+
+def eager_outputs(workspace, **inputs):
+    """transformers' own output_attentions (eager attention, the same weights). The adapter's
+    switch holds its lock: the panels' decoding workers use the same model meanwhile."""
+    with workspace.model.attention_weights(), torch.no_grad():
+        return workspace.model.hf(**inputs, output_attentions=True)
+
+
+def reference_maps(workspace, source, target):
+    out = eager_outputs(workspace, **probe_inputs(workspace, source, target))
+    if workspace.family == "hf-seq2seq":
+        return {"encoder": out.encoder_attentions, "decoder": out.decoder_attentions,
+                "cross": out.cross_attentions}
+    kind = "decoder" if workspace.family == "hf-causal-lm" else "encoder"
+    return {kind: out.attentions}
+
+
+@pytest.mark.parametrize("name", ["gpt2", "marian", "t5", "bert", "distilbert"])
+def test_attention_and_model_view_are_transformers_output_attentions(qtbot, make_main_window,
+                                                                      hf_folder, name):
+    window = open_model(qtbot, make_main_window, hf_folder(name))
+    panel, workspace = window.panels["attention"], window.bus.workspace
+    panel.source_edit.setText(SOURCE)
+    panel.target_edit.setText(TARGET)
+    panel.request_probe()
+    qtbot.waitUntil(lambda: panel.snapshot.source == SOURCE and not window.bus.probing, timeout=30_000)
+    expected = reference_maps(workspace, SOURCE, TARGET)
+    assert {kind for kind, _ in panel.maps} == set(expected)
+    for (kind, layer), attention in panel.maps.items():
+        np.testing.assert_allclose(attention.weights, expected[kind][layer][0].numpy(), atol=1e-5)
+    for kind, maps in expected.items():
+        layer, head = len(maps) - 1, maps[0].shape[1] - 1
+        panel.select(kind, layer, head)  # one layer and head, large
+        np.testing.assert_allclose(panel.heatmap.image.image, maps[layer][0, head].numpy(), atol=1e-5)
+        panel.select(kind, 0, MEAN_OF_HEADS)
+        np.testing.assert_allclose(panel.heatmap.image.image, maps[0][0].mean(0).numpy(), atol=1e-5)
+        panel.model_view_box.setChecked(True)  # every layer x head
+        assert sorted(panel.grid_items) == [(l, h) for l in range(len(maps)) for h in range(maps[0].shape[1])]
+        for (l, h), (_, image) in panel.grid_items.items():
+            np.testing.assert_allclose(image.image, maps[l][0, h].numpy(), atol=1e-5)
+        panel.model_view_box.setChecked(False)
+    tokens = workspace.tokenizer.tokens
+    if name in ("marian", "t5"):  # cross-attention: target rows over source columns
+        cross = panel.maps[("cross", 0)]
+        assert cross.cols == tokens(workspace.tokenizer.hf(SOURCE)["input_ids"])
+        assert cross.rows == tokens(workspace.tokenizer.encode_target(TARGET))
+
+
+@pytest.mark.parametrize("name", ["gpt2", "bert"])
+def test_positional_panel_shows_the_learned_table_and_its_similarity(qtbot, make_main_window,
+                                                                      hf_folder, name):
+    window = open_model(qtbot, make_main_window, hf_folder(name))
+    panel, hf = window.panels["positional"], window.bus.workspace.model.hf
+    module = {"gpt2": "transformer.wpe", "bert": "bert.embeddings.position_embeddings"}[name]
+    table = hf.get_submodule(module).weight.detach().double().numpy()
+    assert panel.model_positions.kind == "learned"
+    np.testing.assert_allclose(panel.model_map.matrix, table, atol=1e-6)
+    assert panel.table_choice.currentData() == "model"  # 64 positions > 32 dims: M_k is a test
+    unit = table / np.linalg.norm(table, axis=1, keepdims=True)
+    np.testing.assert_allclose(panel.similarity_map.matrix, unit @ unit.T, atol=1e-5)
+    assert module in panel.status.text()
+    assert not panel.relative_view.has_content()
+    assert "no relative-position bias" in panel.relative_view.status.text()
+
+
+def test_positional_panel_checks_marians_sinusoid_against_the_notes(qtbot, make_main_window, hf_folder):
+    window = open_model(qtbot, make_main_window, hf_folder("marian"))
+    panel = window.panels["positional"]
+    assert panel.model_positions.kind == "sinusoidal"
+    table = panel.model_positions.table
+    n, d = table.shape
+    angles = np.arange(n)[:, None] / 10000 ** (np.arange(0, d, 2) / d)[None, :]  # the notes' n / L^(2j/d)
+    np.testing.assert_allclose(table, np.concatenate([np.sin(angles), np.cos(angles)], 1), atol=1e-6)
+    assert "sinusoidal PE (sin half, cos half)" in panel.status.text()
+
+
+def test_positional_panel_draws_t5_relative_bias_per_head(qtbot, make_main_window, hf_folder):
+    window = open_model(qtbot, make_main_window, hf_folder("t5"))
+    panel, hf = window.panels["positional"], window.bus.workspace.model.hf
+    assert panel.model_positions is None
+    assert panel.model_map.title_text == "no position table"
+    assert "T5 adds a learned bias per head" in panel.status.text()
+    view = panel.relative_view
+    view.length_box.setValue(20)
+    for stack, attention in (("encoder", hf.encoder.block[0].layer[0].SelfAttention),
+                             ("decoder", hf.decoder.block[0].layer[0].SelfAttention)):
+        view.stack_box.setCurrentIndex(view.stack_box.findData(stack))
+        with torch.no_grad():
+            expected = attention.compute_bias(20, 20)[0].numpy()  # (H, Q, K), the model's own
+        for head in range(4):
+            view.head_box.setCurrentIndex(head)
+            np.testing.assert_allclose(view.heatmap.matrix, expected[head], atol=1e-6)
+        assert ("both directions" if stack == "encoder" else "causal") in view.status.text()
+    assert "relative_bias" in panel.tables() and "relative_bias" in panel.plot_items()
+
+
+def test_gradient_panel_draws_the_parameter_gradient_per_layer(qtbot, make_main_window, hf_folder):
+    window = open_model(qtbot, make_main_window, hf_folder("marian"))
+    panel = window.panels["gradients"]
+    qtbot.waitUntil(lambda: panel.snapshot is not None, timeout=30_000)
+    snapshot = panel.snapshot
+    assert snapshot.grad_params_labels == [
+        "embeddings", "encoder.layer0", "encoder.layer1", "decoder.layer0", "decoder.layer1"]
+    np.testing.assert_allclose(panel.param_curve.curve.yData, snapshot.grad_params)
+    assert panel.param_curve.labels == ["embeddings", "encoder 1", "encoder 2", "decoder 1", "decoder 2"]
+    assert panel.views["depth"].isVisibleTo(panel) and not panel.views["through_time"].isVisibleTo(panel)
+    assert "no gradient through time" in panel.status.text()
+    assert panel.tables()["params"][1][0] == ["embeddings", pytest.approx(snapshot.grad_params[0])]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "marian"])
+def test_step_through_is_the_models_own_greedy(qtbot, make_main_window, hf_folder, name):
+    window = open_model(qtbot, make_main_window, hf_folder(name))
+    panel, workspace = window.panels["step"], window.bus.workspace
+    panel.set_source(SOURCE)
+    assert panel.decoder is not None, panel.output_label.text()
+    for _ in range(3):
+        assert panel.step()
+    hf, context = workspace.model.hf, workspace.tokenizer.hf(SOURCE)["input_ids"]
+    ids = torch.tensor([context])
+    out = hf.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
+                      max_new_tokens=4, output_logits=True, return_dict_in_generate=True)
+    start = len(context) if name == "gpt2" else 1
+    generated = out.sequences[0, start:].tolist()
+    assert panel.decoder.output.token_ids == generated[:3]
+    # the bars: the top 10 of the model's next-token distribution after those three tokens
+    probs = F.softmax(out.logits[3][0].double(), -1)
+    values, best = probs.topk(10)
+    assert panel.topk_chart.labels == workspace.tokenizer.tokens(best.tolist())
+    np.testing.assert_allclose(panel.topk_chart.values, values.numpy(), atol=1e-5)
+    if name == "marian":  # the cross-attention row of the position being predicted, top layer
+        fed = torch.tensor([[workspace.model.config.start_id] + generated[:3]])
+        cross = eager_outputs(workspace, input_ids=ids, decoder_input_ids=fed).cross_attentions
+        np.testing.assert_allclose(panel.attention_chart.values, cross[-1][0, :, 3].mean(0).numpy(),
+                                   atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "t5"])
+def test_beam_tree_best_score_is_the_teacher_forced_log_likelihood(qtbot, make_main_window,
+                                                                   hf_folder, name):
+    window = open_model(qtbot, make_main_window, hf_folder(name))
+    panel, workspace = window.panels["beam"], window.bus.workspace
+    panel.set_source(SOURCE)
+    qtbot.waitUntil(lambda: panel.result is not None and not panel.busy()
+                    and panel.source_box.text() == SOURCE, timeout=30_000)
+    best = panel.result.best
+    assert panel.result.nodes and best.token_ids
+    hf, config = workspace.model.hf, workspace.model.config
+    context = workspace.tokenizer.hf(SOURCE)["input_ids"]
+    with torch.no_grad():
+        if name == "gpt2":
+            logits = hf(input_ids=torch.tensor([context + best.token_ids[:-1]])).logits[0, len(context) - 1:]
+        else:
+            fed = torch.tensor([[config.start_id] + best.token_ids[:-1]])
+            logits = hf(input_ids=torch.tensor([context]), decoder_input_ids=fed).logits[0]
+    logprobs = F.log_softmax(logits.double(), -1)
+    expected = sum(logprobs[i, t].item() for i, t in enumerate(best.token_ids))
+    assert best.score == pytest.approx(expected, abs=1e-4)
+    assert panel.result.source_tokens == workspace.tokenizer.tokens(context)
+
+
+def test_compare_panel_greedy_is_generate_on_marian(qtbot, make_main_window, hf_folder):
+    window = open_model(qtbot, make_main_window, hf_folder("marian"))
+    panel, workspace = window.panels["compare"], window.bus.workspace
+    with qtbot.waitSignal(panel.compared, timeout=30_000):
+        panel.set_source(SOURCE, TARGET)
+    outputs = {o.strategy: o for o in panel.outputs}
+    assert set(outputs) == {"greedy", "beam", "sample"}
+    greedy = outputs["greedy"].hypothesis
+    ids = torch.tensor([workspace.tokenizer.hf(SOURCE)["input_ids"]])
+    out = workspace.model.hf.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                      num_beams=1, max_new_tokens=len(greedy.token_ids))
+    assert greedy.token_ids == out[0, 1:].tolist()
+    assert outputs["greedy"].bleu is not None  # sentence BLEU against the reference
+
+
+def test_bleu_of_a_parallel_file_is_sacrebleu_of_the_models_translations(qtbot, make_main_window,
+                                                                          hf_folder, tmp_path):
+    from sacrebleu.metrics import BLEU
+
+    window = open_model(qtbot, make_main_window, hf_folder("marian"))
+    panel, workspace = window.panels["bleu"], window.bus.workspace
+    hf, tokenizer = workspace.model.hf, workspace.tokenizer.hf
+    long_reference = "the dog and the cat are friends and the bird sang a song in the park"
+    sources = [SOURCE, "a dog ran in the park", "the bird sang a song"]
+    longest = len(tokenizer(long_reference)["input_ids"])
+    budget = min(2 * longest + 10, hf.config.max_position_embeddings)  # the panel's rule, capped
+
+    def translate(source):  # transformers' own greedy, as `generate` decodes it
+        ids = torch.tensor([tokenizer(source)["input_ids"]])
+        out = hf.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
+                          max_new_tokens=budget)
+        return tokenizer.decode(out[0], skip_special_tokens=True)
+
+    hypotheses = [translate(s) for s in sources]
+    # one reference shares the model's first words: BLEU is not 0, so the n-gram counts are a test
+    references = [" ".join(hypotheses[0].split()[:4]), long_reference, "the bird sang"]
+    assert max(len(tokenizer(r)["input_ids"]) for r in references) == longest
+    path = tmp_path / "parallel.tsv"
+    path.write_text("".join(f"{s}\t{r}\n" for s, r in zip(sources, references)), encoding="utf-8")
+    with qtbot.waitSignal(panel.file_row.scored, timeout=60_000):
+        panel.file_row.score_file(str(path))
+    scored = panel.file_row.last
+    assert scored.hypotheses == hypotheses
+    expected = BLEU().corpus_score(hypotheses, [references])
+    assert panel.breakdown.score == pytest.approx(expected.score, abs=1e-9) and expected.score > 0
+    assert list(panel.breakdown.counts) == list(expected.counts)
+    assert list(panel.breakdown.totals) == list(expected.totals)
+    assert f"BLEU = {expected.score:.2f}" in panel.summary.text()
+    assert "3 sentences of parallel.tsv" in panel.file_row.status.text()
+
+
+@pytest.mark.parametrize("name", ["bert", "distilbert"])
+def test_step_panel_fills_masks_of_a_masked_lm(qtbot, make_main_window, hf_folder, name):
+    window = open_model(qtbot, make_main_window, hf_folder(name))
+    panel, workspace = window.panels["step"], window.bus.workspace
+    assert panel.fill_view.isVisibleTo(panel) and not panel.decode_page.isVisibleTo(panel)
+    text = "the [MASK] sat on the [MASK]"
+    panel.fill_view.top_k_box.setValue(4)
+    panel.set_source(text)
+    assert panel.has_content()
+    ids = workspace.tokenizer.hf(text)["input_ids"]
+    masks = [i for i, t in enumerate(ids) if t == workspace.tokenizer.hf.mask_token_id]
+    out = eager_outputs(workspace, input_ids=torch.tensor([ids]))
+    probs = F.softmax(out.logits[0].double(), -1)
+    assert panel.fill_view.mask_box.count() == len(masks) == 2
+    for number, position in enumerate(masks):
+        panel.fill_view.mask_box.setCurrentIndex(number)
+        values, best = probs[position].topk(4)
+        assert panel.fill_view.topk_chart.labels == workspace.tokenizer.tokens(best.tolist())
+        np.testing.assert_allclose(panel.fill_view.topk_chart.values, values.numpy(), atol=1e-9)
+        # the masked position's attention row: top layer, mean of heads by default, then head 2
+        np.testing.assert_allclose(panel.fill_view.attention_chart.values,
+                                   out.attentions[-1][0, :, position].mean(0).numpy(), atol=1e-5)
+        panel.fill_view.picker.select(0, 1)
+        np.testing.assert_allclose(panel.fill_view.attention_chart.values,
+                                   out.attentions[0][0, 1, position].numpy(), atol=1e-5)
+        panel.fill_view.picker.select(len(out.attentions) - 1, None)
+    assert panel.tables()["fill"][1][0][:4] == [1, masks[0], 1, int(probs[masks[0]].argmax())]
+    panel.set_source("the cat sat")  # no mask: one line why
+    assert not panel.has_content() and "no mask" in panel.fill_view.text_label.text()
+    # decoding panels say in one line why they do not apply
+    beam = window.panels["beam"]
+    qtbot.waitUntil(lambda: "masked language model" in beam.status.text(), timeout=30_000)
+
+
+def test_fill_view_on_our_own_bert(qtbot):
+    from explorer.decoding.fill import fill_mask
+    from explorer.ui.bus import AppBus
+    from explorer.ui.panels.step_decoding import StepDecodingPanel
+    from tests.training.conftest import make_tiny_workspace
+
+    bus = AppBus()
+    panel = StepDecodingPanel(bus)
+    qtbot.addWidget(panel)
+    workspace = make_tiny_workspace("bert")
+    bus.set_workspace(workspace)
+    panel.set_source("(([MASK]))")
+    assert panel.masked and panel.has_content()
+    expected = fill_mask(workspace, "(([MASK]))", top_k=panel.fill_view.top_k_box.value())
+    mask = expected.masks[0]
+    workspace.model.eval()
+    with torch.no_grad():
+        logits = workspace.model(torch.tensor([expected.token_ids]))[0]
+    best = F.softmax(logits[mask.position].double(), -1).topk(len(mask.predictions))
+    np.testing.assert_allclose(panel.fill_view.topk_chart.values, best.values.numpy(), atol=1e-6)
+    assert [p.token_id for p in mask.predictions] == best.indices.tolist()
+
+
+def test_language_models_say_why_file_bleu_does_not_apply(qtbot, make_main_window, hf_folder):
+    window = open_model(qtbot, make_main_window, hf_folder("gpt2"))
+    row = window.panels["bleu"].file_row
+    assert not row.button.isEnabled() and "encoder-decoder" in row.status.text()
