@@ -80,10 +80,9 @@ def reference_maps(workspace, source, target):
     return {kind: out.attentions}
 
 
-@pytest.mark.parametrize("name", ["gpt2", "marian", "t5", "bert", "distilbert"])
-def test_attention_and_model_view_are_transformers_output_attentions(qtbot, make_main_window,
-                                                                      hf_folder, name):
-    window = open_model(qtbot, make_main_window, hf_folder(name))
+def check_attention_and_model_view(qtbot, window, name):
+    """Every attention map, one head large, the mean of heads and the model view (every layer x
+    head) equal transformers' output_attentions on the probe input."""
     panel, workspace = window.panels["attention"], window.bus.workspace
     panel.source_edit.setText(SOURCE)
     panel.target_edit.setText(TARGET)
@@ -111,10 +110,8 @@ def test_attention_and_model_view_are_transformers_output_attentions(qtbot, make
         assert cross.rows == tokens(workspace.tokenizer.encode_target(TARGET))
 
 
-@pytest.mark.parametrize("name", ["gpt2", "bert"])
-def test_positional_panel_shows_the_learned_table_and_its_similarity(qtbot, make_main_window,
-                                                                      hf_folder, name):
-    window = open_model(qtbot, make_main_window, hf_folder(name))
+def check_learned_positions(window, name):
+    """The model's own learned table and its cosine similarity; no relative bias, one line why."""
     panel, hf = window.panels["positional"], window.bus.workspace.model.hf
     module = {"gpt2": "transformer.wpe", "bert": "bert.embeddings.position_embeddings"}[name]
     table = hf.get_submodule(module).weight.detach().double().numpy()
@@ -128,8 +125,8 @@ def test_positional_panel_shows_the_learned_table_and_its_similarity(qtbot, make
     assert "no relative-position bias" in panel.relative_view.status.text()
 
 
-def test_positional_panel_checks_marians_sinusoid_against_the_notes(qtbot, make_main_window, hf_folder):
-    window = open_model(qtbot, make_main_window, hf_folder("marian"))
+def check_marian_sinusoid(window):
+    """Marian's table is the lecture notes' formula, sin dimensions first, then cos."""
     panel = window.panels["positional"]
     assert panel.model_positions.kind == "sinusoidal"
     table = panel.model_positions.table
@@ -139,8 +136,8 @@ def test_positional_panel_checks_marians_sinusoid_against_the_notes(qtbot, make_
     assert "sinusoidal PE (sin half, cos half)" in panel.status.text()
 
 
-def test_positional_panel_draws_t5_relative_bias_per_head(qtbot, make_main_window, hf_folder):
-    window = open_model(qtbot, make_main_window, hf_folder("t5"))
+def check_t5_relative_bias(window):
+    """No table (one line why), and the bias per head is the model's own compute_bias."""
     panel, hf = window.panels["positional"], window.bus.workspace.model.hf
     assert panel.model_positions is None
     assert panel.model_map.title_text == "no position table"
@@ -159,8 +156,9 @@ def test_positional_panel_draws_t5_relative_bias_per_head(qtbot, make_main_windo
     assert "relative_bias" in panel.tables() and "relative_bias" in panel.plot_items()
 
 
-def test_gradient_panel_draws_the_parameter_gradient_per_layer(qtbot, make_main_window, hf_folder):
-    window = open_model(qtbot, make_main_window, hf_folder("marian"))
+def check_parameter_gradient_per_layer(qtbot, window):
+    """The probe's ||dL/dθ|| per layer (checked against autograd in tests/hf/test_hf_gradients.py)
+    drawn by layer; the time-step view says in one line why it does not apply."""
     panel = window.panels["gradients"]
     qtbot.waitUntil(lambda: panel.snapshot is not None, timeout=30_000)
     snapshot = panel.snapshot
@@ -173,9 +171,8 @@ def test_gradient_panel_draws_the_parameter_gradient_per_layer(qtbot, make_main_
     assert panel.tables()["params"][1][0] == ["embeddings", pytest.approx(snapshot.grad_params[0])]
 
 
-@pytest.mark.parametrize("name", ["gpt2", "marian"])
-def test_step_through_is_the_models_own_greedy(qtbot, make_main_window, hf_folder, name):
-    window = open_model(qtbot, make_main_window, hf_folder(name))
+def check_step_through(window, name):
+    """Three steps are generate's first three tokens; the bars its next-token distribution."""
     panel, workspace = window.panels["step"], window.bus.workspace
     panel.set_source(SOURCE)
     assert panel.decoder is not None, panel.output_label.text()
@@ -200,10 +197,8 @@ def test_step_through_is_the_models_own_greedy(qtbot, make_main_window, hf_folde
                                    atol=1e-5)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "t5"])
-def test_beam_tree_best_score_is_the_teacher_forced_log_likelihood(qtbot, make_main_window,
-                                                                   hf_folder, name):
-    window = open_model(qtbot, make_main_window, hf_folder(name))
+def check_beam_tree(qtbot, window, name):
+    """The beam tree's best score is the model's teacher-forced log-likelihood of its ids."""
     panel, workspace = window.panels["beam"], window.bus.workspace
     panel.set_source(SOURCE)
     qtbot.waitUntil(lambda: panel.result is not None and not panel.busy()
@@ -224,8 +219,8 @@ def test_beam_tree_best_score_is_the_teacher_forced_log_likelihood(qtbot, make_m
     assert panel.result.source_tokens == workspace.tokenizer.tokens(context)
 
 
-def test_compare_panel_greedy_is_generate_on_marian(qtbot, make_main_window, hf_folder):
-    window = open_model(qtbot, make_main_window, hf_folder("marian"))
+def check_compare(qtbot, window):
+    """Greedy, beam and sampling side by side; greedy is generate's."""
     panel, workspace = window.panels["compare"], window.bus.workspace
     with qtbot.waitSignal(panel.compared, timeout=30_000):
         panel.set_source(SOURCE, TARGET)
@@ -239,11 +234,10 @@ def test_compare_panel_greedy_is_generate_on_marian(qtbot, make_main_window, hf_
     assert outputs["greedy"].bleu is not None  # sentence BLEU against the reference
 
 
-def test_bleu_of_a_parallel_file_is_sacrebleu_of_the_models_translations(qtbot, make_main_window,
-                                                                          hf_folder, tmp_path):
+def check_parallel_file_bleu(qtbot, window, tmp_path):
+    """BLEU of a parallel file is sacreBLEU of generate's greedy translations."""
     from sacrebleu.metrics import BLEU
 
-    window = open_model(qtbot, make_main_window, hf_folder("marian"))
     panel, workspace = window.panels["bleu"], window.bus.workspace
     hf, tokenizer = workspace.model.hf, workspace.tokenizer.hf
     long_reference = "the dog and the cat are friends and the bird sang a song in the park"
@@ -275,9 +269,9 @@ def test_bleu_of_a_parallel_file_is_sacrebleu_of_the_models_translations(qtbot, 
     assert "3 sentences of parallel.tsv" in panel.file_row.status.text()
 
 
-@pytest.mark.parametrize("name", ["bert", "distilbert"])
-def test_step_panel_fills_masks_of_a_masked_lm(qtbot, make_main_window, hf_folder, name):
-    window = open_model(qtbot, make_main_window, hf_folder(name))
+def check_fill_mask(qtbot, window):
+    """The step panel's fill-mask view: top-k per mask is the logits' top-k, the attention row is
+    output_attentions' row of the masked position; decoding panels say why they do not apply."""
     panel, workspace = window.panels["step"], window.bus.workspace
     assert panel.fill_view.isVisibleTo(panel) and not panel.decode_page.isVisibleTo(panel)
     text = "the [MASK] sat on the [MASK]"
@@ -332,7 +326,41 @@ def test_fill_view_on_our_own_bert(qtbot):
     assert [p.token_id for p in mask.predictions] == best.indices.tolist()
 
 
-def test_language_models_say_why_file_bleu_does_not_apply(qtbot, make_main_window, hf_folder):
-    window = open_model(qtbot, make_main_window, hf_folder("gpt2"))
+def check_file_bleu_needs_a_source(window):
     row = window.panels["bleu"].file_row
     assert not row.button.isEnabled() and "encoder-decoder" in row.status.text()
+
+
+def test_gpt2_in_every_panel(qtbot, make_main_window, hf_folder):
+    window = open_model(qtbot, make_main_window, hf_folder("gpt2"))
+    check_attention_and_model_view(qtbot, window, "gpt2")
+    check_learned_positions(window, "gpt2")
+    check_step_through(window, "gpt2")
+    check_beam_tree(qtbot, window, "gpt2")
+    check_file_bleu_needs_a_source(window)
+
+
+def test_marian_in_every_panel(qtbot, make_main_window, hf_folder, tmp_path):
+    window = open_model(qtbot, make_main_window, hf_folder("marian"))
+    check_attention_and_model_view(qtbot, window, "marian")
+    check_marian_sinusoid(window)
+    check_parameter_gradient_per_layer(qtbot, window)
+    check_step_through(window, "marian")
+    check_compare(qtbot, window)
+    check_parallel_file_bleu(qtbot, window, tmp_path)
+
+
+def test_t5_in_every_panel(qtbot, make_main_window, hf_folder):
+    window = open_model(qtbot, make_main_window, hf_folder("t5"))
+    check_attention_and_model_view(qtbot, window, "t5")
+    check_t5_relative_bias(window)
+    check_beam_tree(qtbot, window, "t5")
+
+
+@pytest.mark.parametrize("name", ["bert", "distilbert"])
+def test_masked_lms_in_every_panel(qtbot, make_main_window, hf_folder, name):
+    window = open_model(qtbot, make_main_window, hf_folder(name))
+    check_attention_and_model_view(qtbot, window, name)
+    if name == "bert":
+        check_learned_positions(window, name)
+    check_fill_mask(qtbot, window)
