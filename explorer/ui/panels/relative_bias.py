@@ -108,7 +108,7 @@ class RelativeBiasView(QWidget):
             self.status.setText(NO_BIAS)
             self.heatmap.set_matrix(np.zeros((1, 1)))
             for item in self.curve_items:
-                item.setData([], [])
+                item.setData([0.0], [], stepMode="center")
             return
         head = self.head_box.currentData() or 0
         self.heatmap.set_matrix(bias.bias[head])
@@ -120,12 +120,13 @@ class RelativeBiasView(QWidget):
             self.curve_items.append(self.curves.plot([], [], pen=pg.mkPen(colour, width=2)))
         for index, item in enumerate(self.curve_items):
             if index < len(bias.by_distance):
-                item.setData(bias.distances, bias.by_distance[index])
+                edges = np.append(bias.distances - 0.5, bias.distances[-1] + 0.5)  # one step a distance
+                item.setData(edges, bias.by_distance[index], stepMode="center")
                 item.setPen(pg.mkPen(HEAD_COLOURS[index % len(HEAD_COLOURS)],
                                      width=3 if index == head else 1.5))
                 legend.addItem(item, f"head {index + 1}")
             else:
-                item.setData([], [])
+                item.setData([0.0], [], stepMode="center")
         direction = "both directions" if bias.bidirectional else "earlier keys only (causal)"
         self.status.setText(
             f"{bias.stack}: {bias.num_buckets} buckets of k − q, {direction}, exact up to "
