@@ -364,3 +364,25 @@ def test_masked_lms_in_every_panel(qtbot, make_main_window, hf_folder, name):
     if name == "bert":
         check_learned_positions(window, name)
     check_fill_mask(qtbot, window)
+
+
+def test_gpt2_small_sized_table_skips_the_shift_fits_with_one_line(qtbot):
+    """GPT-2 small's 1024 x 768 table: shown with its similarity, but no d x d least-squares fits
+    (seconds each) on the GUI thread; the page says why."""
+    from types import SimpleNamespace
+
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from explorer.hf.adapter import HFCausalLM, HFModelConfig
+    from explorer.ui.bus import AppBus
+    from explorer.ui.panels.positional import MAX_FIT_DIMS, PositionalPanel
+
+    config = GPT2Config(vocab_size=50, n_positions=1024, n_embd=768, n_layer=1, n_head=12)
+    adapter = HFCausalLM(GPT2LMHeadModel(config).eval(), HFModelConfig(
+        "hf-causal-lm", "gpt2", 50, 1024, None, None, None, 0))
+    panel = PositionalPanel(AppBus())
+    qtbot.addWidget(panel)
+    panel.set_workspace(SimpleNamespace(model=adapter))
+    assert panel.model_map.matrix.shape == (1024, 768) and panel.similarity_map.matrix.shape == (1024, 1024)
+    assert panel.fit is None and panel.residuals["model"][0] == [] and panel.residuals["sinusoidal"][0] == []
+    assert f"fitted for d ≤ {MAX_FIT_DIMS}" in panel.status.text() and "d = 768" in panel.status.text()

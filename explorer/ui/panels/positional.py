@@ -28,6 +28,9 @@ from explorer.ui.panels.relative_bias import RelativeBiasView
 from explorer.ui.plot_style import ViewPages, add_legend, readable_axes, theme_grey
 
 MAX_POSITIONS = 1024
+# M_k is a d x d least-squares fit per shift: at GPT-2's d = 768 one fit takes seconds, so wider
+# tables skip the relative-positions page (one line why) rather than stall the window
+MAX_FIT_DIMS = 256
 KIND_NAMES = {"learned": "learned table", "rope": "RoPE angles", "sinusoidal": "sinusoidal"}
 CURVE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
 
@@ -80,6 +83,7 @@ class PositionalPanel(Panel):
         self.model_note = ""  # one line on the loaded model's positions (what it has, or why none)
         self.workspace = None
         self.residuals: dict[str, tuple[list[int], np.ndarray]] = {}
+        self._residual_cache: dict[tuple, tuple[list[int], np.ndarray]] = {}  # per table, not per redraw
 
         self.positions_box = QSpinBox()
         self.positions_box.setRange(8, MAX_POSITIONS)
@@ -175,6 +179,7 @@ class PositionalPanel(Panel):
         model = getattr(workspace, "model", None)
         config = getattr(model, "config", None)
         self.model_positions, self.model_note = None, ""
+        self._residual_cache.clear()
         if hasattr(model, "hf"):  # a Hugging Face model: the table it has, whatever its size
             from explorer.hf.positions import no_table_reason
 
@@ -266,15 +271,21 @@ class PositionalPanel(Panel):
         k = self.shift_box.value()
         lines = [self.model_note + "."] if self.model_note else []
         for name, table in (("sinusoidal", sinusoid), ("model", self._model_table())):
-            shifts = self.shifts(table) if table is not None else []
-            residuals = pe.shift_residuals(table, shifts) if shifts else np.array([])
+            shifts, residuals = self._shift_residuals(name, table)
             # a residual of exactly 0 has no logarithm: floor it at double precision's epsilon
             self.residual_items[name].setData(shifts, np.maximum(residuals, 1e-17))
             self.residuals[name] = (shifts, residuals)
         self.k_line.setPos(k)
         fitted = self.residuals["sinusoidal"][0] + self.residuals["model"][0] + [k]
         self.residual_plot.setXRange(0, max(fitted) * 1.05 + 1, padding=0)
-        if fit_is_a_test(chosen, k):
+        if chosen.shape[1] > MAX_FIT_DIMS:
+            self.fit = None
+            self.shift_map.set_matrix(np.zeros((1, 1)))
+            self.shift_map.set_title(f"M_k not fitted: d = {chosen.shape[1]}")
+            lines.append(
+                f"PE(n+k) ≈ PE(n)·M_k is fitted for d ≤ {MAX_FIT_DIMS}: {self._source_name()} has "
+                f"d = {chosen.shape[1]}, a least-squares fit per shift that would stall the window.")
+        elif fit_is_a_test(chosen, k):
             self.fit = pe.fit_shift_map(chosen, k)
             self.shift_map.set_matrix(self.fit.matrix)
             self.shift_map.set_title(f"fitted M_{k}, {self._source_name()}")
@@ -289,6 +300,20 @@ class PositionalPanel(Panel):
                 f"(n, n+{k}) pairs to test a {chosen.shape[1]}-d map (it needs more than d + k)")
         lines.append("≈1e-15: an exact rotation of each (sin, cos) pair; a learned table is not.")
         self.status.setText("  ".join(lines))
+
+    def _shift_residuals(self, name: str, table) -> tuple[list[int], np.ndarray]:
+        """Relative residual of M_k for every shift worth fitting, once per table (none past
+        MAX_FIT_DIMS)."""
+        if table is None or table.shape[1] > MAX_FIT_DIMS:
+            return [], np.array([])
+        key = ((name,) if name == "model" else  # set_workspace forgets the model's
+               (name, self.positions_box.value(), self.dims_box.value(), self.base_box.value()))
+        if key not in self._residual_cache:
+            shifts = self.shifts(table)
+            self._residual_cache = {k: v for k, v in self._residual_cache.items() if k[0] != name}
+            self._residual_cache[key] = (shifts, pe.shift_residuals(table, shifts) if shifts
+                                         else np.array([]))
+        return self._residual_cache[key]
 
     def _source_name(self) -> str:
         if self.table_choice.currentData() == "model" and self.model_positions is not None:
