@@ -286,6 +286,10 @@ class StepDecodingPanel(Panel):
             self.topk_chart.set_data(topk.tokens, topk.probs, highlight=0 if self.strategy != "sample"
                                      else None, value_max=1.0)
         attention = decoder.attention
+        translates = self.workspace.is_seq2seq  # a language model has no source to attend to
+        self.picker.setVisible(translates)
+        self.attention_chart.set_title("attention over the source" if translates else
+                                       "no source to attend to: a language model reads its prompt")
         if attention is None:
             self.attention_chart.clear()
         else:
