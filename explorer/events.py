@@ -63,6 +63,9 @@ class ProbeSnapshot:
     # Transformers: ||dL/d(block output)|| per block, bottom to top
     grad_depth: np.ndarray | None = None
     grad_depth_labels: list[str] = field(default_factory=list)
+    # ||dL/dθ|| over each layer's parameters (explorer.analysis.param_gradients), bottom to top
+    grad_params: np.ndarray | None = None
+    grad_params_labels: list[str] = field(default_factory=list)
     # explorer.analysis.hidden.HiddenSnapshot of the same forward pass: hidden states, gates,
     # residual stream and logit lens, for the hidden panel
     hidden: object | None = None

@@ -84,6 +84,7 @@ class ModelPositions:
     kind: str  # "sinusoidal", "learned" or "rope"
     table: np.ndarray  # (N, D): the learned table, the sinusoidal buffer, or RoPE's cos/sin angles
     description: str
+    note: str = ""  # one line for the status: what was checked (a Hugging Face model's table)
 
 
 def model_positions(model, num_positions: int | None = None) -> ModelPositions | None:
@@ -95,6 +96,10 @@ def model_positions(model, num_positions: int | None = None) -> ModelPositions |
     """
     from models.positional import LearnedPositional, RotaryEmbedding, SinusoidalPositional
 
+    if hasattr(model, "hf"):  # a Hugging Face model: its own modules (explorer.hf.positions)
+        from explorer.hf.positions import hf_model_positions
+
+        return hf_model_positions(model, num_positions)
     for module in model.modules():
         if isinstance(module, LearnedPositional):
             table = module.weight.detach().cpu().double().numpy()[:num_positions].copy()

@@ -5,7 +5,8 @@ on a batch of one, turns each attention map into an `AttentionSnapshot` with tok
 back-propagates the teacher-forced loss to every traced hidden state:
 
 * RNNs: ||dL/dh_t|| for every time step t of every layer (vanishing / exploding through time);
-* Transformers: ||dL/d(block output)|| for every block, bottom to top (gradient through depth).
+* Transformers: ||dL/d(block output)|| for every block, bottom to top (gradient through depth);
+* every model: ||dL/dθ|| over each layer's parameters (explorer.analysis.param_gradients).
 
 Each family names how its text becomes model inputs (`encode_pair`, `encode_next_token`,
 `encode_masked`) in explorer.families.
@@ -24,6 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from explorer.analysis.gradients import gradient_norms_by_name, gradient_norms_per_layer
+from explorer.analysis.param_gradients import parameter_gradient_norms
 from explorer.events import AttentionSnapshot, ProbeSnapshot
 from explorer.families import family_of
 from models.config import BOS_ID, CELLS, EOS_ID, make_config
@@ -143,6 +145,8 @@ def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: i
             else:
                 names, norms = gradient_norms_per_layer(trace.hidden, loss)
                 snapshot.grad_depth, snapshot.grad_depth_labels = norms, names
+            groups, norms = parameter_gradient_norms(model, loss)
+            snapshot.grad_params, snapshot.grad_params_labels = norms, groups
             from explorer.analysis.hidden import snapshot_from_trace  # it imports this module
 
             inputs = tuple(t.to(device) for t in encoded.inputs)

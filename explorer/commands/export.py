@@ -81,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
     if not Path(args.checkpoint).is_dir():
         raise UserError(f"{args.checkpoint}: no such checkpoint directory")
     workspace = load_checkpoint(args.checkpoint)
-    # what the app's first evaluation shows in the BLEU panel
-    bleu = evaluate(workspace, bleu_examples=32) if workspace.is_seq2seq and "bleu" in args.plots else None
+    # what the app's first evaluation shows in the BLEU panel (a Hugging Face folder has no data)
+    evaluates = workspace.is_seq2seq and "bleu" in args.plots and workspace.data is not None
+    bleu = evaluate(workspace, bleu_examples=32) if evaluates else None
     target = args.target
     if args.input is not None and not target and workspace.is_seq2seq:
         target = _greedy_target(workspace, args.input)

@@ -124,8 +124,12 @@ def _maps(kind: str, attentions) -> list[AttentionMap]:
 
 
 def _hidden(prefix: str, states) -> dict[str, list[torch.Tensor]]:
-    """hidden_states[0] is the embedding output; block k's output is hidden_states[k + 1]."""
-    return {f"{prefix}.layer{k}": [h] for k, h in enumerate((states or ())[1:])}
+    """hidden_states[0] is the embedding output ("{prefix}.embed", the residual stream before the
+    first block, for the hidden panel); block k's output is hidden_states[k + 1]."""
+    if not states:
+        return {}
+    return {f"{prefix}.embed": [states[0]],
+            **{f"{prefix}.layer{k}": [h] for k, h in enumerate(states[1:])}}
 
 
 class HFCausalLM(HFAdapter):

@@ -36,11 +36,13 @@ def bleu_tokenization(workspace) -> str:
     return "char" if getattr(workspace.tokenizer, "kind", "") == "char" else "13a"
 
 
-def greedy_bleu(workspace, pairs, batch_size: int, max_len: int | None = None):
-    """Corpus BLEU of greedy decodes of `pairs` (source, reference), and one example sentence."""
+def greedy_bleu(workspace, pairs, batch_size: int, max_len: int | None = None,
+                hypotheses: list | None = None):
+    """Corpus BLEU of greedy decodes of `pairs` (source, reference), and one example sentence.
+    The decoded texts are appended to `hypotheses` when it is given."""
     from explorer.decoding.search import greedy_batch
+    from explorer.decoding.scoring import encode_context
     from explorer.metrics.bleu import IncrementalBleu, sentence_example
-    from models.config import EOS_ID
 
     tokenize = bleu_tokenization(workspace)
     bleu = IncrementalBleu(tokenize=tokenize)
@@ -57,6 +59,8 @@ def greedy_bleu(workspace, pairs, batch_size: int, max_len: int | None = None):
             tokenizer=workspace.tokenizer,
         )
         texts = [h.text for h in hyps]
+        if hypotheses is not None:
+            hypotheses.extend(texts)
         refs = [ref for _, ref in chunk]
         bleu.add(texts, refs)
         if example is None:

@@ -140,7 +140,7 @@ def test_views_are_on_pages_and_every_page_exports(qtbot, tmp_path):
     bus, panel = make_panel(qtbot)
     panel.resize(830, 400)
     qtbot.waitExposed(panel)
-    assert panel.pages.tabs.count() == 3
+    assert panel.pages.tabs.count() == 4  # matrix, sinusoids, M_k, relative-position bias (T5)
     qtbot.waitUntil(lambda: panel.matrix_map.width() > 350 and panel.matrix_map.height() > 250)
     panel.pages.show_page(2)
     written = panel.export(tmp_path, formats=("png",))

@@ -164,7 +164,9 @@ class AttentionPanel(Panel):
             self.kind_box.blockSignals(False)
         self._fill_layer_and_head_boxes()  # another model may have other layers and heads
         where = f"step {snapshot.step}: {elide(snapshot.source)!r}"
-        self.status.setText(where + (f" → {elide(snapshot.target)!r}" if snapshot.target else ""))
+        translates = self.workspace is None or self.workspace.is_seq2seq  # an LM reads no target
+        self.status.setText(where + (f" → {elide(snapshot.target)!r}" if snapshot.target and translates
+                                     else ""))
         self.status.setToolTip(self.status.text())
         self.refresh()
 

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from explorer.ui.bus import AppBus
 from explorer.ui.live_plots import GrowingBuffer, place_marker, step_marker
+from explorer.ui.panels.bleu_file import ParallelFileRow
 from explorer.ui.panels.base import Panel
 from explorer.ui.plot_style import readable_axes
 
@@ -153,8 +154,11 @@ class BleuPanel(Panel):
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 1)
         splitter.setChildrenCollapsible(False)  # never squeeze the table's rows under the text
+        self.file_row = ParallelFileRow(self.job_runner("file"))
+        self.file_row.scored.connect(self.show_file_bleu)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self.file_row)
         layout.addWidget(splitter)
 
         self.step_line = step_marker()
@@ -169,6 +173,7 @@ class BleuPanel(Panel):
         if workspace is self._workspace:
             return
         self._workspace = workspace
+        self.file_row.set_workspace(workspace)
         if self.bus.shows_run(workspace):
             return  # a snapshot of the run on show: the run's whole curve stays
         self.history.clear()
@@ -203,6 +208,12 @@ class BleuPanel(Panel):
             self.show_breakdown(metrics.bleu_detail)
         if metrics.example is not None:
             self.show_example(metrics.example)
+
+    def show_file_bleu(self, scored) -> None:
+        """The BLEU of a parallel file (explorer.decoding.file_bleu.FileBleu): its breakdown and
+        first sentence replace the validation ones until the next evaluation."""
+        self.show_breakdown(scored.result)
+        self.show_example(scored.example)
 
     def show_breakdown(self, breakdown) -> None:
         self.breakdown = breakdown

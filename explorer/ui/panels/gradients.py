@@ -35,6 +35,7 @@ from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, label_font
 from explorer.ui.live_plots import REDRAW_INTERVAL_MS
 from explorer.ui.panels.base import Panel, elide
+from explorer.ui.panels.param_gradients import ParamGradientCurve
 from explorer.ui.plot_style import (
     ReadableAxis, SteadyViewBox, TokenAxis, ViewPages, add_legend, theme_grey,
 )
@@ -134,6 +135,9 @@ class GradientFlowPanel(Panel):
             "‖∂L/∂(block output)‖ by depth", "layer (block)", "‖∂L/∂x‖", token_x=True)
         self.depth_curve = self.depth_plot.plot(
             [], [], pen=pg.mkPen(COLOURS[0], width=2), symbol="o", symbolBrush=COLOURS[0])
+        params_view, params_plot = _log_plot(
+            "‖∂L/∂θ‖ of each layer's parameters (probe input)", "layer", "‖∂L/∂θ‖", token_x=True)
+        self.param_curve = ParamGradientCurve(params_plot)
         clip_view, self.clip_plot = _log_plot("global gradient norm and clipping τ", "step",
                                               "‖g‖", legend=True, live=True)
         self.clip_plot.setDownsampling(auto=True, mode="peak")
@@ -156,13 +160,15 @@ class GradientFlowPanel(Panel):
             title="log10 ‖∂L/∂h_t‖ over training", value_name="log10 ‖∂L/∂h_t‖")
 
         self.views = {"through_time": time_view, "cells": cells_view, "history": self.history,
-                      "clipping": clip_view, "playground": playground_view, "depth": depth_view}
+                      "clipping": clip_view, "playground": playground_view, "depth": depth_view,
+                      "params": params_view}
         # two views a page, each large enough to read; the depth plot takes the time plot's
         # place for Transformers
         self.pages = ViewPages()
         self.pages.add_page("Through time and history", (time_view, depth_view), self.history)
         self.pages.add_page("Cells and the aₕ playground", cells_view, playground_view)
         self.clip_page = self.pages.add_page("Clipping", clip_view)
+        self.pages.add_page("Parameters by layer", params_view)
         self.pages.tabs.currentChanged.connect(self._draw_norms_if_stale)
         self._show_views(transformer=False)
         outer = QVBoxLayout(self)
@@ -224,9 +230,12 @@ class GradientFlowPanel(Panel):
             self.depth_curve.setData(np.arange(len(labels)), np.maximum(snapshot.grad_depth, LOG_FLOOR))
             self.depth_plot.getAxis("bottom").set_labels(depth_labels(snapshot))
             self.depth_plot.setXRange(-0.5, len(labels) - 0.5, padding=0)
+        self.param_curve.show(snapshot)
         self._record_history(snapshot)
         where = f"step {snapshot.step}, probe {elide(snapshot.source)!r}"
-        depth_note = "" if snapshot.grad_time else " (Transformer: see the depth plot)"
+        depth_note = "" if snapshot.grad_time else (
+            ". A Transformer has no recurrence, so no gradient through time steps: the depth plot "
+            "shows ‖∂L/∂x‖ per block, and 'Parameters by layer' ‖∂L/∂θ‖ per layer")
         self.status.setText(where + depth_note)
 
     def _draw_time(self, snapshot: ProbeSnapshot) -> None:
@@ -397,6 +406,7 @@ class GradientFlowPanel(Panel):
             "clipping": self.clip_plot,
             "playground": self.playground_plot,
             "depth": self.depth_plot,
+            "params": self.param_curve.plot,
         }
         return {name: item for name, item in items.items() if not self.views[name].isHidden()}
 
@@ -417,6 +427,7 @@ class GradientFlowPanel(Panel):
         if snapshot is not None and snapshot.grad_depth is not None:
             names = [stack_layer_label(name) for name in snapshot.grad_depth_labels]
             tables["depth"] = (["block", "grad_norm"], list(map(list, zip(names, snapshot.grad_depth))))
+        tables.update(self.param_curve.table())
         if self.cell_curves:
             cells = list(self.cell_curves)
             length = len(self.cell_curves[cells[0]])

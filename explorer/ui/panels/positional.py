@@ -24,9 +24,13 @@ from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, label_font
 from explorer.ui.panels.base import Panel
+from explorer.ui.panels.relative_bias import RelativeBiasView
 from explorer.ui.plot_style import ViewPages, add_legend, readable_axes, theme_grey
 
 MAX_POSITIONS = 1024
+# M_k is a d x d least-squares fit per shift: at GPT-2's d = 768 one fit takes seconds, so wider
+# tables skip the relative-positions page (one line why) rather than stall the window
+MAX_FIT_DIMS = 256
 KIND_NAMES = {"learned": "learned table", "rope": "RoPE angles", "sinusoidal": "sinusoidal"}
 CURVE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
 
@@ -69,14 +73,17 @@ class PositionalPanel(Panel):
     TITLE = "Positional encodings"
     TOOLTIP = (
         "Sinusoidal positional encodings and what the loaded model uses: the matrix, its "
-        "sinusoids, the similarity of positions, and the linear map M_k with PE(n+k) ≈ PE(n)·M_k."
+        "sinusoids, the similarity of positions, the linear map M_k with PE(n+k) ≈ PE(n)·M_k, "
+        "and T5's relative-position bias per head."
     )
 
     def __init__(self, bus: AppBus, parent=None) -> None:
         super().__init__(bus, parent)
         self.model_positions: pe.ModelPositions | None = None
+        self.model_note = ""  # one line on the loaded model's positions (what it has, or why none)
         self.workspace = None
         self.residuals: dict[str, tuple[list[int], np.ndarray]] = {}
+        self._residual_cache: dict[tuple, tuple[list[int], np.ndarray]] = {}  # per table, not per redraw
 
         self.positions_box = QSpinBox()
         self.positions_box.setRange(8, MAX_POSITIONS)
@@ -148,6 +155,8 @@ class PositionalPanel(Panel):
         self.pages.add_page("PE matrix: sinusoidal and the model", self.matrix_map, self.model_map)
         self.pages.add_page("Sinusoids and similarity", self.curves, self.similarity_map)
         self.pages.add_page("Relative positions: Mₖ", self.shift_map, self.residual_plot)
+        self.relative_view = RelativeBiasView()
+        self.pages.add_page("Relative-position bias (T5)", self.relative_view)
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
         layout.addWidget(self.pages, stretch=1)
@@ -169,14 +178,21 @@ class PositionalPanel(Panel):
         self.workspace = workspace
         model = getattr(workspace, "model", None)
         config = getattr(model, "config", None)
-        self.model_positions = None
-        if config is not None and hasattr(config, "d_model"):
+        self.model_positions, self.model_note = None, ""
+        self._residual_cache.clear()
+        if hasattr(model, "hf"):  # a Hugging Face model: the table it has, whatever its size
+            from explorer.hf.positions import no_table_reason
+
+            self.model_positions = pe.model_positions(model, MAX_POSITIONS)
+            found = self.model_positions
+            self.model_note = found.note if found is not None else no_table_reason(model)
+            if found is not None:
+                self._set_sizes(found.table.shape[1], reference_positions(*found.table.shape))
+        elif config is not None and hasattr(config, "d_model"):
             positions = reference_positions(config.max_len, config.d_model)
-            for box, value in ((self.dims_box, config.d_model), (self.positions_box, positions)):
-                box.blockSignals(True)
-                box.setValue(value)
-                box.blockSignals(False)
+            self._set_sizes(config.d_model, positions)
             self.model_positions = pe.model_positions(model, positions)
+        self.relative_view.set_model(model)
         self.table_choice.blockSignals(True)
         self.table_choice.clear()
         self.table_choice.addItem("sinusoidal", "sinusoidal")
@@ -188,6 +204,12 @@ class PositionalPanel(Panel):
                 self.table_choice.setCurrentIndex(1)
         self.table_choice.blockSignals(False)
         self.refresh()
+
+    def _set_sizes(self, dims: int, positions: int) -> None:
+        for box, value in ((self.dims_box, dims), (self.positions_box, positions)):
+            box.blockSignals(True)
+            box.setValue(value)
+            box.blockSignals(False)
 
     def sinusoidal_table(self) -> np.ndarray:
         return pe.sinusoidal(
@@ -239,24 +261,31 @@ class PositionalPanel(Panel):
         found = self.model_positions
         if found is None:
             self.model_map.set_matrix(np.zeros((1, 1)))
-            self.model_map.set_title("no positional table (not a Transformer)")
+            self.model_map.set_title("no position table" if self.model_note
+                                     else "no positional table (not a Transformer)")
             return
         self.model_map.set_matrix(found.table)
         self.model_map.set_title(f"the model: {KIND_NAMES[found.kind]}")
 
     def _draw_relative(self, sinusoid: np.ndarray, chosen: np.ndarray) -> None:
         k = self.shift_box.value()
-        lines = []
+        lines = [self.model_note + "."] if self.model_note else []
         for name, table in (("sinusoidal", sinusoid), ("model", self._model_table())):
-            shifts = self.shifts(table) if table is not None else []
-            residuals = pe.shift_residuals(table, shifts) if shifts else np.array([])
+            shifts, residuals = self._shift_residuals(name, table)
             # a residual of exactly 0 has no logarithm: floor it at double precision's epsilon
             self.residual_items[name].setData(shifts, np.maximum(residuals, 1e-17))
             self.residuals[name] = (shifts, residuals)
         self.k_line.setPos(k)
         fitted = self.residuals["sinusoidal"][0] + self.residuals["model"][0] + [k]
         self.residual_plot.setXRange(0, max(fitted) * 1.05 + 1, padding=0)
-        if fit_is_a_test(chosen, k):
+        if chosen.shape[1] > MAX_FIT_DIMS:
+            self.fit = None
+            self.shift_map.set_matrix(np.zeros((1, 1)))
+            self.shift_map.set_title(f"M_k not fitted: d = {chosen.shape[1]}")
+            lines.append(
+                f"PE(n+k) ≈ PE(n)·M_k is fitted for d ≤ {MAX_FIT_DIMS}: {self._source_name()} has "
+                f"d = {chosen.shape[1]}, a least-squares fit per shift that would stall the window.")
+        elif fit_is_a_test(chosen, k):
             self.fit = pe.fit_shift_map(chosen, k)
             self.shift_map.set_matrix(self.fit.matrix)
             self.shift_map.set_title(f"fitted M_{k}, {self._source_name()}")
@@ -272,6 +301,20 @@ class PositionalPanel(Panel):
         lines.append("≈1e-15: an exact rotation of each (sin, cos) pair; a learned table is not.")
         self.status.setText("  ".join(lines))
 
+    def _shift_residuals(self, name: str, table) -> tuple[list[int], np.ndarray]:
+        """Relative residual of M_k for every shift worth fitting, once per table (none past
+        MAX_FIT_DIMS)."""
+        if table is None or table.shape[1] > MAX_FIT_DIMS:
+            return [], np.array([])
+        key = ((name,) if name == "model" else  # set_workspace forgets the model's
+               (name, self.positions_box.value(), self.dims_box.value(), self.base_box.value()))
+        if key not in self._residual_cache:
+            shifts = self.shifts(table)
+            self._residual_cache = {k: v for k, v in self._residual_cache.items() if k[0] != name}
+            self._residual_cache[key] = (shifts, pe.shift_residuals(table, shifts) if shifts
+                                         else np.array([]))
+        return self._residual_cache[key]
+
     def _source_name(self) -> str:
         if self.table_choice.currentData() == "model" and self.model_positions is not None:
             return f"model ({self.model_positions.kind})"
@@ -286,7 +329,10 @@ class PositionalPanel(Panel):
         return self.matrix_map.matrix.shape == (self.positions_box.value(), self.dims_box.value())
 
     def plot_items(self) -> dict[str, object]:
-        return {
+        relative = self.relative_view
+        extra = ({"relative_bias": relative.heatmap.ci, "relative_curves": relative.curves.getPlotItem()}
+                 if relative.has_content() else {})
+        return {**extra, 
             "matrix": self.matrix_map.ci,
             "model": self.model_map.ci,
             "similarity": self.similarity_map.ci,
@@ -325,6 +371,7 @@ class PositionalPanel(Panel):
         shifts, sinusoidal_residuals = self.residuals["sinusoidal"]
         model_shifts, model_residuals = self.residuals["model"]
         model_by_shift = dict(zip(model_shifts, model_residuals))
+        tables.update(self.relative_view.tables())
         tables["relative"] = (
             ["shift_k", "relative_residual_sinusoidal", "relative_residual_model"],
             [[k, r, model_by_shift.get(k, "")] for k, r in zip(shifts, sinusoidal_residuals)],

@@ -2,7 +2,8 @@
 
 At every step the panel shows the output so far, the top-k next-token probabilities, the attention
 row over the source (any layer and head), the live beam, and for sampling the truncated,
-renormalised distribution the last token was drawn from. The StepDecoder lives on the GUI thread:
+renormalised distribution the last token was drawn from. A masked language model does not decode
+left to right: for it the panel shows fill-mask instead (explorer/ui/panels/fill_view.py). The StepDecoder lives on the GUI thread:
 one step is one incremental model call on a small model (milliseconds), and keeping it here means
 its tensors never cross threads.
 """
@@ -30,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.decode_form import DecodeSettingsForm
+from explorer.ui.panels.fill_view import FillMaskView
 from explorer.ui.panels.decoding_widgets import (
     HIGHLIGHT_COLOR,
     AttentionPicker,
@@ -60,17 +62,25 @@ class StepDecodingPanel(Panel):
         self.workspace = None
         self.decoder = None
         self.error = ""
+        self.masked = False  # a masked LM: the fill-mask view replaces decoding
         self.setFocusPolicy(Qt.StrongFocus)
         self._build_controls()
         self._build_views()
         self._strategy_changed(reset=False)
+        self.decode_page = QWidget()
+        page = QVBoxLayout(self.decode_page)
+        page.setContentsMargins(0, 0, 0, 0)
+        page.addLayout(self.source_row)
+        page.addLayout(self.option_row)
+        page.addLayout(self.button_row)
+        page.addWidget(self.output_label)
+        page.addWidget(self.sample_caption)
+        page.addWidget(self.views, 1)
+        self.fill_view = FillMaskView()
+        self.fill_view.hide()
         root = QVBoxLayout(self)
-        root.addLayout(self.source_row)
-        root.addLayout(self.option_row)
-        root.addLayout(self.button_row)
-        root.addWidget(self.output_label)
-        root.addWidget(self.sample_caption)
-        root.addWidget(self.views, 1)
+        root.addWidget(self.decode_page, 1)
+        root.addWidget(self.fill_view, 1)
         self.timer = QTimer(self)
         self.timer.timeout.connect(self._play_tick)
         bus.workspace_changed.connect(self.set_workspace)
@@ -171,13 +181,26 @@ class StepDecodingPanel(Panel):
         self.sample_caption.setVisible(shown)
 
     def set_workspace(self, workspace) -> None:
+        from explorer.families import family_of
+
         self.workspace = workspace
+        self.masked = workspace is not None and family_of(workspace.model).masked_lm
+        self.decode_page.setVisible(not self.masked)
+        self.fill_view.setVisible(self.masked)
+        if self.masked:
+            self.pause()
+            self.decoder = None
+            self.fill_view.set_workspace(workspace)
+            return
         data = getattr(workspace, "data", None) if workspace is not None else None
         if data is not None and data.val and not self.source_box.text():
             show_text(self.source_box, data.val[0][0])
         self.reset()
 
     def set_source(self, text: str) -> None:
+        if self.masked:
+            self.fill_view.set_text(text)
+            return
         show_text(self.source_box, text)
         self.reset()
 
@@ -232,7 +255,7 @@ class StepDecodingPanel(Panel):
     def keyPressEvent(self, event) -> None:
         actions = {Qt.Key_Right: self.step, Qt.Key_Left: self.back, Qt.Key_Space: self.toggle_play,
                    Qt.Key_Home: self.reset}
-        action = actions.get(event.key())
+        action = None if self.masked else actions.get(event.key())
         if action is None:
             super().keyPressEvent(event)
             return
@@ -263,6 +286,10 @@ class StepDecodingPanel(Panel):
             self.topk_chart.set_data(topk.tokens, topk.probs, highlight=0 if self.strategy != "sample"
                                      else None, value_max=1.0)
         attention = decoder.attention
+        translates = self.workspace.is_seq2seq  # a language model has no source to attend to
+        self.picker.setVisible(translates)
+        self.attention_chart.set_title("attention over the source" if translates else
+                                       "no source to attend to: a language model reads its prompt")
         if attention is None:
             self.attention_chart.clear()
         else:
@@ -312,12 +339,14 @@ class StepDecodingPanel(Panel):
     # ---- content and export ----------------------------------------------------------------
 
     def has_content(self) -> bool:
-        return self.decoder is not None
+        return self.fill_view.has_content() if self.masked else self.decoder is not None
 
     def plot_items(self) -> dict[str, object]:
-        return {"step": self.plots.ci}
+        return {"fill": self.fill_view.plots.ci} if self.masked else {"step": self.plots.ci}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
+        if self.masked:
+            return self.fill_view.tables()
         if self.decoder is None:
             return {}
         decoder, tables = self.decoder, {}
@@ -337,7 +366,10 @@ class StepDecodingPanel(Panel):
         return tables
 
     def documents(self) -> dict[str, object]:
-        """The decoding state and its tables as one JSON."""
+        """The decoding state and its tables as one JSON (a masked LM: `explorer fill --json`'s)."""
+        if self.masked:
+            result = self.fill_view.result
+            return {"fill": result.to_dict()} if result is not None else {}
         if self.decoder is None:
             return {}
         return {"state": {"source": self.source_box.text(), "strategy": self.strategy,
