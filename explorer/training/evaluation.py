@@ -49,10 +49,7 @@ def greedy_bleu(workspace, pairs, batch_size: int, max_len: int | None = None,
     example = None
     for start in range(0, len(pairs), batch_size):
         chunk = pairs[start : start + batch_size]
-        source = workspace.src_tokenizer or workspace.tokenizer
-        # a Hugging Face tokenizer adds the model's own special tokens itself
-        end = [] if getattr(source, "adds_special_tokens", False) else [EOS_ID]
-        contexts = [list(source.encode(src)) + end for src, _ in chunk]
+        contexts = [encode_context(workspace, src) for src, _ in chunk]  # HF: the tokenizer's own
         longest = max(len(workspace.tokenizer.encode(ref)) for _, ref in chunk)
         hyps = greedy_batch(
             workspace.model, contexts, max_len=max_len or 2 * longest + 10,
