@@ -223,3 +223,26 @@ def test_side_by_side_beam_trees_equal_each_models_own_beam_search(panel, runs, 
         assert len(x) == sum(n.status == "kept" and n.parent is not None for n in expected.nodes)
     written = {path.name for path in panel.export(tmp_path, formats=("png", "csv"))}
     assert {"runs_beam_a.png", "runs_beam_b.png", "runs_beam_a_hypotheses.csv"} <= written
+
+
+def test_this_windows_training_curve_is_rebuilt_once_for_many_batches(panel, qtbot, monkeypatch):
+    """The ~30 step batches a second of a training in this window are coalesced: the curve gets
+    every step, and is rebuilt once, not once per batch (each rebuild reads every row)."""
+    from explorer.events import StepMetrics
+    from explorer.ui.panels import runs as runs_module
+
+    rebuilds = []
+    original = runs_module.RunsPanel._update_window_entry
+    monkeypatch.setattr(runs_module.RunsPanel, "_update_window_entry",
+                        lambda self: (rebuilds.append(1), original(self)))
+    panel.window_timer.timeout.disconnect()
+    panel.window_timer.timeout.connect(panel._update_window_entry)
+    for batch in range(20):
+        panel.bus.step_metrics.emit([StepMetrics(step=10 * batch + k + 1, loss=1.0 / (batch + 1), lr=1e-3,
+                                                 grad_norm=1.0, grad_norm_clipped=1.0, tokens=8,
+                                                 tokens_per_s=1.0, elapsed_s=0.1) for k in range(10)])
+    qtbot.waitUntil(lambda: runs_module.THIS_WINDOW in panel.entries, timeout=5_000)
+    steps, losses = panel.entries[runs_module.THIS_WINDOW].curve.getData()
+    assert steps.tolist() == list(range(1, 201))
+    assert losses[-1] == pytest.approx(1.0 / 20)
+    assert len(rebuilds) == 1

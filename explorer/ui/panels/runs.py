@@ -47,6 +47,7 @@ RUN_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
                "#7f7f7f", "#bcbd22", "#17becf")
 THIS_WINDOW = "this window"
 FOLLOW_INTERVAL_MS = 1000
+WINDOW_REDRAW_MS = 1000  # while training, this window's curve is rebuilt at most once a second
 LIST_ROWS = 4  # runs the list shows before it scrolls
 EVAL_METRICS = {key for key, (_, source) in METRICS.items() if source == "eval"}
 
@@ -133,6 +134,9 @@ class RunsPanel(Panel):
         self.follow_timer = QTimer(self)
         self.follow_timer.setInterval(FOLLOW_INTERVAL_MS)
         self.follow_timer.timeout.connect(self.follow)
+        # rebuilding this window's curves costs O(steps): coalesce the ~30 batches a second
+        self.window_timer = QTimer(self, singleShot=True, interval=WINDOW_REDRAW_MS)
+        self.window_timer.timeout.connect(self._update_window_entry)
         self.add_button.clicked.connect(self.choose_run)
         self.remove_button.clicked.connect(self.remove_selected)
         QShortcut(QKeySequence.StandardKey.Delete, self.run_list, self.remove_selected)
@@ -255,7 +259,8 @@ class RunsPanel(Panel):
             {"step": s.step, "loss": s.loss, "lr": s.lr, "grad_norm": s.grad_norm,
              "grad_norm_clipped": s.grad_norm_clipped, "tokens": s.tokens,
              "tokens_per_s": s.tokens_per_s, "elapsed_s": s.elapsed_s} for s in steps)
-        self._update_window_entry()
+        if not self.window_timer.isActive():
+            self.window_timer.start()
 
     def add_eval(self, metrics) -> None:
         row = {"event": "eval", "step": metrics.step, "val_loss": metrics.val_loss,
@@ -263,7 +268,8 @@ class RunsPanel(Panel):
         if metrics.bleu is not None:
             row["bleu"] = metrics.bleu
         self._window_rows.append(row)
-        self._update_window_entry()
+        if not self.window_timer.isActive():
+            self.window_timer.start()
 
     def _update_window_entry(self) -> None:
         wanted = self.window_box.isChecked() and bool(self._window_rows)
