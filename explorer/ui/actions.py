@@ -60,6 +60,10 @@ ACTIONS = {
         "&Resume from checkpoint…", "Ctrl+R", None,
         "Open a checkpoint and continue training it",
     ),
+    "autosave": (
+        "&Autosave and runs…", "Ctrl+,", None,
+        "How often a running training is saved, snapshot cadence, how many runs are kept",
+    ),
     "reset_layout": (
         "&Reset layout", None, None,
         "Put every panel back where it started",

@@ -17,6 +17,7 @@ class AppBus(QObject):
     probe_input_changed = Signal(str, str)  # what is probed from now on
     probe_failed = Signal(str)  # one line, e.g. an LM text of a single token
     probing_changed = Signal(bool)  # a probe runs (True) or has been delivered (False)
+    run_folder_changed = Signal(str)  # the run folder the current training writes ("" for none)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
