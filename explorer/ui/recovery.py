@@ -41,6 +41,7 @@ class Recovery(QObject):
         self.window = window
         self.dialog = None
         self._answered: set[Path] = set()  # offered in this session already
+        self.checks = 0  # how many times the runs folder was searched
         self._painted = self._panels = self._started = False
         window.first_painted.connect(lambda _: self._ready("painted"))
         window.panels_created.connect(lambda: self._ready("panels"))
@@ -58,6 +59,7 @@ class Recovery(QObject):
 
         if self.window._closing or self.dialog is not None:
             return
+        self.checks += 1
         runs = [run for run in interrupted_runs(self.window.controller.runs.root)
                 if run.folder not in self._answered]
         if not runs:
