@@ -12,7 +12,8 @@ A run that no live process holds, with neither marker and with a saved checkpoin
 
 `RunRecorder` writes one training segment (from Train to the trainer's stop) in the thread that
 trains, so no tensor crosses threads: the RunWriter's rows and snapshots, and a resume-able
-checkpoint every `autosave_s` seconds at a step boundary. A failure to write (a full disk) is one
+checkpoint every `autosave_s` seconds at a step boundary (and at a pause, when the last save is
+older than PAUSE_SAVE_AFTER_S). A failure to write (a full disk) is one
 notice; training goes on and what was saved before stays intact.
 Qt-free and standard library only, apart from the RunWriter it drives.
 """
@@ -36,6 +37,8 @@ CLOSED = ".app-closed"
 DISCARDED = ".app-discarded"
 KEEP = ".keep"
 DEFAULT_KEEP_RUNS = 5
+# a pause that follows this long after the last save saves too: a paused run may sit for hours
+PAUSE_SAVE_AFTER_S = 30.0
 
 
 # -- folders and markers ---------------------------------------------------------------------------
@@ -58,10 +61,6 @@ def mark(folder: str | Path, marker: str) -> None:
         (Path(folder) / marker).write_text(time.strftime("%Y-%m-%d %H:%M:%S\n"), encoding="utf-8")
     except FileNotFoundError:
         pass
-
-
-def unmark(folder: str | Path, marker: str) -> None:
-    (Path(folder) / marker).unlink(missing_ok=True)
 
 
 def run_folders(root: str | Path) -> list[Path]:
@@ -187,7 +186,8 @@ class RunRecorder:
 
     def __init__(self, folder: str | Path, first: bool, notice: Callable[[str], None],
                  autosave_s: float = 0.0, snapshot_every: int | None = None,
-                 resumed_from: str | None = None, prune: Callable[[], None] | None = None) -> None:
+                 resumed_from: str | None = None, prune: Callable[[], None] | None = None,
+                 tensorboard: bool = False) -> None:
         self.folder = Path(folder)
         self.first = first
         self.notice = notice
@@ -195,6 +195,9 @@ class RunRecorder:
         self.snapshot_every = snapshot_every or None
         self.resumed_from = resumed_from
         self.prune = prune
+        # TensorBoard scalars cost ~1 ms a step: 5% of a tiny model's training, and the app draws
+        # its own curves. Off unless asked for (and installed).
+        self.tensorboard = tensorboard and importlib.util.find_spec("tensorboard") is not None
         self.writer = None
         self.trainer = None
         self.saved_step: int | None = None  # the step of the last checkpoint this segment wrote
@@ -211,8 +214,7 @@ class RunRecorder:
                 self.prune()
             except OSError:
                 pass  # an old run that cannot be deleted now: the next run tries again
-        tensorboard = importlib.util.find_spec("tensorboard") is not None
-        writer = RunWriter(self.folder, self.snapshot_every, tensorboard=tensorboard,
+        writer = RunWriter(self.folder, self.snapshot_every, tensorboard=self.tensorboard,
                            stream=_Notices(self.notice))
         try:
             writer.claim(resume=not self.first)
@@ -225,6 +227,7 @@ class RunRecorder:
         self.saved_step = trainer.workspace.step
         self._last_save = time.monotonic()
         trainer.on_step_end = self._step_done
+        trainer.control.on_pause = self._pausing
 
     def record(self, event) -> None:
         if self.writer is None:
@@ -236,6 +239,13 @@ class RunRecorder:
 
     def _step_done(self, step: int) -> None:
         if self.autosave_s and time.monotonic() - self._last_save >= self.autosave_s:
+            self.autosave()
+
+    def _pausing(self) -> None:
+        """A pause starts to hold the trainer (between two steps): a run may sit paused for
+        hours, so what it trained since the last save is saved now."""
+        if (self.autosave_s and self.saved_step != self.trainer.workspace.step
+                and time.monotonic() - self._last_save >= PAUSE_SAVE_AFTER_S):
             self.autosave()
 
     def autosave(self) -> bool:
@@ -279,6 +289,7 @@ class RunRecorder:
         """Release the folder (`error`: the exception that ended training, recorded as such)."""
         if self.trainer is not None and self.trainer.on_step_end == self._step_done:
             self.trainer.on_step_end = None
+            self.trainer.control.on_pause = None
         writer, self.writer = self.writer, None
         if writer is not None:
             try:

@@ -8,10 +8,11 @@ FolderLock for as long as the workspace is open, so another instance never offer
 recovery, and marks it closed when the app lets go of it cleanly (another workspace, closing the
 window). Settings (QSettings):
 
-    runs/autosave_minutes   a resume-able checkpoint of the running training every N minutes
-                            (0: only when a training stops)
+    runs/autosave_minutes   a resume-able checkpoint of the running training every N minutes,
+                            and at a pause (0: only when a training stops)
     runs/snapshot_every     a snapshot for the timeline every N steps (0: none)
     runs/keep               how many finished runs are kept; older ones are deleted
+    runs/tensorboard        1: TensorBoard scalars too (the [tensorboard] extra; ~1 ms a step)
     runs/data_dir           where runs go instead of AppDataLocation (tests, `--smoke`)
 """
 
@@ -23,8 +24,9 @@ from PySide6.QtCore import QObject, QSettings, QStandardPaths
 
 from explorer.durable import FolderLock
 
-DEFAULTS = {"autosave_minutes": 5.0, "snapshot_every": 100, "keep": 5}
-LIMITS = {"autosave_minutes": (0.0, 24 * 60.0), "snapshot_every": (0, 1_000_000), "keep": (1, 1000)}
+DEFAULTS = {"autosave_minutes": 5.0, "snapshot_every": 100, "keep": 5, "tensorboard": 0}
+LIMITS = {"autosave_minutes": (0.0, 24 * 60.0), "snapshot_every": (0, 1_000_000), "keep": (1, 1000),
+          "tensorboard": (0, 1)}
 
 
 def runs_root(settings: QSettings) -> Path:
@@ -87,7 +89,7 @@ class RunKeeper(QObject):
     def recorder_for(self, workspace):
         """A RunRecorder for the next training of `workspace`, in its run (a new one for a new
         workspace). It is used, and its folder written, in the training thread."""
-        from explorer.runs.app_runs import RunRecorder, new_run_folder, prune_runs, unmark, CLOSED
+        from explorer.runs.app_runs import RunRecorder, new_run_folder, prune_runs
 
         first = workspace is not self._workspace or self.folder is None
         if first:
@@ -96,15 +98,14 @@ class RunKeeper(QObject):
             lock = FolderLock(folder)
             lock.acquire()
             self._workspace, self._lock, self.folder = workspace, lock, folder
-        else:
-            unmark(self.folder, CLOSED)
         root, keep, folder = self.root, self.setting("keep"), self.folder
         self.recorder = RunRecorder(
             folder, first, notice=lambda message: None,  # the worker connects its signal
             autosave_s=60.0 * self.setting("autosave_minutes"),
             snapshot_every=self.setting("snapshot_every"),
             resumed_from=self._origins.get(id(workspace)) if first else None,
-            prune=lambda: prune_runs(root, keep, in_use=(folder,)))
+            prune=lambda: prune_runs(root, keep, in_use=(folder,)),
+            tensorboard=bool(self.setting("tensorboard")))
         if first:
             self.bus.run_folder_changed.emit(str(folder))
         return self.recorder

@@ -57,11 +57,11 @@ class Recovery(QObject):
         from explorer.runs.app_runs import interrupted_runs
         from explorer.ui.dialogs.recovery import RecoveryDialog
 
-        if self.window._closing or self.dialog is not None:
+        keeper = self.window.controller.runs
+        if self.window._closing or self.dialog is not None or keeper is None:
             return
         self.checks += 1
-        runs = [run for run in interrupted_runs(self.window.controller.runs.root)
-                if run.folder not in self._answered]
+        runs = [run for run in interrupted_runs(keeper.root) if run.folder not in self._answered]
         if not runs:
             return
         run = runs[0]

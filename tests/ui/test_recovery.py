@@ -28,6 +28,15 @@ def dead_pid() -> int:
     return int(done.stdout)
 
 
+def crash_copy(folder):
+    """What a crash leaves: the run folder without the clean-exit marker, locked by a dead pid."""
+    crashed = folder.with_name(folder.name.replace("-", "-1-", 1))
+    shutil.copytree(folder, crashed)
+    (crashed / ".app-closed").unlink()
+    FolderLock(crashed).path.write_text(f"{dead_pid()} {os.uname().nodename}\n")
+    return crashed
+
+
 def shown_window(make_main_window, qtbot):
     """A window that has painted, with the recovery offer (if any) on screen."""
     window = make_main_window()
@@ -96,11 +105,7 @@ def test_discard_stops_the_offer_and_deletes_nothing(make_main_window, qtbot, ti
         first.controller.train(steps=4)
     finished = first.controller.run_folder
     first.close()
-    # what a crash leaves: the same folder without the clean-exit marker, locked by a dead pid
-    crashed = finished.with_name(finished.name.replace("-seq2seq", "-1-seq2seq"))
-    shutil.copytree(finished, crashed)
-    (crashed / ".app-closed").unlink()
-    FolderLock(crashed).path.write_text(f"{dead_pid()} {os.uname().nodename}\n")
+    crashed = crash_copy(finished)
 
     window, offers = shown_window(make_main_window, qtbot)
     assert [dialog.run.folder for dialog in offers] == [crashed]  # the cleanly closed one: not
@@ -141,3 +146,32 @@ def test_escape_asks_again_next_time_and_a_smoke_style_data_dir_offers_nothing(
     isolated_settings.setValue("runs/data_dir", str(tmp_path / "elsewhere"))
     fresh, offers = shown_window(make_main_window, qtbot)
     assert offers == []
+
+
+def test_a_run_whose_data_file_is_gone_reopens_with_a_one_line_message(
+        make_main_window, qtbot, tmp_path):
+    from explorer.training.config import TrainConfig
+    from explorer.training.setup import DataSpec, build_workspace
+
+    text = tmp_path / "corpus.txt"
+    text.write_text("".join(f"the cat {i} sat on the mat\n" for i in range(60)))
+    workspace = build_workspace(DataSpec(text=str(text)), "rnn-lm", preset="tiny")
+    workspace.train_config = TrainConfig(batch_size=4, eval_every=5, eval_examples=4, seed=0)
+    first = make_main_window()
+    first.controller.set_workspace(workspace)
+    with qtbot.waitSignal(first.controller.training_finished, timeout=60_000):
+        first.controller.train(steps=3)
+    folder = first.controller.run_folder
+    first.close()
+    crashed = crash_copy(folder)
+    text.unlink()
+
+    window, offers = shown_window(make_main_window, qtbot)
+    assert "rnn-lm on corpus.txt" in offers[0].message.text()
+    errors = []
+    window.error_shown.connect(errors.append)
+    with qtbot.waitSignal(window.recovery.reopened, timeout=60_000) as reopened:
+        offers[0].reopen_button.click()
+    assert reopened.args[0].step == 3 and reopened.args[0].data is None  # the model is open
+    assert len(errors) == 1 and "training data cannot be read" in errors[0]
+    assert window.controller.run_folder == crashed

@@ -64,6 +64,7 @@ def test_training_writes_one_run_that_grows_until_the_model_changes(
     assert config_step(folder) == 6 and (folder / "optimizer.pt").is_file()
     assert [s.step for s in reader.snapshots()] == [0, 6]  # the start and the end (every 100)
     assert reader.finished["reason"] == "done"
+    assert not (folder / "tensorboard").exists()  # only when asked for (Autosave and runs…)
 
     assert train(window, qtbot, 4).reason == "done"  # the same workspace: the same run
     assert controller.run_folder == folder
@@ -85,8 +86,9 @@ def test_training_writes_one_run_that_grows_until_the_model_changes(
     assert controller.run_folder != folder and controller.run_folder.name.endswith("transformer")
 
 
-def test_autosave_writes_a_resumable_checkpoint_every_few_minutes_from_the_worker(
+def test_autosave_writes_a_resumable_checkpoint_every_few_minutes_and_at_a_pause(
         make_main_window, qtbot, tiny_workspace, monkeypatch):
+    from explorer.runs import app_runs
     from explorer.runs.writer import RunWriter
     from explorer.training.checkpoint import load_checkpoint
 
@@ -98,8 +100,11 @@ def test_autosave_writes_a_resumable_checkpoint_every_few_minutes_from_the_worke
     assert dialog.minutes.value() == 5.0 and dialog.minutes.toolTip()
     dialog.minutes.setValue(0.0)
     dialog.keep.setValue(3)
+    assert not dialog.tensorboard.isChecked()
+    dialog.tensorboard.setChecked(True)
     dialog.accept()
     assert keeper.setting("autosave_minutes") == 0.0 and keeper.setting("keep") == 3
+    assert keeper.setting("tensorboard") == 1
 
     window.controller.set_workspace(tiny_workspace)
     window.controller.train(steps=100_000)
@@ -108,7 +113,12 @@ def test_autosave_writes_a_resumable_checkpoint_every_few_minutes_from_the_worke
     assert recorder.autosaves == 0  # off
     keeper.set_setting("autosave_minutes", 0.001)  # 60 ms, applied to the running training
     qtbot.waitUntil(lambda: recorder.autosaves >= 2, timeout=30_000)
-    window.controller.pause()
+    keeper.set_setting("autosave_minutes", 60.0)
+    monkeypatch.setattr(app_runs, "PAUSE_SAVE_AFTER_S", 0.0)
+    saves = recorder.autosaves
+    window.controller.pause()  # the step under way ends, then the paused state is saved
+    qtbot.waitUntil(lambda: recorder.autosaves == saves + 1, timeout=30_000)
+    assert recorder.saved_step == tiny_workspace.step  # nothing trained is left unsaved
     saved = load_checkpoint(keeper.folder)  # complete and resume-able while training is paused
     assert 0 < saved.step <= tiny_workspace.step
     assert saved.training_state is not None and saved.training_state["optimizer"]["state"]

@@ -6,6 +6,7 @@ import time
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
+    QCheckBox,
     QDialog,
     QDialogButtonBox,
     QDoubleSpinBox,
@@ -91,6 +92,10 @@ class AutosaveDialog(QDialog):
         self.keep.setValue(keeper.setting("keep"))
         self.keep.setToolTip("Older runs are deleted when a new one starts; the open run, runs "
                              "another process writes and runs with a .keep file stay")
+        self.tensorboard = QCheckBox("Write TensorBoard scalars too")
+        self.tensorboard.setChecked(bool(keeper.setting("tensorboard")))
+        self.tensorboard.setToolTip("For `tensorboard --logdir` on the runs folder; needs the "
+                                    "[tensorboard] extra and costs about 1 ms a step")
         where = QLabel(str(keeper.root))
         where.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         where.setToolTip("Every training in the app is recorded here, one folder per run")
@@ -98,6 +103,7 @@ class AutosaveDialog(QDialog):
         form.addRow("Autosave every", self.minutes)
         form.addRow("Snapshot every", self.snapshots)
         form.addRow("Keep the newest runs", self.keep)
+        form.addRow("", self.tensorboard)
         form.addRow("Runs folder", where)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
                                    | QDialogButtonBox.StandardButton.Cancel)
@@ -111,4 +117,5 @@ class AutosaveDialog(QDialog):
         self.keeper.set_setting("autosave_minutes", self.minutes.value())
         self.keeper.set_setting("snapshot_every", self.snapshots.value())
         self.keeper.set_setting("keep", self.keep.value())
+        self.keeper.set_setting("tensorboard", int(self.tensorboard.isChecked()))
         super().accept()
