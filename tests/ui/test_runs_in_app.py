@@ -169,34 +169,41 @@ def test_a_full_disk_during_saves_is_one_line_and_the_old_checkpoint_survives(
     assert config_step(folder) == 17
 
 
-def test_nan_loss_says_so_in_one_line_and_keeps_the_last_good_weights(
-        make_main_window, qtbot, tiny_workspace, monkeypatch):
+@pytest.mark.parametrize("fault", ["nan", "oom"])
+def test_nan_loss_or_out_of_memory_says_so_in_one_line_and_keeps_the_last_good_weights(
+        make_main_window, qtbot, tiny_workspace, monkeypatch, fault):
+    import torch
+
     import explorer.training.engine as engine
 
     original = engine.compute_loss
     calls = {"n": 0}
 
-    def exploding(*args, **kwargs):
-        output = original(*args, **kwargs)
+    def faulty(*args, **kwargs):
         calls["n"] += 1
         if calls["n"] == 4:
+            if fault == "oom":  # simulated: the real one is checked on a GPU (issue 16)
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 8 GiB")
+            output = original(*args, **kwargs)
             output.loss = output.loss * float("nan")
-        return output
+            return output
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "compute_loss", exploding)
+    monkeypatch.setattr(engine, "compute_loss", faulty)
     window = make_main_window()
     window.controller.set_workspace(tiny_workspace)
     errors = []
     window.error_shown.connect(errors.append)
     finished = train(window, qtbot, 10)
     good = tiny_workspace.step
-    assert finished.reason == "nan" and finished.step == good and 0 < good < 4
-    assert len(errors) == 1 and "NaN" in errors[0] and "\n" not in errors[0]
+    assert finished.reason == fault and finished.step == good and 0 < good < 4
+    assert len(errors) == 1 and "\n" not in errors[0]
+    assert ("out of memory" if fault == "oom" else "NaN") in errors[0]
     folder = window.controller.run_folder
     reader = RunReader(folder)
     reader.read_new()
-    assert reader.finished["reason"] == "nan"
-    assert config_step(folder) < 4  # the run's checkpoint never holds the diverged weights
+    assert reader.finished["reason"] == fault
+    assert config_step(folder) < 4  # the run's checkpoint never holds the faulty step's weights
     assert train(window, qtbot, 2).reason == "done" and tiny_workspace.step == good + 2
 
 
