@@ -97,6 +97,7 @@ class RunKeeper(QObject):
             folder = new_run_folder(self.root, workspace.family)
             lock = FolderLock(folder)
             lock.acquire()
+            folder.mkdir()  # there for a viewer at once; the worker fills it
             self._workspace, self._lock, self.folder = workspace, lock, folder
         root, keep, folder = self.root, self.setting("keep"), self.folder
         self.recorder = RunRecorder(

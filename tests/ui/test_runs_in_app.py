@@ -56,7 +56,7 @@ def test_training_writes_one_run_that_grows_until_the_model_changes(
     root = controller.runs.root
     assert str(root).startswith(isolated_settings.value("runs/data_dir"))  # not the user's
     assert folder.parent == root and re.fullmatch(r"\d{8}-\d{6}-seq2seq", folder.name)
-    assert announced == [str(folder)]
+    assert announced == [str(folder)]  # (the folder exists from then on: a viewer may open it)
     reader = RunReader(folder)
     reader.read_new()
     losses = [row["loss"] for row in reader.history()]
@@ -222,13 +222,13 @@ def test_a_data_file_deleted_or_changed_mid_training_does_not_stop_it(
     controller.set_workspace(workspace)
     errors = []
     window.error_shown.connect(errors.append)
-    with qtbot.waitSignal(window.bus.step_metrics, timeout=30_000):
-        controller.train(steps=12)
-    if fault == "deleted":
-        text.unlink()
-    else:
-        text.write_text("something else entirely\n")
-    qtbot.waitUntil(lambda: not controller.is_training(), timeout=60_000)
+    with qtbot.waitSignal(controller.training_finished, timeout=60_000):
+        with qtbot.waitSignal(window.bus.step_metrics, timeout=30_000):
+            controller.train(steps=12)
+        if fault == "deleted":
+            text.unlink()
+        else:
+            text.write_text("something else entirely\n")
     assert workspace.step == 12 and not errors
     assert train(window, qtbot, 3).reason == "done"  # a new segment of the same run
     assert not errors and config_step(controller.run_folder) == 15
