@@ -60,8 +60,9 @@ def app_run(steps: int) -> dict:
 
     app = create_application()
     tmp = tempfile.mkdtemp(prefix="bench-gui-")
-    window = MainWindow(settings=QSettings(f"{tmp}/settings.ini", QSettings.Format.IniFormat),
-                        load_demo=False)
+    settings = QSettings(f"{tmp}/settings.ini", QSettings.Format.IniFormat)
+    settings.setValue("runs/data_dir", tmp)  # the run each training records: not the user's
+    window = MainWindow(settings=settings, load_demo=False)
     window.resize(1400, 900)
     window.show()
     workspace = make_workspace(steps)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable
 
 # Options a running trainer picks up before its next step; the others wait for the next run.
 LIVE_OPTIONS = ("lr", "clip", "label_smoothing", "eval_every", "probe_every_s", "steps")
@@ -26,6 +26,8 @@ class TrainerControl:
         self._wake = threading.Event()  # set by every command, so a paused trainer reacts at once
         self._single_steps = 0
         self._changes: dict[str, Any] = {}
+        # called in the trainer's thread when a pause starts to hold it (the app autosaves there)
+        self.on_pause: Callable[[], None] | None = None
 
     def pause(self) -> None:
         self._running.clear()
@@ -67,6 +69,7 @@ class TrainerControl:
 
     def wait_for_turn(self) -> bool:
         """Block until the next step may run; False means stop."""
+        pausing = True
         while True:
             with self._lock:
                 if self._stopped.is_set():
@@ -77,4 +80,7 @@ class TrainerControl:
                     self._single_steps -= 1
                     return True
                 self._wake.clear()  # under the lock: a command issued after this sets it again
+            if pausing and self.on_pause is not None:
+                self.on_pause()
+            pausing = False
             self._wake.wait(self.poll_s)

@@ -68,6 +68,10 @@ ACTIONS = {
         "&Next snapshot", "Alt+Right", None,
         "Show the run's next snapshot on the timeline",
     ),
+    "autosave": (
+        "&Autosave and runs…", "Ctrl+,", None,
+        "How often a running training is saved, snapshot cadence, how many runs are kept",
+    ),
     "reset_layout": (
         "&Reset layout", None, None,
         "Put every panel back where it started",

@@ -22,6 +22,7 @@ class AppBus(QObject):
     run_changed = Signal(object)  # explorer.ui.run_session.RunView, or None: no run on show
     run_curves = Signal(object)  # explorer.ui.run_session.RunCurves: its rows, all or appended
     run_step = Signal(object)  # the step of the snapshot the panels show (int), or None
+    run_folder_changed = Signal(str)  # the run folder the current training writes ("" for none)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)

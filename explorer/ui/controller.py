@@ -63,6 +63,12 @@ class Controller(QObject):
         self._target_steps: int | None = None
         self.prober = Prober(bus, self)  # what is probed, by the trainer or between runs
         self._resume_steps: int | None = None
+        self.runs = None  # explorer.ui.autosave.RunKeeper: the window's run folders, if any
+
+    @property
+    def run_folder(self) -> Path | None:
+        """The run folder the current workspace's training writes (bus.run_folder_changed)."""
+        return None if self.runs is None else self.runs.folder
 
     # -- workspace -------------------------------------------------------------------------------
 
@@ -84,16 +90,23 @@ class Controller(QObject):
     def open_checkpoint(self, folder: str | Path) -> None:
         """Load a checkpoint directory in a worker; the current training (if any) stops first."""
         self.stop_training()
-        self.run_job(_load_checkpoint, str(folder), on_done=self.set_workspace, label="loading")
+        self.run_job(_load_checkpoint, str(folder), on_done=lambda workspace: self._opened(
+            workspace, folder), label="loading")
+
+    def _opened(self, workspace, folder) -> None:
+        if self.runs is not None:
+            self.runs.note_origin(workspace, folder)  # a run of it carries on its curves
+        self.set_workspace(workspace)
 
     def resume_from(self, folder: str | Path, steps: int | None = None) -> None:
         """Open a checkpoint and go on training it (its optimiser state included)."""
         self.stop_training()
         self._resume_steps = steps
-        self.run_job(_load_checkpoint, str(folder), on_done=self._train_loaded, label="loading")
+        self.run_job(_load_checkpoint, str(folder), on_done=lambda workspace: self._train_loaded(
+            workspace, folder), label="loading")
 
-    def _train_loaded(self, workspace) -> None:
-        self.set_workspace(workspace)
+    def _train_loaded(self, workspace, folder) -> None:
+        self._opened(workspace, folder)
         self.train(steps=self._resume_steps)
 
     def save_checkpoint(self, folder: str | Path) -> Path:
@@ -170,9 +183,15 @@ class Controller(QObject):
         from explorer.analysis.probe import make_probe_fn
 
         trainer.probe_fn = make_probe_fn(self.workspace, self.prober.input)
-        worker = TrainingWorker(trainer, self.control)
+        try:  # the run folder (explorer/ui/autosave.py), written by the worker as it trains
+            recorder = None if self.runs is None else self.runs.recorder_for(self.workspace)
+        except Exception as exc:  # noqa: BLE001 - no run folder, but the training goes on
+            recorder = None
+            self.error.emit(f"cannot record this training: {one_line(exc)}")
+        worker = TrainingWorker(trainer, self.control, recorder=recorder)
         worker.batch.connect(self._on_batch)
         worker.failed.connect(self.error)
+        worker.notice.connect(self.error)
         worker.finished.connect(self._on_finished)
         self.training = WorkerThread(worker, [worker.finished], self)
         self.training.start()
@@ -213,6 +232,8 @@ class Controller(QObject):
     def shutdown(self) -> None:
         """End every thread before the window goes: nothing may outlive its owner."""
         self.stop_training()
+        if self.runs is not None:
+            self.runs.release()  # a clean exit: no recovery offer next time
         self.jobs.shutdown()
         self.prober.shutdown()
 
@@ -259,6 +280,8 @@ class Controller(QObject):
             self.training.wait()
             self.training = None
             self._set_state("idle" if finished.reason == "done" else "stopped")
+        if finished.reason in ("nan", "oom"):  # the weights of the last good step are kept
+            self.error.emit(finished.message)
         self.training_finished.emit(finished)
 
     def _set_state(self, state: str) -> None:

@@ -20,8 +20,10 @@ from explorer.ui.controller import Controller
 from explorer.ui import dock_layout
 from explorer.ui.jobs import one_line, shutdown_runners
 from explorer.ui.menus import build_menus, fill_recent
+from explorer.ui.panel_guard import guarded_panel
 from explorer.ui.panels import PANELS, panel_class
 from explorer.ui.run_session import RunSession
+from explorer.ui.recovery import attach_runs
 from explorer.ui.status_bar import TrainingStatus
 from explorer.ui.training_controls import TrainingControls
 
@@ -72,6 +74,7 @@ class MainWindow(QMainWindow):
         self.device_label, self.step_label = self.status.device_label, self.status.step_label
         self.speed_label, self.progress = self.status.speed_label, self.status.progress
         self._connect()
+        attach_runs(self)  # run folders, autosave and the recovery offer (explorer/ui/recovery.py)
         self.default_state = self.saveState()
         self.setAcceptDrops(True)
         self._fit_to_screen()
@@ -101,7 +104,7 @@ class MainWindow(QMainWindow):
         for entry in PANELS:
             panel_id, dock = entry.panel_id, self.docks[entry.panel_id]
             try:
-                panel = panel_class(entry)(self.bus)
+                panel = guarded_panel(panel_class(entry), self.bus)  # explorer/ui/panel_guard.py
             except (ImportError, AttributeError) as exc:  # a panel still being written
                 self.missing_panels[panel_id] = f"{type(exc).__name__}: {exc}"
                 dock.widget().setText(f"{panel_id} is not available: {exc}")

@@ -43,6 +43,7 @@ def build_menus(window) -> None:
     train_menu.addSeparator()
     train_menu.addAction(a.resume)
     train_menu.addAction(a.save_checkpoint)
+    train_menu.addAction(a.autosave)
 
     view_menu = bar.addMenu("&View")
     for dock in window.docks.values():

@@ -11,9 +11,10 @@ curves and BLEU panels keep the run's whole recorded curves for it (`bus.run_cur
 shown step (`bus.run_step`). Any other workspace (a new model, another checkpoint) closes the run.
 
 Training in the app: a scrub is refused with a one-line message while the model trains (the
-trainer owns the weights). Training started on a run opened with `open_run` closes the run view,
-as the app's training does not write that folder; a run given with `load_latest=False` (the app's
-own training writes it) stays, and its new snapshots join the timeline.
+trainer owns the weights). The app's training writes its own run (explorer/ui/autosave.py,
+`bus.run_folder_changed`): the timeline switches to that run (`load_latest=False`: the workspace
+and curves stay), its new snapshots join it, and once training stops they can be scrubbed. A run
+opened with `open_run` and then trained is left unchanged on disk.
 A run still being written is followed by a RunWatcher (explorer/ui/run_watch.py).
 """
 
@@ -115,6 +116,7 @@ class RunSession(QObject):
         self.timeline.position_chosen.connect(self.choose)
         self.bus.workspace_changed.connect(self._on_workspace)
         self.bus.training_state.connect(self._on_training_state)
+        self.bus.run_folder_changed.connect(self._on_app_run)
         self.controller.jobs.failed.connect(self._on_job_failed)
 
     # -- opening ---------------------------------------------------------------------------------
@@ -147,6 +149,13 @@ class RunSession(QObject):
         self.bus.run = RunView(Path(folder), workspace, getattr(workspace, "step", None))
         self._start(Path(folder), viewer=False, reader=None)
 
+    def _on_app_run(self, folder: str) -> None:
+        """The app's own training writes `folder` (explorer/ui/autosave.py): its timeline follows
+        it. "" (the app let go of its run) changes nothing here: a scrub to one of its snapshots
+        is such a change, and the timeline stays."""
+        if folder and Path(folder) != self.folder:
+            self.set_run(folder, load_latest=False)
+
     def _start(self, folder: Path, viewer: bool, reader) -> None:
         """Follow `folder` (the run `bus.run` names): its timeline, its growth."""
         from explorer.ui.run_watch import RunWatcher
@@ -164,7 +173,8 @@ class RunSession(QObject):
         self.dock.raise_()
         self._on_snapshots(self.watcher.reader.snapshots())
         self.watcher.start()
-        self.bus.run_step.emit(self.bus.run.step)
+        # the app's own training moves on from the step it started at: no marker until a scrub
+        self.bus.run_step.emit(self.bus.run.step if viewer else None)
 
     def close_run(self) -> None:
         """Stop following; the panels keep the workspace, as a plain checkpoint."""

@@ -128,6 +128,7 @@ def run_smoke(checkpoint: str | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="explorer-smoke-") as tmp:
         settings = QSettings(str(Path(tmp) / "settings.ini"), QSettings.Format.IniFormat)
+        settings.setValue("runs/data_dir", str(Path(tmp) / "data"))  # no user data, no recovery
         export_dir = Path(tmp) / "export"
         export_dir.mkdir()
         window = MainWindow(settings=settings, checkpoint=checkpoint, load_demo=checkpoint is None)

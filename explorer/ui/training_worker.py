@@ -7,6 +7,9 @@ A worker is a QObject moved to a QThread. It never touches widgets; it sends pla
 redraws at a steady rate however fast the model trains. Stopping goes through the trainer's
 thread-safe `TrainerControl` (checked before every step) and `QThread.requestInterruption`,
 because a queued "stop" call would only arrive after the busy loop returned.
+
+With a `recorder` (explorer.runs.app_runs.RunRecorder) the worker also writes the run folder and
+its autosaves, here in the thread that trains: the model is never read while it changes.
 """
 
 from __future__ import annotations
@@ -39,11 +42,14 @@ class TrainingWorker(QObject):
     batch = Signal(object)  # WorkerBatch
     finished = Signal(object)  # TrainingFinished, always the last signal
     failed = Signal(str)  # a one-line message; `finished` follows with reason "error"
+    notice = Signal(str)  # one line from the recorder (an autosave that failed); training goes on
 
-    def __init__(self, trainer, control, max_emits_per_s: float = MAX_EMITS_PER_S) -> None:
+    def __init__(self, trainer, control, max_emits_per_s: float = MAX_EMITS_PER_S,
+                 recorder=None) -> None:
         super().__init__()
         self.trainer = trainer
         self.control = control
+        self.recorder = recorder
         self.min_interval_s = 1.0 / max_emits_per_s
         self.emits = 0  # batches sent, for tests and the benchmark
 
@@ -53,8 +59,15 @@ class TrainingWorker(QObject):
         last_emit = 0.0
         finished = None
         thread = QThread.currentThread()
+        recorder = self.recorder
+        error = None
         try:
+            if recorder is not None:
+                recorder.notice = self.notice.emit
+                recorder.start(self.trainer)
             for event in self.trainer.run():
+                if recorder is not None:
+                    recorder.record(event)
                 if thread.isInterruptionRequested():
                     self.control.stop()
                 if isinstance(event, StepMetrics):
@@ -74,8 +87,13 @@ class TrainingWorker(QObject):
                     self._emit(pending)
                     pending, last_emit = WorkerBatch(), now
         except Exception as exc:  # noqa: BLE001 - any failure must reach the user as a dialog
+            error = exc
             self.failed.emit(one_line(exc))
             finished = TrainingFinished(_last_step(pending), "error", one_line(exc))
+        if recorder is not None:
+            if error is None and finished is not None:
+                recorder.finish(finished)
+            recorder.close(error)
         if pending:
             self._emit(pending)
         if finished is None:

@@ -7,7 +7,7 @@ import gc
 
 import pytest
 import shiboken6
-from PySide6.QtCore import QCoreApplication, QEvent, QSettings, QThread
+from PySide6.QtCore import QCoreApplication, QEvent, QSettings, QStandardPaths, QThread
 from PySide6.QtWidgets import QApplication, QDialog, QDockWidget, QMainWindow
 
 
@@ -15,7 +15,10 @@ from PySide6.QtWidgets import QApplication, QDialog, QDockWidget, QMainWindow
 def isolated_settings(tmp_path, qapp):
     """Nothing a test does may reach the user's settings."""
     QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "user"))
-    return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    QStandardPaths.setTestModeEnabled(True)
+    settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    settings.setValue("runs/data_dir", str(tmp_path / "data"))  # the window's runs go here
+    return settings
 
 
 def _flush_deletes() -> None:
