@@ -35,25 +35,20 @@ import tempfile
 import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+_HERE = os.path.dirname(os.path.abspath(__file__))
 if __name__ == "__main__":  # run as a script from anywhere: this checkout's explorer/ first
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(_HERE))
+if _HERE not in sys.path:  # soak_measures.py, beside this file (also when a test loads it)
+    sys.path.append(_HERE)
+
+from soak_measures import (  # noqa: E402
+    StallWatch, count_qobjects, resident_mb, trimmed_resident_mb, type_counts,
+)
 
 TIMER_MS = 10
 RSS_TARGET_MB = 50.0
 P99_TARGET_MS = 50.0
 TOP_TYPES = 8  # the types that grew most, per sample
-
-
-def resident_mb() -> float:
-    """The process's resident set size (Linux /proc; psutil elsewhere if it is installed)."""
-    try:
-        with open("/proc/self/statm") as f:
-            pages = int(f.read().split()[1])
-        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError):
-        import psutil
-
-        return psutil.Process().memory_info().rss / 2**20
 
 
 def make_workspace(n_train: int = 1000, batch_size: int = 16, eval_every: int = 250):
@@ -106,85 +101,13 @@ def dock_every_panel(window) -> None:
                            Qt.Orientation.Vertical)
 
 
-def count_qobjects(app, window) -> dict[str, int]:
-    from PySide6.QtCore import QObject
-    from PySide6.QtWidgets import QApplication, QGraphicsView
-
-    widgets = QApplication.allWidgets()
-    qobjects = window.findChildren(QObject)
-    return {
-        "window_qobjects": len(qobjects),
-        "qobject_classes": collections.Counter(o.metaObject().className() for o in qobjects),
-        "app_qobjects": len(app.findChildren(QObject)),
-        "widgets": len(widgets),
-        "scene_items": sum(len(w.scene().items()) for w in widgets
-                           if isinstance(w, QGraphicsView) and w.scene() is not None),
-    }
-
-
-class StallWatch:
-    """A watchdog thread: whenever the GUI thread has not ticked for STALL_MS, it records where
-    the GUI thread is (innermost frames of this project, pyqtgraph or Qt's Python side), to find
-    what makes the timer late (--stalls)."""
-
-    STALL_MS = 40
-
-    def __init__(self, run: "SoakRun") -> None:
-        import threading
-
-        self.run = run
-        self.main = threading.main_thread().ident
-        self.where: collections.Counter = collections.Counter()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _watch(self) -> None:
-        import traceback
-
-        while not self._stop.wait(0.005):
-            if (time.perf_counter() - self.run._last_tick) * 1000 < self.STALL_MS:
-                continue
-            frame = sys._current_frames().get(self.main)
-            if frame is None:
-                continue
-            frames = traceback.extract_stack(frame)
-            if any(f.name == "sample" and "bench_soak" in f.filename for f in frames):
-                continue  # a sample's own gc pass, left out of the lateness too
-            stack = [f"{os.path.basename(f.filename)}:{f.lineno} {f.name}" for f in frames
-                     if "bench_soak" not in f.filename]
-            self.where[" < ".join(reversed(stack[-4:])) or "Qt itself (no Python frame)"] += 1
-
-
-def type_counts() -> tuple[collections.Counter, int]:
-    """Live Python objects by type name, and the wrappers of deleted Qt objects apart: counting
-    QObjects with findChildren() makes a wrapper for each, which its parent's wrapper keeps after
-    the C++ object is gone (a QLabel's text document, replaced by its next rich text). Those are
-    the measurement's own, so they are counted on their own."""
-    import shiboken6
-
-    counts, dead = collections.Counter(), 0
-    for o in gc.get_objects():
-        if issubclass(type(o), shiboken6.Shiboken.Object) and not shiboken6.isValid(o):
-            dead += 1
-        else:
-            counts[type(o).__name__] += 1
-    return counts, dead
-
-
 class SoakRun:
     """Drives a shown MainWindow through `steps` training steps with user actions in between;
     `report` holds the samples and the verdicts once `finished` is True."""
 
     def __init__(self, app, window, workspace, steps: int, every: int, action_every_s: float,
                  warmup_steps: int | None = None, log=None, stalls: bool = False,
-                 census: bool = True) -> None:
+                 census: bool = True, trim: bool = False) -> None:
         from PySide6.QtCore import QTimer
 
         self.app, self.window, self.workspace = app, window, workspace
@@ -209,6 +132,7 @@ class SoakRun:
         self._started = time.perf_counter()
         self.stalls = StallWatch(self) if stalls else None
         self.census = census  # Python objects by type (gc.collect + gc.get_objects: slow)
+        self.trim = trim  # also the resident memory after malloc_trim
         val = workspace.data.val
         self.examples = [(src, tgt) for src, tgt in val[:20]]
 
@@ -346,6 +270,7 @@ class SoakRun:
             "step": self.trained,
             "elapsed_s": round(time.perf_counter() - self._started, 1),
             "rss_mb": round(resident_mb(), 1),
+            **({"rss_trimmed_mb": round(trimmed_resident_mb() or 0, 1)} if self.trim else {}),
             **entry,
             **qt,
             "grew": grew,
@@ -367,7 +292,7 @@ class SoakRun:
         # a count's growth: the least of the last three samples against the first after warm-up,
         # so that a transient object (a dock's QPropertyAnimation mid-flight, a QStatusBar's timer)
         # caught by one sample is not taken for a leak, while anything that accumulates is
-        keys = ("rss_mb", "py_objects", "window_qobjects", "app_qobjects", "widgets", "scene_items")
+        keys = ("rss_mb", "rss_trimmed_mb", "py_objects", "window_qobjects", "app_qobjects", "widgets", "scene_items")
         growth = {key: round(min(s[key] for s in warm[-3:]) - first[key], 1)
                   for key in keys if key in first}
         warnings = list(self.log.warnings) if self.log is not None else []
@@ -413,9 +338,10 @@ class SoakRun:
 
 
 def run_soak(steps: int, every: int, action_every_s: float, warmup_steps: int | None = None,
-             workspace=None, stalls: bool = False, census: bool = True) -> dict:
+             workspace=None, stalls: bool = False, census: bool = True,
+             trim: bool = False) -> dict:
     """The whole soak in this process: -> the report."""
-    from PySide6.QtCore import QSettings
+    from PySide6.QtCore import QCoreApplication, QEvent, QSettings
 
     from explorer.ui.app import QtMessageLog, create_application
     from explorer.ui.main_window import MainWindow
@@ -441,7 +367,7 @@ def run_soak(steps: int, every: int, action_every_s: float, warmup_steps: int | 
                 time.sleep(0.01)
             hidden = [p for p, panel in window.panels.items() if not panel.isVisible()]
             run = SoakRun(app, window, workspace, steps, every, action_every_s, warmup_steps, log,
-                          stalls, census)
+                          stalls, census, trim)
             run.start()
             if not run.finished:
                 app.exec()
@@ -451,6 +377,7 @@ def run_soak(steps: int, every: int, action_every_s: float, warmup_steps: int | 
                                       if not panel.has_content()]
             window.close()
             window.deleteLater()
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
             app.processEvents()
     finally:
         log.uninstall()
@@ -458,11 +385,12 @@ def run_soak(steps: int, every: int, action_every_s: float, warmup_steps: int | 
 
 
 def print_table(report: dict) -> None:
-    columns = ("step", "elapsed_s", "rss_mb", "py_objects", "dead_wrappers", "window_qobjects",
-               "app_qobjects", "widgets", "scene_items", "sample_ms")
-    print(" ".join(f"{c:>15}" for c in columns))
+    columns = [c for c in ("step", "elapsed_s", "rss_mb", "rss_trimmed_mb", "py_objects",
+                           "dead_wrappers", "window_qobjects", "app_qobjects", "widgets",
+                           "scene_items", "sample_ms") if c in report["samples"][0]]
+    print(" ".join(f"{c:>{len(c)}}" for c in columns))
     for s in report["samples"]:
-        print(" ".join(f"{s.get(c, ''):>15}" for c in columns))
+        print(" ".join(f"{s[c]:>{len(c)}}" for c in columns))
         if s["grew"]:
             print("    grew:", ", ".join(f"{name} +{n}" for name, n in s["grew"]))
     print(f"after warm-up ({report['warmup_steps']} steps): {report['growth_after_warmup']}")
@@ -490,13 +418,16 @@ def main() -> int:
                         help="steps before the growth is counted (default: 2 samples)")
     parser.add_argument("--quick", action="store_true", help="600 steps, a sample every 100")
     parser.add_argument("--json", help="write the report here")
+    parser.add_argument("--trim", action="store_true",
+                        help="also sample the resident memory after malloc_trim (glibc): "
+                             "memory freed but kept by the allocator is not a leak")
     parser.add_argument("--stalls", action="store_true",
                         help="also report where the GUI thread was while the timer was late")
     args = parser.parse_args()
     if args.quick:
         args.steps, args.every = 600, 100
     report = run_soak(args.steps, args.every, args.action_every, args.warmup,
-                      stalls=args.stalls)
+                      stalls=args.stalls, trim=args.trim)
     print_table(report)
     if args.json:
         with open(args.json, "w") as f:
