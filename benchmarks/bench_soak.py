@@ -42,7 +42,7 @@ if _HERE not in sys.path:  # soak_measures.py, beside this file (also when a tes
     sys.path.append(_HERE)
 
 from soak_measures import (  # noqa: E402
-    StallWatch, count_qobjects, resident_mb, trimmed_resident_mb, type_counts,
+    StallWatch, count_qobjects, malloc_heap_mb, resident_mb, trimmed_resident_mb, type_counts,
 )
 
 TIMER_MS = 10
@@ -270,6 +270,7 @@ class SoakRun:
             "step": self.trained,
             "elapsed_s": round(time.perf_counter() - self._started, 1),
             "rss_mb": round(resident_mb(), 1),
+            **malloc_heap_mb(),
             **({"rss_trimmed_mb": round(trimmed_resident_mb() or 0, 1)} if self.trim else {}),
             **entry,
             **qt,
@@ -292,7 +293,7 @@ class SoakRun:
         # a count's growth: the least of the last three samples against the first after warm-up,
         # so that a transient object (a dock's QPropertyAnimation mid-flight, a QStatusBar's timer)
         # caught by one sample is not taken for a leak, while anything that accumulates is
-        keys = ("rss_mb", "rss_trimmed_mb", "py_objects", "window_qobjects", "app_qobjects", "widgets", "scene_items")
+        keys = ("rss_mb", "rss_trimmed_mb", "heap_in_use_mb", "py_objects", "window_qobjects", "app_qobjects", "widgets", "scene_items")
         growth = {key: round(min(s[key] for s in warm[-3:]) - first[key], 1)
                   for key in keys if key in first}
         warnings = list(self.log.warnings) if self.log is not None else []
@@ -385,7 +386,8 @@ def run_soak(steps: int, every: int, action_every_s: float, warmup_steps: int | 
 
 
 def print_table(report: dict) -> None:
-    columns = [c for c in ("step", "elapsed_s", "rss_mb", "rss_trimmed_mb", "py_objects",
+    columns = [c for c in ("step", "elapsed_s", "rss_mb", "rss_trimmed_mb", "heap_in_use_mb",
+                           "heap_free_mb", "py_objects",
                            "dead_wrappers", "window_qobjects", "app_qobjects", "widgets",
                            "scene_items", "sample_ms") if c in report["samples"][0]]
     print(" ".join(f"{c:>{len(c)}}" for c in columns))

@@ -210,8 +210,11 @@ class Controller(QObject):
         """Let the joined run's thread, worker and trainer go: the WorkerThread is the
         controller's child, so without deleteLater every run ever started stayed alive (and with
         it its Trainer and data feed), found by benchmarks/bench_soak.py."""
-        self.training.deleteLater()
-        self.training = None
+        training, self.training = self.training, None
+        if training.is_running():  # wait() timed out: a QThread must not be deleted while it runs
+            training.ended.connect(training.deleteLater)
+        else:
+            training.deleteLater()
 
     def shutdown(self) -> None:
         """End every thread before the window goes: nothing may outlive its owner."""
