@@ -108,7 +108,7 @@ class SoakRun:
     def __init__(self, app, window, workspace, steps: int, every: int, action_every_s: float,
                  warmup_steps: int | None = None, log=None, stalls: bool = False,
                  census: bool = True, trim: bool = False) -> None:
-        from PySide6.QtCore import QTimer
+        from PySide6.QtCore import QEventLoop, QTimer
 
         self.app, self.window, self.workspace = app, window, workspace
         self.steps, self.every = steps, every
@@ -136,6 +136,9 @@ class SoakRun:
         val = workspace.data.val
         self.examples = [(src, tgt) for src, tgt in val[:20]]
 
+        # its own event loop, not the application's: app.quit() would end (and emit aboutToQuit
+        # to) everything else in the process, a test session included
+        self.loop = QEventLoop()
         self.tick_timer = QTimer()
         self.tick_timer.setInterval(TIMER_MS)
         self.tick_timer.timeout.connect(self._tick)
@@ -181,7 +184,7 @@ class SoakRun:
         self.app.processEvents()
         self.sample()
         self.finished = True
-        self.app.quit()
+        self.loop.quit()
 
     def _busy(self) -> bool:
         return self.window.controller.jobs.busy or self.window.bus.probing or any(
@@ -371,7 +374,7 @@ def run_soak(steps: int, every: int, action_every_s: float, warmup_steps: int | 
                           stalls, census, trim)
             run.start()
             if not run.finished:
-                app.exec()
+                run.loop.exec()
             report = run.report()
             report["hidden_panels"] = hidden
             report["empty_panels"] = [p for p, panel in window.panels.items()
