@@ -12,11 +12,12 @@ step-through (reset, a few steps, one back), a greedy/beam/sample comparison, a 
 attention panel's layers and heads and the hidden panel's layers, and a settings change (the
 learning rate, or the batch size, which restarts the trainer in a new thread).
 
-Every --every steps it records the process's resident memory, the number of Python objects
-(after gc.collect()), of QObjects (the window's descendants and the application's), of widgets
-and of items in the pyqtgraph scenes, and which Python types grew most since the previous
-sample. A 10 ms QTimer on the GUI thread measures how late it fires (the ticks a sample itself
-delays are left out), and a Qt message handler records every warning.
+Every --every steps it records the process's resident memory and glibc's heap in use, the number
+of Python objects (after gc.collect()), of QObjects (the window's descendants and the
+application's), of widgets and of items in the pyqtgraph scenes, and which Python types and
+QObject classes grew since the previous sample (soak_measures.py). A 10 ms QTimer on the GUI
+thread measures how late it fires (the ticks a sample itself delays are left out; --stalls also
+says where the GUI thread was meanwhile), and a Qt message handler records every warning.
 
 Targets: resident memory grows < 50 MB after warm-up; object counts flat; timer p99 lateness
 < 50 ms; no Qt warning. tests/ui/test_soak_quick.py runs the same harness for a few hundred steps.
