@@ -88,7 +88,7 @@ def _metric(
     if tokenize not in BLEU.TOKENIZERS:
         choices = ", ".join(TOKENIZERS)
         raise ValueError(f"unknown BLEU tokenizer {tokenize!r}; choose one of {choices}")
-    return BLEU(
+    metric = BLEU(
         lowercase=lowercase,
         tokenize=tokenize,
         smooth_method=smooth,
@@ -97,6 +97,15 @@ def _metric(
         effective_order=effective_order,
         force=True,  # no "forgot to detokenize?" warnings: model output is often pre-tokenised
     )
+    # sacreBLEU's tokenizers memoise __call__ in a class-wide lru_cache keyed by (self, line): a
+    # new tokenizer per metric stays referenced by the cache and never hits it, so every BLEU
+    # computed (each evaluation, each compare) added a tokenizer and its lines to the process.
+    # One tokenizer per kind, shared, is stateless apart from that cache.
+    metric.tokenizer = _SHARED_TOKENIZERS.setdefault(type(metric.tokenizer), metric.tokenizer)
+    return metric
+
+
+_SHARED_TOKENIZERS: dict[type, object] = {}
 
 
 def _as_streams(references: References) -> list[list[Optional[str]]]:

@@ -160,6 +160,7 @@ class Controller(QObject):
         if self.is_training():
             self.resume()
             return
+        self.stop_training()  # a run that has ended but whose `finished` is still queued
         # an evaluation or a probe still reading the weights finishes first
         self.jobs.wait_idle()
         self.prober.wait_idle()
@@ -226,8 +227,18 @@ class Controller(QObject):
         # signal of this run can arrive after a new run or another workspace has started
         QCoreApplication.sendPostedEvents(self, QEvent.Type.MetaCall)
         if self.training is not None:
-            self.training = None
+            self._forget_training()
             self._set_state("stopped")
+
+    def _forget_training(self) -> None:
+        """Let the joined run's thread, worker and trainer go: the WorkerThread is the
+        controller's child, so without deleteLater every run ever started stayed alive (and with
+        it its Trainer and data feed), found by benchmarks/bench_soak.py."""
+        training, self.training = self.training, None
+        if training.is_running():  # wait() timed out: a QThread must not be deleted while it runs
+            training.ended.connect(training.deleteLater)
+        else:
+            training.deleteLater()
 
     def shutdown(self) -> None:
         """End every thread before the window goes: nothing may outlive its owner."""
@@ -278,7 +289,7 @@ class Controller(QObject):
         current = self.training is not None and self.sender() is self.training.worker
         if current:  # not a run that stop_training() already joined and replaced
             self.training.wait()
-            self.training = None
+            self._forget_training()
             self._set_state("idle" if finished.reason == "done" else "stopped")
         if finished.reason in ("nan", "oom"):  # the weights of the last good step are kept
             self.error.emit(finished.message)
