@@ -290,6 +290,7 @@ class RunRecorder:
         if self.trainer is not None and self.trainer.on_step_end == self._step_done:
             self.trainer.on_step_end = None
             self.trainer.control.on_pause = None
+        self.trainer = None  # the keeper holds the recorder after the segment: not the trainer
         writer, self.writer = self.writer, None
         if writer is not None:
             try:
