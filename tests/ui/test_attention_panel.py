@@ -157,8 +157,8 @@ def test_model_view_is_one_block_averaged_mosaic_with_hover_and_click(qtbot):
     assert not np.isnan(grid.mosaic.image[51:101, 45:89]).any()
     assert [item for item in grid.plot.items if hasattr(item, "setImage")] == [grid.image]
     # the layer and head labels on the axes, counted from 1 as everywhere in the app
-    assert [text for _, text in grid.plot.getAxis("left")._tickLevels[0]] == ["layer 1", "layer 2", "layer 3"]
-    assert [text for _, text in grid.plot.getAxis("top")._tickLevels[0]][-1] == "head 4"
+    qtbot.waitUntil(lambda: drawn_labels(grid.plot.getAxis("left")) == ["layer 1", "layer 2", "layer 3"])
+    assert drawn_labels(grid.plot.getAxis("top")) == ["head 1", "head 2", "head 3", "head 4"]
     # hover on layer 2 (index 1), head 3 (index 2), tile pixel (row 10, col 43): queries 30-32,
     # keys 129 only (the last, shorter block)
     x, y, _, _ = grid.tile_rect(1, 2)

@@ -6,6 +6,7 @@ import csv
 from PySide6.QtCore import QPointF
 
 from explorer.ui.panels.decoding_widgets import AttentionPicker
+from explorer.ui.plot_style import drawn_labels
 
 from test_attention_panel import char_workspace, load, make_panel
 
@@ -21,8 +22,8 @@ def test_attention_panel_and_its_csv_number_layers_and_heads_from_one(qtbot, tmp
     assert "layer 2, head 1" in panel.heatmap.plot.titleLabel.text
     panel.model_view_box.setChecked(True)
     grid = panel.grid  # one mosaic: layers labelled down the left, heads along the top
-    assert [text for _, text in grid.plot.getAxis("left")._tickLevels[0]] == ["layer 1", "layer 2"]
-    assert [text for _, text in grid.plot.getAxis("top")._tickLevels[0]] == ["head 1", "head 2"]
+    qtbot.waitUntil(lambda: drawn_labels(grid.plot.getAxis("left")) == ["layer 1", "layer 2"])
+    assert drawn_labels(grid.plot.getAxis("top")) == ["head 1", "head 2"]
     x, y, _, _ = grid.tile_rect(1, 0)
     grid._on_mouse_moved(grid.image.mapToScene(QPointF(x + 0.5, y + 0.5)))
     assert grid.toolTip().startswith("layer 2 · head 1")
