@@ -2,7 +2,7 @@
 
 import numpy as np
 import torch
-from PySide6.QtCore import QPointF
+from PySide6.QtCore import QPointF, Qt
 
 from explorer.analysis.probe import probe
 from explorer.data.tasks import make_task
@@ -107,12 +107,109 @@ def test_model_view_grid_and_click_to_open_large(qtbot):
     bus, panel = make_panel(qtbot)
     load(qtbot, bus, panel, char_workspace("gpt"))
     panel.model_view_box.setChecked(True)
-    assert sorted(panel.grid_items) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert sorted(panel.grid.tiles()) == [(0, 0), (0, 1), (1, 0), (1, 1)]
     expected = panel.maps[("decoder", 1)].weights[1]
-    np.testing.assert_allclose(panel.grid_items[(1, 1)][1].image, expected)
+    np.testing.assert_allclose(panel.grid.tiles()[(1, 1)], expected, rtol=1e-6)
     panel.open_large(1, 1)
     assert not panel.model_view_box.isChecked()
     np.testing.assert_allclose(panel.heatmap.image.image, expected)
+
+
+def brute_force_block_mean(matrix, block_rows, block_cols):
+    """Each cell the plain mean of its block, loops only (the reference for the mosaic's tiles)."""
+    rows = []
+    for r0 in range(0, matrix.shape[0], block_rows):
+        row = []
+        for c0 in range(0, matrix.shape[1], block_cols):
+            block = matrix[r0:r0 + block_rows, c0:c0 + block_cols]
+            row.append(sum(float(v) for v in block.ravel()) / block.size)
+        rows.append(row)
+    return np.array(rows)
+
+
+def many_heads_snapshot(layers=3, heads=4, queries=150, keys=130):
+    rng = np.random.default_rng(1)
+    maps = []
+    for layer in range(layers):
+        weights = rng.random((heads, queries, keys)).astype(np.float32)
+        weights /= weights.sum(axis=-1, keepdims=True)
+        maps.append(AttentionSnapshot("cross", layer, weights, [f"q{i}" for i in range(queries)],
+                                      [f"k{i}" for i in range(keys)]))
+    return ProbeSnapshot(step=3, source="s", target="t", attention=maps)
+
+
+def test_model_view_is_one_block_averaged_mosaic_with_hover_and_click(qtbot):
+    """150 queries x 130 keys: tiles of at most 64 x 64, blocks of ceil(150/64) = 3 queries and
+    ceil(130/64) = 3 keys (the last ones shorter), one ImageItem for all 12 heads, 1-pixel gaps."""
+    bus, panel = make_panel(qtbot)
+    snapshot = many_heads_snapshot()
+    bus.probe.emit(snapshot)
+    panel.model_view_box.setChecked(True)
+    grid = panel.grid
+    assert sorted(grid.tiles()) == [(l, h) for l in range(3) for h in range(4)]
+    for (layer, head), tile in grid.tiles().items():
+        assert tile.shape == (50, 44)
+        expected = brute_force_block_mean(snapshot.attention[layer].weights[head], 3, 3)
+        np.testing.assert_allclose(tile, expected, rtol=1e-5)
+    # one image, the tiles and NaN gaps between them: 3 x 50 + 2 rows, 4 x 44 + 3 columns
+    assert grid.mosaic.image.shape == (152, 179)
+    assert np.isnan(grid.mosaic.image[50]).all() and np.isnan(grid.mosaic.image[:, 44]).all()
+    assert not np.isnan(grid.mosaic.image[51:101, 45:89]).any()
+    assert [item for item in grid.plot.items if hasattr(item, "setImage")] == [grid.image]
+    # the layer and head labels on the axes, counted from 1 as everywhere in the app
+    qtbot.waitUntil(lambda: drawn_labels(grid.plot.getAxis("left")) == ["layer 1", "layer 2", "layer 3"])
+    assert drawn_labels(grid.plot.getAxis("top")) == ["head 1", "head 2", "head 3", "head 4"]
+    # hover on layer 2 (index 1), head 3 (index 2), tile pixel (row 10, col 43): queries 30-32,
+    # keys 129 only (the last, shorter block)
+    x, y, _, _ = grid.tile_rect(1, 2)
+    grid._on_mouse_moved(grid.image.mapToScene(QPointF(x + 43.5, y + 10.5)))
+    mean = snapshot.attention[1].weights[2, 30:33, 129:130].mean()
+    assert "layer 2 · head 3" in grid.toolTip()
+    assert "queries 30–32" in grid.toolTip() and "keys 129–129" in grid.toolTip()
+    assert f"mean weight = {mean:.6g}" in grid.toolTip()
+    grid._on_mouse_moved(grid.image.mapToScene(QPointF(x + 44.5, y + 10.5)))  # on a gap
+    assert grid.toolTip() == ""
+    # a left click on that tile opens layer 2, head 3 at full size
+    centre = grid.image.mapToScene(QPointF(x + 20, y + 20))
+    view = grid.mapFromScene(centre)
+    qtbot.mouseClick(grid.viewport(), Qt.MouseButton.LeftButton, pos=view)
+    qtbot.waitUntil(lambda: not panel.model_view_box.isChecked())
+    assert (panel.layer_box.currentData(), panel.head_box.currentData()) == (1, 2)
+    np.testing.assert_array_equal(panel.heatmap.image.image, snapshot.attention[1].weights[2])
+
+
+def test_small_maps_hover_the_exact_weight_and_a_switch_keeps_the_mosaic(qtbot):
+    bus, panel = make_panel(qtbot)
+    snapshot = many_heads_snapshot(layers=2, heads=2, queries=5, keys=7)
+    bus.probe.emit(snapshot)
+    panel.model_view_box.setChecked(True)
+    grid = panel.grid
+    assert not grid.mosaic.downsampled()
+    x, y, _, _ = grid.tile_rect(1, 0)
+    grid._on_mouse_moved(grid.image.mapToScene(QPointF(x + 6.5, y + 4.5)))
+    weight = snapshot.attention[1].weights[0, 4, 6]
+    assert grid.toolTip().startswith("layer 2 · head 1\n'q4' → 'k6'")
+    assert f"weight = {weight:.6g}" in grid.toolTip()
+    mosaic = grid.mosaic
+    panel.select("cross", 0, 1)  # the boxes under the model view: nothing to recompute
+    assert grid.mosaic is mosaic
+    bus.probe.emit(many_heads_snapshot(layers=2, heads=2, queries=5, keys=7))  # a new probe: redrawn
+    assert grid.mosaic is not mosaic
+
+
+def test_model_view_exports_png_svg_and_every_map_as_csv(qtbot, tmp_path):
+    bus, panel = make_panel(qtbot)
+    snapshot = many_heads_snapshot(layers=2, heads=3, queries=70, keys=9)
+    bus.probe.emit(snapshot)
+    panel.model_view_box.setChecked(True)
+    qtbot.waitUntil(lambda: panel.grid.plot.sceneBoundingRect().width() > 100)
+    written = {path.name for path in panel.export(tmp_path)}
+    assert {"attention_model_view.png", "attention_model_view.svg", "attention_all_maps.csv"} <= written
+    assert (tmp_path / "attention_model_view.png").stat().st_size > 1000
+    lines = (tmp_path / "attention_all_maps.csv").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 1 + 2 * 3 * 70 * 9
+    menu = panel.grid.plot.getViewBox().menu
+    assert "Export panel…" in [action.text() for action in menu.actions()]
 
 
 def test_rnn_alignment_is_shown_for_seq2seq(qtbot):

@@ -99,9 +99,9 @@ def check_attention_and_model_view(qtbot, window, name):
         panel.select(kind, 0, MEAN_OF_HEADS)
         np.testing.assert_allclose(panel.heatmap.image.image, maps[0][0].mean(0).numpy(), atol=1e-5)
         panel.model_view_box.setChecked(True)  # every layer x head
-        assert sorted(panel.grid_items) == [(l, h) for l in range(len(maps)) for h in range(maps[0].shape[1])]
-        for (l, h), (_, image) in panel.grid_items.items():
-            np.testing.assert_allclose(image.image, maps[l][0, h].numpy(), atol=1e-5)
+        assert sorted(panel.grid.tiles()) == [(l, h) for l in range(len(maps)) for h in range(maps[0].shape[1])]
+        for (l, h), tile in panel.grid.tiles().items():  # one mosaic; these maps need no averaging
+            np.testing.assert_allclose(tile, maps[l][0, h].numpy(), atol=1e-5)
         panel.model_view_box.setChecked(False)
     tokens = workspace.tokenizer.tokens
     if name in ("marian", "t5"):  # cross-attention: target rows over source columns

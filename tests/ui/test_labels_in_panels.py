@@ -3,7 +3,10 @@ attention panel (boxes, titles, model view, CSV), the step-through picker and gr
 
 import csv
 
+from PySide6.QtCore import QPointF
+
 from explorer.ui.panels.decoding_widgets import AttentionPicker
+from explorer.ui.plot_style import drawn_labels
 
 from test_attention_panel import char_workspace, load, make_panel
 
@@ -18,8 +21,12 @@ def test_attention_panel_and_its_csv_number_layers_and_heads_from_one(qtbot, tmp
     panel.select("decoder", 1, 0)
     assert "layer 2, head 1" in panel.heatmap.plot.titleLabel.text
     panel.model_view_box.setChecked(True)
-    titles = {plot.titleLabel.text for plot, _ in panel.grid_items.values()}
-    assert titles == {"layer 1 · head 1", "layer 1 · head 2", "layer 2 · head 1", "layer 2 · head 2"}
+    grid = panel.grid  # one mosaic: layers labelled down the left, heads along the top
+    qtbot.waitUntil(lambda: drawn_labels(grid.plot.getAxis("left")) == ["layer 1", "layer 2"])
+    assert drawn_labels(grid.plot.getAxis("top")) == ["head 1", "head 2"]
+    x, y, _, _ = grid.tile_rect(1, 0)
+    grid._on_mouse_moved(grid.image.mapToScene(QPointF(x + 0.5, y + 0.5)))
+    assert grid.toolTip().startswith("layer 2 · head 1")
     panel.export(tmp_path, ("csv",))
     with open(tmp_path / "attention_all_maps.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))

@@ -1,6 +1,6 @@
 """Attention heatmaps: queries (target tokens) down, keys (source tokens) across, for every layer,
 head and kind (encoder self, decoder masked self, cross, or an RNN's alignment), and a model view
-of every layer x head as small multiples. The probe input is editable: an edit asks the
+of every layer x head as one mosaic image (explorer/ui/model_view.py). The probe input is editable: an edit asks the
 controller's Prober (`bus.probe_requested`), which probes it (or, while training, has the trainer
 re-probe it on a throttled schedule); either way the snapshots arrive on `bus.probe`.
 """
@@ -8,7 +8,6 @@ re-probe it on a throttled schedule); either way the snapshots arrive on `bus.pr
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -21,12 +20,13 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from explorer.analysis.labels import head_label, layer_head_label, layer_label
+from explorer.analysis.labels import head_label, layer_label
 from explorer.events import AttentionSnapshot, ProbeSnapshot
 from explorer.export.tables import matrix_table
 from explorer.ui.bus import AppBus
-from explorer.ui.export import install_export_menu
-from explorer.ui.heatmap import HeatmapWidget, add_heatmap_plot
+from explorer.ui.export import install_export_menu, run_export_dialog
+from explorer.ui.heatmap import HeatmapWidget
+from explorer.ui.model_view import ModelViewWidget
 from explorer.ui.panels.base import Panel, elide
 from models.scores import SCORES
 
@@ -81,10 +81,11 @@ class AttentionPanel(Panel):
             "viridis", levels=(0.0, 1.0), row_title="query (target)", col_title="key (source)",
             value_name="weight",
         )
-        self.grid = pg.GraphicsLayoutWidget()
-        self.grid_items: dict[tuple[int, int], tuple[pg.PlotItem, pg.ImageItem]] = {}
-        self.grid_shape: tuple = ()
-        self.grid.scene().sigMouseClicked.connect(self._on_grid_clicked)
+        self.grid = ModelViewWidget("viridis")
+        self.grid_key: tuple = ()  # (snapshot, kind) the mosaic shows: switches redraw nothing
+        self.grid.tile_clicked.connect(self.open_large)
+        self.grid.plot.getViewBox().menu.addSeparator()
+        self.grid.plot.getViewBox().menu.addAction("Export panel…", lambda: run_export_dialog(self))
         self.stack = QStackedWidget()
         self.stack.addWidget(self.heatmap)
         self.stack.addWidget(self.grid)
@@ -245,29 +246,11 @@ class AttentionPanel(Panel):
         layers = sorted(layer for k, layer in self.maps if k == kind)
         if not layers:
             return
-        heads = self.maps[(kind, layers[0])].weights.shape[0]
-        shape = (kind, tuple(layers), heads)
-        if shape != self.grid_shape:  # rebuild only when the model's shape changes
-            self.grid.clear()
-            self.grid_items = {}
-            for row, layer in enumerate(layers):
-                for head in range(heads):
-                    plot, image = add_heatmap_plot(self.grid.ci, "viridis", row=row, col=head)
-                    plot.setTitle(layer_head_label(layer, head), size="9pt")
-                    plot.hideAxis("left")
-                    plot.hideAxis("bottom")
-                    plot.setMouseEnabled(False, False)
-                    plot.setMenuEnabled(False)
-                    self.grid_items[(layer, head)] = (plot, image)
-            self.grid_shape = shape
-        for (layer, head), (plot, image) in self.grid_items.items():
-            image.setImage(self.maps[(kind, layer)].weights[head], autoLevels=False, levels=(0, 1))
-
-    def _on_grid_clicked(self, event) -> None:
-        for (layer, head), (plot, _) in self.grid_items.items():
-            if plot.sceneBoundingRect().contains(event.scenePos()):
-                self.open_large(layer, head)
-                return
+        if self.grid_key and self.grid_key[0] is self.snapshot and self.grid_key[1] == kind:
+            return  # a layer or head switch under the model view: the same mosaic
+        self.grid.set_maps([self.maps[(kind, layer)] for layer in layers],
+                           f"{self.kind_box.currentText()}, every layer × head")
+        self.grid_key = (self.snapshot, kind)
 
     def open_large(self, layer: int, head: int) -> None:
         """Leave the model view and show one layer/head large (what a click on a cell does)."""
@@ -281,7 +264,7 @@ class AttentionPanel(Panel):
 
     def plot_items(self) -> dict[str, object]:
         items = {"heatmap": self.heatmap.ci}
-        if self.model_view_box.isChecked() and self.grid_items:
+        if self.model_view_box.isChecked() and self.grid.mosaic is not None:
             items["model_view"] = self.grid.ci
         return items
 
