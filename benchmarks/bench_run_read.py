@@ -53,6 +53,7 @@ def make_run(folder: Path, steps: int, snapshots: int) -> None:
     (folder / "latest").rmdir()
     config = json.loads((folder / "config.json").read_text())
     config["run"] = {"format": "sequence-model-explorer/run/1", "seed": 0}
+    config["step"] = steps  # the latest checkpoint is the run's last step, as a real run's is
     (folder / "config.json").write_text(json.dumps(config))
     rng = random.Random(0)
     every = steps // snapshots

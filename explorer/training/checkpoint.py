@@ -239,13 +239,13 @@ def load_training_state(path: Path) -> dict[str, Any]:
         raise UserError(f"{path}: refused to load, not a plain tensor file ({reason})") from None
 
 
-def _read_history(path: Path) -> list[dict]:
+def _read_history(path: Path, rows: list[dict] | None = None) -> list[dict]:
     """metrics.jsonl in a Workspace's history format: one row per step, its evaluation merged in
     (a run's event rows and the steps a --resume redid are resolved by history_from_rows; a torn
     last line is left out). Steps must increase, within each training segment of a run."""
     from explorer.runs.reader import history_from_rows
 
-    rows = read_jsonl(path)
+    rows = read_jsonl(path) if rows is None else rows  # (rows: a run reader's, already parsed)
     last = 0
     for number, row in enumerate(rows, 1):
         step, event = row.get("step"), row.get("event")
@@ -259,10 +259,12 @@ def _read_history(path: Path) -> list[dict]:
     return history_from_rows(rows)
 
 
-def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: bool = True):
+def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: bool = True,
+                    metrics_rows: list[dict] | None = None):
     """The Workspace saved in `directory`; its data is rebuilt from the saved data spec when the
     task or the files are still available (otherwise `workspace.data` is None). Without
-    `load_state` the optimizer's state (twice the model's size with Adam) stays on disk."""
+    `load_state` the optimizer's state (twice the model's size with Adam) stays on disk.
+    `metrics_rows`: its metrics.jsonl already parsed (a run's reader), not read a second time."""
     from safetensors.torch import load_model
 
     from explorer.data.tokenizers import load_tokenizer
@@ -320,7 +322,8 @@ def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: b
         train_config=train_config,
         step=step,
         # rows a running `--save-every` appended after this step belong to no checkpoint
-        history=[r for r in _read_history(directory / METRICS_FILE) if r["step"] <= step],
+        history=[r for r in _read_history(directory / METRICS_FILE, metrics_rows)
+                 if r["step"] <= step],
         training_state=(load_training_state(optimizer_path)
                         if load_state and optimizer_path.is_file() else None),
         data_spec=spec,

@@ -72,7 +72,7 @@ def read_run(folder: str) -> OpenedRun:
 
     reader = RunReader(folder)
     reader.read_new()
-    workspace = load_checkpoint(folder)
+    workspace = load_checkpoint(folder, metrics_rows=reader.rows)  # metrics.jsonl parsed once
     return OpenedRun(Path(folder), reader, workspace, reader.curves())
 
 

@@ -179,7 +179,8 @@ class PositionalPanel(Panel):
         model = getattr(workspace, "model", None)
         config = getattr(model, "config", None)
         self.model_positions, self.model_note = None, ""
-        self._residual_cache.clear()
+        # another model's table; the sinusoid's fits (a least-squares fit per shift) still hold
+        self._residual_cache = {k: v for k, v in self._residual_cache.items() if k[0] != "model"}
         if hasattr(model, "hf"):  # a Hugging Face model: the table it has, whatever its size
             from explorer.hf.positions import no_table_reason
 

@@ -252,7 +252,7 @@ class RunsPanel(Panel):
 
     def on_workspace(self, workspace) -> None:
         self._window_rows = list(getattr(workspace, "history", None) or [])
-        self._update_window_entry()
+        self.window_timer.start()  # a long history costs O(rows): not while a model opens
 
     def add_steps(self, steps) -> None:
         self._window_rows.extend(
