@@ -5,8 +5,9 @@ step and has painted them. The run is bench_run_read.py's (real checkpoints, Run
     python benchmarks/bench_run_open_app.py [--steps 100000] [--snapshots 50] [--repeats 3]
 
 Each repeat opens the run in a fresh window (offscreen), once that window has drawn itself (2 s
-of events first). Reported: the wall-clock time from `open_path` to the painted curves, per repeat,
-and the median.
+of events first). Reported: the wall-clock time from `open_path` to the painted curves (the
+target), and to the latest checkpoint loaded with the timeline listing the snapshots (the run's
+rows are read and drawn first, the model after), per repeat, and the medians.
 """
 
 from __future__ import annotations
@@ -50,11 +51,16 @@ def open_once(app, folder: Path, steps: int, settings_dir: str) -> float:
     app.processEvents()
     elapsed = time.perf_counter() - started
     assert len(curves.train.view()) == steps, len(curves.train.view())
+    while time.perf_counter() < deadline and not (window.runs.timeline.steps
+                                                  and not window.controller.jobs.busy):
+        app.processEvents()
+        time.sleep(0.002)
+    ready = time.perf_counter() - started  # the model loaded, the timeline listing the snapshots
     assert window.runs.timeline.steps, "the timeline lists the snapshots"
     window.close()
     window.deleteLater()
     app.processEvents()
-    return elapsed
+    return elapsed, ready
 
 
 def main() -> None:
@@ -70,11 +76,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-run-open-") as tmp:
         folder = Path(tmp) / "run"
         make_run(folder, args.steps, args.snapshots)
-        times = [open_once(app, folder, args.steps, tmp) for _ in range(args.repeats)]
+        results = [open_once(app, folder, args.steps, tmp) for _ in range(args.repeats)]
     load = os.getloadavg()[0]
+    times, ready = [r[0] for r in results], [r[1] for r in results]
     median = statistics.median(times)
-    print(f"| {args.steps:,} steps, {args.snapshots} snapshots, in the app | median {median:.3f} s "
-          f"(runs: {' '.join(f'{t:.3f}' for t in times)}) | load average {load:.2f} |")
+    print(f"| {args.steps:,} steps, {args.snapshots} snapshots, in the app | curves painted: median "
+          f"{median:.3f} s (runs: {' '.join(f'{t:.3f}' for t in times)}) | model and timeline "
+          f"ready: median {statistics.median(ready):.3f} s | load average {load:.2f} |")
     print(("PASS" if median < 1 else "FAIL") + ": the curves painted in < 1 s of wall-clock time")
 
 

@@ -66,14 +66,21 @@ class OpenedRun:
 
 
 def read_run(folder: str) -> OpenedRun:
-    """In a worker: the run's rows and curves, and its latest checkpoint as a workspace."""
+    """In a worker: the run's rows and curves (its workspace comes next: read_latest)."""
     from explorer.runs import RunReader
-    from explorer.training.checkpoint import load_checkpoint
 
     reader = RunReader(folder)
     reader.read_new()
-    workspace = load_checkpoint(folder, metrics_rows=reader.rows)  # metrics.jsonl parsed once
-    return OpenedRun(Path(folder), reader, workspace, reader.curves())
+    return OpenedRun(Path(folder), reader, None, reader.curves())
+
+
+def read_latest(opened: OpenedRun) -> OpenedRun:
+    """In a worker: the run's latest checkpoint as a workspace, its history from the rows read."""
+    from explorer.training.checkpoint import load_checkpoint
+
+    # metrics.jsonl parsed once, by the reader
+    opened.workspace = load_checkpoint(opened.folder, metrics_rows=opened.reader.rows)
+    return opened
 
 
 def read_position(position: Position, rows: list[dict], run_folder: Path):
@@ -112,6 +119,7 @@ class RunSession(QObject):
         self.positions: list[Position] = []
         self.shown: Position | None = None
         self._pending: int | None = None  # the job loading a chosen position
+        self._opening: int | None = None  # the job reading a run being opened
         self._last_state = None  # the RunState the status bar said last
         self.timeline.position_chosen.connect(self.choose)
         self.bus.workspace_changed.connect(self._on_workspace)
@@ -122,20 +130,31 @@ class RunSession(QObject):
     # -- opening ---------------------------------------------------------------------------------
 
     def open_run(self, folder: str | Path) -> None:
-        """Open a run folder: its latest checkpoint becomes the workspace, its whole recorded
-        history the curves, its snapshots the timeline; a run still being written is followed."""
+        """Open a run folder: its whole recorded history becomes the curves at once, then its
+        latest checkpoint the workspace and its snapshots the timeline; a run still being written
+        is followed."""
         self.controller.stop_training()
-        self._pending = self.controller.run_job(read_run, str(folder), on_done=self._on_opened,
+        self._pending = self.controller.run_job(read_run, str(folder), on_done=self._on_read,
                                                 label="opening the run")
+        self._opening = self._pending
+
+    def _on_read(self, opened: OpenedRun) -> None:
+        """The curves first (a long run's model may take longer than its rows)."""
+        self.close_run()
+        self.bus.run = RunView(opened.folder)  # its workspace is on its way
+        self.bus.run_curves.emit(RunCurves(opened.folder, opened.curves, reset=True))
+        self._pending = self.controller.run_job(read_latest, opened, on_done=self._on_opened,
+                                                label="opening the run's model")
+        self._opening = self._pending
 
     def _on_opened(self, opened: OpenedRun) -> None:
-        self._pending = None
-        self.close_run()
+        self._pending = self._opening = None
+        if self.bus.run is None or self.bus.run.folder != opened.folder:
+            return  # closed (another model) meanwhile
         workspace = opened.workspace
-        self.bus.run = RunView(opened.folder, workspace, workspace.step)
+        self.bus.run.workspace, self.bus.run.step = workspace, workspace.step
         self.controller.set_workspace(workspace)
-        # the rows read so far, then (from the same reader) whatever was appended since
-        self.bus.run_curves.emit(RunCurves(opened.folder, opened.curves, reset=True))
+        # then (from the same reader) whatever was appended since the rows were read
         self._start(opened.folder, viewer=True, reader=opened.reader)
 
     def set_run(self, folder: str | Path, load_latest: bool = True) -> None:
@@ -224,6 +243,9 @@ class RunSession(QObject):
 
     def _on_job_failed(self, job: int, _message: str) -> None:
         """The controller shows the error; the timeline goes back to what the panels show."""
+        if job == self._opening:  # a run that cannot be opened: no curves of it stay
+            self._opening = None
+            self.close_run()
         if job == self._pending:
             self._pending = None
             if self.watcher is not None:

@@ -46,7 +46,7 @@ def own_run(recorded_run, tmp_path):
 def opened(make_main_window, qtbot, run):
     window = make_main_window()
     window.open_path(run)
-    qtbot.waitUntil(lambda: window.bus.run is not None and window.runs.positions
+    qtbot.waitUntil(lambda: window.bus.run is not None and bool(window.runs.positions)
                     and not window.controller.jobs.busy, timeout=LOAD_MS)
     return window
 
