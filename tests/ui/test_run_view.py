@@ -281,3 +281,20 @@ def test_following_explorer_train_in_another_process_until_it_finishes(make_main
     assert timeline.steps == [0, 50, 100, 150]
     assert any(appended)  # rows arrived while it ran, not only in one read at the end
     qtbot.waitUntil(lambda: not window.controller.jobs.busy, timeout=LOAD_MS)
+
+
+def test_a_run_whose_model_cannot_load_leaves_no_curves_behind(make_main_window, qtbot,
+                                                               recorded_run, tmp_path):
+    """The curves are drawn from the rows before the model loads; a model that then fails to load
+    (a torn weights file) is a one-line error, and the run's curves go with it."""
+    broken = tmp_path / "broken"
+    shutil.copytree(recorded_run, broken)
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])
+    window = make_main_window()
+    with qtbot.waitSignal(window.error_shown, timeout=LOAD_MS) as error:
+        window.open_path(broken)
+    assert "\n" not in error.args[0]
+    qtbot.waitUntil(lambda: not window.controller.jobs.busy, timeout=LOAD_MS)
+    assert window.bus.run is None and window.runs.timeline.steps == []
+    assert len(window.panels["curves"].train.view()) == 0

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.ui.bus import AppBus
-from explorer.ui.live_plots import GrowingBuffer, place_marker, step_marker
+from explorer.ui.live_plots import RUN_CLOSED, GrowingBuffer, place_marker, step_marker
 from explorer.ui.panels.bleu_file import ParallelFileRow
 from explorer.ui.panels.base import Panel
 from explorer.ui.plot_style import readable_axes
@@ -192,8 +192,8 @@ class BleuPanel(Panel):
         self.curve.setData(self.history.view()[:, 0], self.history.view()[:, 1])
 
     def on_run_changed(self, run) -> None:
-        if run is None:  # the run closed: the workspace's own history again
-            self._workspace = None
+        if run is None:  # the run closed: the workspace's own history again (none: empty)
+            self._workspace = RUN_CLOSED  # never a workspace, so on_workspace redraws
             self.on_workspace(self.bus.workspace)
 
     def add_eval(self, metrics) -> None:

@@ -16,8 +16,8 @@ from superqt.utils import qthrottled
 
 from explorer.ui.bus import AppBus
 from explorer.ui.live_plots import (
-    MAX_REDRAW_INTERVAL_MS, REDRAW_BUDGET, REDRAW_INTERVAL_MS, GrowingBuffer, place_marker,
-    step_marker,
+    MAX_REDRAW_INTERVAL_MS, REDRAW_BUDGET, REDRAW_INTERVAL_MS, RUN_CLOSED, GrowingBuffer,
+    place_marker, step_marker,
 )
 from explorer.ui.panels.base import Panel
 from explorer.ui.plot_style import SteadyViewBox, add_legend_row, readable_axes
@@ -211,8 +211,8 @@ class TrainingCurvesPanel(Panel):
             self._schedule_redraw()
 
     def on_run_changed(self, run) -> None:
-        if run is None:  # the run closed: the workspace's own history again
-            self._workspace = None
+        if run is None:  # the run closed: the workspace's own history again (none: empty)
+            self._workspace = RUN_CLOSED  # never a workspace, so on_workspace redraws
             self.on_workspace(self.bus.workspace)
 
     def mark_step(self, step) -> None:
