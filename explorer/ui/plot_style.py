@@ -8,7 +8,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QPicture
-from PySide6.QtWidgets import QApplication, QGraphicsItem, QHBoxLayout, QStackedLayout, QTabBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication, QGraphicsItem, QHBoxLayout, QStackedLayout, QTabBar, QVBoxLayout, QWidget,
+)
 
 
 def _palette_color(role: QPalette.ColorRole, fallback: str) -> QColor:
