@@ -92,7 +92,7 @@ def dock_every_panel(window) -> None:
     for column in columns:
         for above, below in zip(column, column[1:]):
             window.splitDockWidget(above, below, Qt.Orientation.Vertical)
-    for dock in (dock for column in columns for dock in column):  # the new panels' docks too
+    for dock in (dock for column in columns for dock in column):  # new panels' docks too
         dock.show()
     width = WINDOW[0] // len(columns)
     window.resizeDocks([column[0] for column in columns], [width] * len(columns),

@@ -115,8 +115,13 @@ def _recover(target: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)  # the new folder made it into place
         else:
             old.rename(target)  # killed between the two renames: the old one is complete
-    for debris in target.parent.glob(f".{target.name}.new-*"):
-        shutil.rmtree(debris, ignore_errors=True)  # a staging folder nobody finished
+    # listed and matched by hand: Path.glob keeps each new pattern in pathlib's selector cache
+    # (128 of them, with their compiled regexes), one per snapshot name, which a long training's
+    # object count showed as growth (benchmarks/bench_soak.py)
+    staging = f".{target.name}.new-"
+    for debris in target.parent.iterdir() if target.parent.is_dir() else ():
+        if debris.name.startswith(staging):
+            shutil.rmtree(debris, ignore_errors=True)  # a staging folder nobody finished
 
 
 def replace_folder(target: str | Path, write: Callable[[Path], None]) -> Path:

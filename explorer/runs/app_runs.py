@@ -244,7 +244,8 @@ class RunRecorder:
     def _pausing(self) -> None:
         """A pause starts to hold the trainer (between two steps): a run may sit paused for
         hours, so what it trained since the last save is saved now."""
-        if (self.autosave_s and self.saved_step != self.trainer.workspace.step
+        if (self.autosave_s and self.trainer is not None
+                and self.saved_step != self.trainer.workspace.step
                 and time.monotonic() - self._last_save >= PAUSE_SAVE_AFTER_S):
             self.autosave()
 
@@ -290,7 +291,9 @@ class RunRecorder:
         if self.trainer is not None and self.trainer.on_step_end == self._step_done:
             self.trainer.on_step_end = None
             self.trainer.control.on_pause = None
-        self.trainer = None  # the keeper holds the recorder after the segment: not the trainer
+        # the autosave settings keep the last segment's recorder: not its trainer (the model,
+        # the data feed and the batches) once the segment has ended
+        self.trainer = None
         writer, self.writer = self.writer, None
         if writer is not None:
             try:

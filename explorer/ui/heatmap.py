@@ -79,6 +79,7 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
         self.hover_text = ""
         self.title_text = title
         self._shown_title: tuple[str, int] | None = None  # (text, point size) on screen
+        self._axis_titles: tuple[str, str, str] | None = None  # (row, column, colour) on screen
         self.plot, self.image = add_heatmap_plot(self.ci, colormap)
         # keys along the top, queries down the left: read like the alignment figures in the notes;
         # the bottom repeats the ticks without text, leaving the height to the rows
@@ -186,23 +187,29 @@ class HeatmapWidget(pg.GraphicsLayoutWidget):
     def set_axis_titles(self, row_title: str, col_title: str) -> None:
         # a style without a colour would draw the title black, invisible on a dark background
         colour = self.plot.getAxis("left").textPen().color().name()
-        style = {"font-size": "11pt", "color": colour}
-        self.plot.getAxis("left").setLabel(row_title or None, **style)
-        self.plot.getAxis("top").setLabel(col_title or None, **style)
+        # live panels set the same titles at every probe: setting a label again lays out its HTML
+        # and redraws the axis (and its cached pixels), so only a change is applied
+        if (row_title, col_title, colour) != self._axis_titles:
+            self._axis_titles = (row_title, col_title, colour)
+            style = {"font-size": "11pt", "color": colour}
+            self.plot.getAxis("left").setLabel(row_title or None, **style)
+            self.plot.getAxis("top").setLabel(col_title or None, **style)
+            # tick text plus, when titled, the title line: a label that does not fit is not drawn
+            line = QFontMetrics(label_font()).height()
+            self.plot.getAxis("top").setHeight(2 * line + 14 if col_title else line + 10)
+            self.plot.getAxis("bottom").setHeight(8)
         self._fit_left_axis()
-        # tick text plus, when titled, the title line: a label that does not fit is not drawn
-        line = QFontMetrics(label_font()).height()
-        self.plot.getAxis("top").setHeight(2 * line + 14 if col_title else line + 10)
-        self.plot.getAxis("bottom").setHeight(8)
 
     def _fit_left_axis(self) -> None:
         """Wide enough for the longest row label (and the axis title), so none is dropped."""
         metrics = QFontMetrics(label_font())
         labels = [str(len(self.row_labels))] if self.numeric_rows else self.row_labels
         widest = max((metrics.horizontalAdvance(label) for label in labels[:512]), default=10)
-        titled = bool(self.plot.getAxis("left").labelText)
-        self.plot.getAxis("left").setWidth(min(widest, 220) + 16 + (metrics.height() + 6) * titled)
-        self._fit_title()  # the title's room changed
+        axis = self.plot.getAxis("left")
+        width = min(widest, 220) + 16 + (metrics.height() + 6) * bool(axis.labelText)
+        if width != axis.fixedWidth:  # the same width again would only re-lay out the plot
+            axis.setWidth(width)
+        self._fit_title()  # the title's room changed (a no-op when it did not)
 
     # -- hover ---------------------------------------------------------------------------------
 

@@ -8,7 +8,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QPicture
-from PySide6.QtWidgets import QApplication, QHBoxLayout, QStackedLayout, QTabBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication, QGraphicsItem, QHBoxLayout, QStackedLayout, QTabBar, QVBoxLayout, QWidget,
+)
 
 
 def _palette_color(role: QPalette.ColorRole, fallback: str) -> QColor:
@@ -93,6 +95,15 @@ def theme_grey() -> str:
     base = _palette_color(QPalette.ColorRole.Base, "white")
     mixed = [(a + b) // 2 for a, b in zip(text.getRgb()[:3], base.getRgb()[:3])]
     return QColor(*mixed).name()
+
+
+def cache_axis_pixels(axis: pg.AxisItem) -> None:
+    """Keep `axis`'s painted pixels (ticks, labels and, with showGrid, the grid across the plot)
+    and blit them while the axis stays as it was: pyqtgraph replays the axis's picture (text and
+    antialiased lines) at every repaint of its plot, a curve's new points included, which was half
+    a training-curves repaint (benchmarks/RESULTS.md, soak). Every change to the axis (range,
+    labels, size, pens) calls update(), which drops the pixels."""
+    axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
 
 
 class StepAxis(pg.AxisItem):
@@ -181,6 +192,7 @@ class ReadableAxis(pg.AxisItem):
 
     def __init__(self, orientation: str, **kwargs) -> None:
         super().__init__(orientation, **kwargs)
+        cache_axis_pixels(self)
         self.setStyle(maxTextLevel=0)
         self.enableAutoSIPrefix(False)  # "(x0.001)" beside a log axis only confuses
 
@@ -309,6 +321,7 @@ class TokenAxis(pg.AxisItem):
 
     def __init__(self, orientation: str, font_sizes=TOKEN_FONT_SIZES, **kwargs) -> None:
         super().__init__(orientation, **kwargs)
+        cache_axis_pixels(self)
         self.enableAutoSIPrefix(False)  # ticks are labels, not quantities
         self.font_sizes = font_sizes
         self.labels: list[str] = []

@@ -67,10 +67,14 @@ class TrainingStatus:
 
     def show_training_state(self, state: str) -> None:
         running = state in ("running", "paused")
+        # as in show_stats: the bar repainted at once, and with it every dirty panel of the
+        # window, in the middle of starting a run (100+ ms at each trainer restart in the soak)
+        self.progress.setUpdatesEnabled(False)
         self.progress.setTextVisible(running)
         if not running:  # no run, no progress: an old percentage would say one is under way
             self.progress.setRange(0, 1)
             self.progress.setValue(0)
+        self.progress.setUpdatesEnabled(True)
 
     def show_workspace(self, workspace) -> None:
         if workspace is None:

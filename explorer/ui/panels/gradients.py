@@ -33,7 +33,7 @@ from explorer.families import family_of
 from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, label_font
-from explorer.ui.live_plots import REDRAW_INTERVAL_MS
+from explorer.ui.live_plots import SECONDARY_REDRAW_INTERVAL_MS
 from explorer.ui.panels.base import Panel, elide
 from explorer.ui.panels.param_gradients import ParamGradientCurve
 from explorer.ui.plot_style import (
@@ -340,7 +340,7 @@ class GradientFlowPanel(Panel):
         self.norm_count = needed
         self._draw_norms()
 
-    @qthrottled(timeout=REDRAW_INTERVAL_MS)  # batches within an interval share one redraw (see curves)
+    @qthrottled(timeout=SECONDARY_REDRAW_INTERVAL_MS)  # batches share a redraw (live_plots.py)
     def _draw_norms(self) -> None:
         self._update_norms()
 
