@@ -155,6 +155,10 @@ def test_open_then_train_fine_tunes_the_hf_model_and_saves_an_hf_folder(
     auto = AutoModelForSeq2SeqLM if name == "marian" else AutoModelForCausalLM
     reloaded = auto.from_pretrained(saved).eval()
     ids = torch.tensor([workspace.tokenizer.encode(CORPUS[0])])
+    # the probes and decodes that follow a training put the model in eval mode and back: wait for
+    # them, or one may switch dropout back on under this comparison
+    qtbot.waitUntil(lambda: not window.controller.prober.runner.busy and not any(
+        panel.busy() for panel in window.panels.values()), timeout=LOAD_MS)
     workspace.model.eval()
     with torch.no_grad():
         extra = {"decoder_input_ids": ids} if name == "marian" else {}
