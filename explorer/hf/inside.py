@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from explorer.families import module_at
+from explorer.families import family_of, module_at
 
 # where causal LMs keep the norm between the last block and the unembedding
 FINAL_NORMS = ("transformer.ln_f", "model.norm", "gpt_neox.final_layer_norm",
@@ -45,14 +45,14 @@ def final_norm(hf_model):
 def residual_streams(model, inputs: tuple) -> ResidualStreams:
     """The residual streams of the adapter `model` (explorer.hf.adapter) on the probe's `inputs`
     (a batch of one, as its family's encode_probe makes them)."""
-    hf, family = model.hf, model.config.family
+    hf, family = model.hf, family_of(model)
     with torch.no_grad():
-        if family == "hf-seq2seq":
+        if family.has_source:
             out = hf(input_ids=inputs[0], decoder_input_ids=inputs[1], use_cache=False,
                      output_hidden_states=True)
             streams = {"encoder": list(out.encoder_hidden_states), "decoder": list(out.decoder_hidden_states)}
             return ResidualStreams(streams, None)
-        if family == "hf-masked-lm":
+        if family.masked_lm:
             out = hf(input_ids=inputs[0], output_hidden_states=True)
             return ResidualStreams({"encoder": list(out.hidden_states)}, None)
         norm, head = final_norm(hf), hf.get_output_embeddings()

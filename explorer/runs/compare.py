@@ -204,7 +204,7 @@ def run_attention(folder: str | Path, name: str, step: int | None, source: str,
     chosen = _pick(snapshot.attention)
     if chosen is None:
         what = ("a seq2seq model without attention reads only the encoder's last state"
-                if family.name == "seq2seq" else f"{family.name} models compute none")
+                if family.has_source and family.recurrent else f"{family.name} models compute none")
         return AttentionView(name, workspace.step, title, message=f"{title}: no attention ({what})")
     heads = chosen.weights.shape[0]
     matrix = chosen.weights.mean(axis=0)  # (H, Tq, Tk) -> (Tq, Tk)

@@ -11,31 +11,9 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from explorer.ui.panels.attention import MEAN_OF_HEADS  # noqa: E402
+from tests.hf.conftest import hf_models  # noqa: E402,F401 - the tiny model folders
 
 SOURCE, TARGET = "the cat sat on the mat", "die katze sitzt auf der matte"
-
-
-@pytest.fixture(scope="module")
-def hf_folder(tmp_path_factory):
-    """name -> folder of a tiny model saved with save_pretrained (tests/hf/builders.py)."""
-    from tests.hf import builders
-
-    root = tmp_path_factory.mktemp("hf-gui")
-    build = {
-        "gpt2": lambda path: builders.build_gpt2(path),
-        "marian": lambda path: builders.build_marian(path, root / "marian-spm"),
-        "t5": lambda path: builders.build_t5(path),
-        "bert": lambda path: builders.build_bert(path),
-        "distilbert": lambda path: builders.build_bert(path, distil=True),
-    }
-    built = {}
-
-    def folder(name):
-        if name not in built:
-            built[name] = build[name](root / name)
-        return built[name]
-
-    return folder
 
 
 def open_model(qtbot, make_main_window, folder):
@@ -331,8 +309,8 @@ def check_file_bleu_needs_a_source(window):
     assert not row.button.isEnabled() and "encoder-decoder" in row.status.text()
 
 
-def test_gpt2_in_every_panel(qtbot, make_main_window, hf_folder):
-    window = open_model(qtbot, make_main_window, hf_folder("gpt2"))
+def test_gpt2_in_every_panel(qtbot, make_main_window, hf_models):
+    window = open_model(qtbot, make_main_window, hf_models("gpt2"))
     check_attention_and_model_view(qtbot, window, "gpt2")
     check_learned_positions(window, "gpt2")
     check_step_through(window, "gpt2")
@@ -340,8 +318,8 @@ def test_gpt2_in_every_panel(qtbot, make_main_window, hf_folder):
     check_file_bleu_needs_a_source(window)
 
 
-def test_marian_in_every_panel(qtbot, make_main_window, hf_folder, tmp_path):
-    window = open_model(qtbot, make_main_window, hf_folder("marian"))
+def test_marian_in_every_panel(qtbot, make_main_window, hf_models, tmp_path):
+    window = open_model(qtbot, make_main_window, hf_models("marian"))
     check_attention_and_model_view(qtbot, window, "marian")
     check_marian_sinusoid(window)
     check_parameter_gradient_per_layer(qtbot, window)
@@ -350,16 +328,16 @@ def test_marian_in_every_panel(qtbot, make_main_window, hf_folder, tmp_path):
     check_parallel_file_bleu(qtbot, window, tmp_path)
 
 
-def test_t5_in_every_panel(qtbot, make_main_window, hf_folder):
-    window = open_model(qtbot, make_main_window, hf_folder("t5"))
+def test_t5_in_every_panel(qtbot, make_main_window, hf_models):
+    window = open_model(qtbot, make_main_window, hf_models("t5"))
     check_attention_and_model_view(qtbot, window, "t5")
     check_t5_relative_bias(window)
     check_beam_tree(qtbot, window, "t5")
 
 
 @pytest.mark.parametrize("name", ["bert", "distilbert"])
-def test_masked_lms_in_every_panel(qtbot, make_main_window, hf_folder, name):
-    window = open_model(qtbot, make_main_window, hf_folder(name))
+def test_masked_lms_in_every_panel(qtbot, make_main_window, hf_models, name):
+    window = open_model(qtbot, make_main_window, hf_models(name))
     check_attention_and_model_view(qtbot, window, name)
     if name == "bert":
         check_learned_positions(window, name)

@@ -26,9 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.ui.bleu_file_row import ParallelFileRow
 from explorer.ui.bus import AppBus
 from explorer.ui.live_plots import RUN_CLOSED, GrowingBuffer, place_marker, step_marker
-from explorer.ui.panels.bleu_file import ParallelFileRow
 from explorer.ui.panels.base import Panel
 from explorer.ui.plot_style import readable_axes
 
