@@ -3,6 +3,6 @@
 from setuptools import find_packages, setup
 
 setup(
-    packages=find_packages(include=["explorer*", "models*"]) + ["explorer.resources"],
+    packages=find_packages(include=["explorer*", "seqmodels*"]) + ["explorer.resources"],
     package_dir={"explorer.resources": "resources"},
 )

@@ -23,7 +23,7 @@ import torch
 
 from explorer.decoding.search import BeamSearch, TokenByToken
 from explorer.runtime import tune_allocator
-from models.config import EOS_ID, build_model, make_config
+from seqmodels.config import EOS_ID, build_model, make_config
 
 VOCAB = 1000
 SOURCE_LEN = 20

@@ -26,7 +26,7 @@ from explorer.decoding import beam_search, encode_context  # noqa: E402
 from explorer.ui.bus import AppBus  # noqa: E402
 from explorer.ui.panels.beam_tree import BeamTreePanel  # noqa: E402
 from explorer.workspace import Workspace  # noqa: E402
-from models.config import build_model, make_config  # noqa: E402
+from seqmodels.config import build_model, make_config  # noqa: E402
 
 WIDTH, LENGTH, REPEATS = 16, 50, 7
 

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from explorer.events import EvalMetrics, StepMetrics  # noqa: E402
 from explorer.training import DataSpec, TrainConfig, Trainer, build_workspace  # noqa: E402
-from models.config import count_parameters  # noqa: E402
+from seqmodels.config import count_parameters  # noqa: E402
 
 DEFAULT_DATA = "/work/shared/data/tinyshakespeare/input.txt"
 TARGET_VAL_LOSS = 1.88

@@ -1,7 +1,7 @@
-"""models.RNN's two paths against torch's fused layers, and the four cells on a character LM.
+"""seqmodels.RNN's two paths against torch's fused layers, and the four cells on a character LM.
 
-1. Speed: forward + backward of torch.nn.RNN/GRU/LSTM and models.RNN with the same weights. Untraced,
-   models.RNN hands its parameters to torch's fused kernels ("fused"); traced, it loops over time in
+1. Speed: forward + backward of torch.nn.RNN/GRU/LSTM and seqmodels.RNN with the same weights. Untraced,
+   seqmodels.RNN hands its parameters to torch's fused kernels ("fused"); traced, it loops over time in
    Python so that every step is visible ("cells"). The UGRNN has no fused kernel and no torch
    counterpart: its untraced and traced runs both loop over cells.
 2. Quality: an RNN language model of each cell trained for a few hundred steps on Tiny Shakespeare
@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models import RNN, build_model, make_config
+from seqmodels import RNN, build_model, make_config
 
 DATA = Path("/work/shared/data/tinyshakespeare/input.txt")
 TORCH_LAYERS = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}

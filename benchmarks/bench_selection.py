@@ -68,7 +68,7 @@ def stream_cost(tokens: int) -> None:
     from explorer.data.tasks import make_task
     from explorer.data.tokenizers import CharTokenizer
     from explorer.workspace import Workspace
-    from models import build_model, make_config
+    from seqmodels import build_model, make_config
 
     data = make_task("brackets", n_train=10, n_val=2000, n_test=1)
     tokenizer = CharTokenizer.train([s for s, _ in data.train + data.val])

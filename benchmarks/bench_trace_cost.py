@@ -16,7 +16,7 @@ import time
 import torch
 from torch import nn
 
-from models import build_model, make_config
+from seqmodels import build_model, make_config
 
 
 class FusedReference(nn.Module):

@@ -57,7 +57,7 @@ class ProbeSnapshot:
     source: str
     target: str
     attention: list[AttentionSnapshot] = field(default_factory=list)
-    # layer name (models.Trace.hidden key) -> (T,) array of ||dL/dh_t|| for every step t
+    # layer name (seqmodels.Trace.hidden key) -> (T,) array of ||dL/dh_t|| for every step t
     grad_time: dict[str, np.ndarray] = field(default_factory=dict)
     grad_time_labels: dict[str, list[str]] = field(default_factory=dict)  # token at each t
     # Transformers: ||dL/d(block output)|| per block, bottom to top

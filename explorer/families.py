@@ -1,5 +1,5 @@
 """The app's side of the family registry: what each model family is and how the app trains,
-probes and decodes it. The model side (config class, presets, builder) is `models.families`.
+probes and decodes it. The model side (config class, presets, builder) is `seqmodels.families`.
 
     family = family_of(workspace.model)      # or get_family("gpt")
     family.is_lm, family.has_source, family.recurrent, family.masked_lm, family.decodes
@@ -50,7 +50,7 @@ class Lazy:
 
 @dataclass(frozen=True)
 class Family:
-    name: str  # the config's `family`; the model side is models.families.model_family(name)
+    name: str  # the config's `family`; the model side is seqmodels.families.model_family(name)
     summary: str  # one line for menus and tooltips, after the course notes
     has_source: bool  # reads a source and writes a target (encoder-decoder); else a language model
     recurrent: bool  # RNN: gradients through time; else a Transformer: gradients through depth
@@ -97,7 +97,7 @@ class Family:
     @property
     def model(self):
         """The model side: config class, presets and builder (imports the family's model module)."""
-        from models.families import model_family
+        from seqmodels.families import model_family
 
         return model_family(self.name)
 
@@ -177,7 +177,7 @@ _UNLISTED: dict[str, Family] = {}
 
 def register_family(family: Family, listed: bool = True) -> None:
     """Add (or replace) a family, e.g. from a module outside explorer/families.py. Its model side
-    registers with models.families.register_model_family. An unlisted family is found by
+    registers with seqmodels.families.register_model_family. An unlisted family is found by
     `get_family` / `family_of` but left out of `families()` (the new-model menu, train --arch)."""
     (_FAMILIES if listed else _UNLISTED)[family.name] = family
 

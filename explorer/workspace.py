@@ -8,7 +8,7 @@ from typing import Any
 
 @dataclass
 class Workspace:
-    model: Any  # torch.nn.Module built by models.build_model; model.config is its config
+    model: Any  # torch.nn.Module built by seqmodels.build_model; model.config is its config
     tokenizer: Any  # the output side: the target tokenizer, or the LM's only tokenizer
     src_tokenizer: Any | None = None  # source side of seq2seq / transformer models
     task: str | None = None  # built-in task name, when the data came from one

@@ -25,7 +25,7 @@ from explorer.training import (  # noqa: E402
     DataSpec, TrainConfig, Trainer, build_workspace, save_checkpoint,
 )
 from explorer.training.checkpoint import demo_dir  # noqa: E402
-from models.config import EOS_ID, count_parameters  # noqa: E402
+from seqmodels.config import EOS_ID, count_parameters  # noqa: E402
 
 DEMOS = {
     "dates-gru-additive": dict(

@@ -1,5 +1,5 @@
 """The architecture's contract, checked on the source: Qt is imported in explorer/ui/ only, and
-models/ is pure PyTorch (no Qt, nothing from explorer/, no file I/O)."""
+seqmodels/ is pure PyTorch (no Qt, nothing from explorer/, no file I/O)."""
 
 import ast
 from pathlib import Path
@@ -23,7 +23,7 @@ def imported_packages(path: Path) -> set[str]:
 
 def core_modules():
     ui = ROOT / "explorer" / "ui"
-    return [p for folder in ("explorer", "models") for p in sorted((ROOT / folder).rglob("*.py"))
+    return [p for folder in ("explorer", "seqmodels") for p in sorted((ROOT / folder).rglob("*.py"))
             if ui not in p.parents]
 
 
@@ -32,7 +32,7 @@ def test_qt_is_imported_in_explorer_ui_only(path):
     assert not imported_packages(path) & QT_PACKAGES
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "models").rglob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((ROOT / "seqmodels").rglob("*.py")), ids=lambda p: p.name)
 def test_models_are_pure_pytorch(path):
     assert "explorer" not in imported_packages(path)
     calls = {node.func.id for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))

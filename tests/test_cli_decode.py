@@ -13,7 +13,7 @@ from explorer.cli import main
 from explorer.data.tokenizers import CharTokenizer, WordTokenizer
 from explorer.training.checkpoint import save_checkpoint
 from explorer.workspace import Workspace
-from models.config import BOS_ID, EOS_ID, MASK_ID, PAD_ID, UNK_ID, build_model, make_config
+from seqmodels.config import BOS_ID, EOS_ID, MASK_ID, PAD_ID, UNK_ID, build_model, make_config
 
 SOURCES = ["the cat sat on the mat", "a dog ran", "the bird sang a song on the tree"]
 TARGETS = ["le chat assis sur le tapis", "un chien courait", "l oiseau chantait une chanson"]

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from explorer.analysis import gradient_norms_by_name, gradient_norms_per_layer, gradient_norms_through_time
-from models import RNN, build_model, make_config
+from seqmodels import RNN, build_model, make_config
 
 
 def scalar_rnn(a_h: float) -> RNN:

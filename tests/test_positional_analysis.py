@@ -33,7 +33,7 @@ def test_sinusoidal_matches_the_notes_formula_element_by_element():
 
 
 def test_sinusoidal_agrees_with_the_models_table():
-    from models.positional import sinusoidal as model_sinusoidal
+    from seqmodels.positional import sinusoidal as model_sinusoidal
 
     torch.set_default_dtype(torch.float32)
     np.testing.assert_allclose(pe.sinusoidal(64, 20), model_sinusoidal(64, 20).double(), atol=1e-6)
@@ -79,7 +79,7 @@ def test_fit_rejects_impossible_shifts():
 
 @pytest.mark.parametrize("positional", ["sinusoidal", "learned", "rope"])
 def test_model_positions_reads_what_the_model_uses(positional):
-    from models import build_model, make_config
+    from seqmodels import build_model, make_config
 
     torch.manual_seed(0)
     config = make_config("gpt", "tiny", vocab_size=20, positional=positional, max_len=40)

@@ -10,7 +10,7 @@ from explorer.analysis.probe import compare_cells, default_probe_input, make_pro
 from explorer.data.tasks import make_task
 from explorer.data.tokenizers import CharTokenizer
 from explorer.workspace import Workspace
-from models import build_model, make_config
+from seqmodels import build_model, make_config
 
 TINY_TRANSFORMER = dict(d_model=16, num_heads=2, num_layers=2, d_ff=32, dropout=0.1)
 

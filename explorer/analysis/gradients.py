@@ -23,7 +23,7 @@ def gradient_norms_through_time(
     model, inputs: Tensor, loss_fn: Callable[[Tensor], Tensor], layer: int = -1
 ) -> np.ndarray:
     """(T,) array: the L2 norm of dL/dh_t over batch and hidden units, for every step t of layer `layer`
-    of the models.RNN `model` (its forward direction when bidirectional). `loss_fn` maps the RNN's
+    of the seqmodels.RNN `model` (its forward direction when bidirectional). `loss_fn` maps the RNN's
     output tensor to a scalar loss."""
     index = layer % model.num_layers
     with torch.enable_grad():
@@ -33,7 +33,7 @@ def gradient_norms_through_time(
 
 
 def gradient_norms_by_name(trace_hidden: dict[str, list[Tensor]], loss: Tensor) -> dict[str, np.ndarray]:
-    """Trace name -> (T,) array of ||dL/dh_t||, for every per-step list of a models.Trace's `hidden`.
+    """Trace name -> (T,) array of ||dL/dh_t||, for every per-step list of a seqmodels.Trace's `hidden`.
     A step the loss does not depend on (e.g. after the last one the loss reads) has norm 0."""
     names = [name for name, steps in trace_hidden.items() if steps]
     flat = [h for name in names for h in trace_hidden[name]]

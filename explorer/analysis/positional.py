@@ -94,7 +94,7 @@ def model_positions(model, num_positions: int | None = None) -> ModelPositions |
     each (even, odd) pair of a head's query/key is rotated by n * theta_j, shown as
     [sin(n theta_j), cos(n theta_j)] columns so it lines up with the sinusoidal reference.
     """
-    from models.positional import LearnedPositional, RotaryEmbedding, SinusoidalPositional
+    from seqmodels.positional import LearnedPositional, RotaryEmbedding, SinusoidalPositional
 
     if hasattr(model, "hf"):  # a Hugging Face model: its own modules (explorer.hf.positions)
         from explorer.hf.positions import hf_model_positions

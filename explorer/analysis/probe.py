@@ -28,7 +28,7 @@ from explorer.analysis.gradients import gradient_norms_by_name, gradient_norms_p
 from explorer.analysis.param_gradients import parameter_gradient_norms
 from explorer.events import AttentionSnapshot, ProbeSnapshot
 from explorer.families import family_of
-from models.config import BOS_ID, CELLS, EOS_ID, make_config
+from seqmodels.config import BOS_ID, CELLS, EOS_ID, make_config
 
 # Panels probe from worker threads; one probe at a time, so no probe sees another's model.eval()
 # half-undone (each puts back the train/eval mode it found).
@@ -208,7 +208,7 @@ def compare_cells(
     hidden state, for RNN language models of every cell type with the same size and data, so the
     plain RNN's vanishing can be set beside the gated cells. Fresh weights, except for cells in
     `trained` (cell name -> an already trained rnn-lm model)."""
-    from models import build_model
+    from seqmodels import build_model
 
     inputs = torch.tensor([token_ids[:-1]])  # (1, T)
     targets = torch.tensor([token_ids[1:]])

@@ -15,7 +15,7 @@ import torch
 from explorer.analysis.probe import _PROBE_LOCK
 from explorer.analysis.selection import StateStream
 from explorer.families import family_of
-from models.config import BOS_ID, EOS_ID, PAD_ID
+from seqmodels.config import BOS_ID, EOS_ID, PAD_ID
 
 
 def _sequences(workspace, pairs, max_tokens: int) -> tuple[list[list[int]], list[list[int]] | None]:
@@ -52,9 +52,9 @@ def _padded(rows: list[list[int]], device) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _fused_layers(rnn) -> list | None:
-    """One single-layer models.RNN per layer of `rnn`, sharing its parameters: without a trace each
+    """One single-layer seqmodels.RNN per layer of `rnn`, sharing its parameters: without a trace each
     runs torch's fused kernel, ~10x faster than stepping in Python. None for the UGRNN (no kernel)."""
-    from models.recurrent import FUSED_KERNELS, RNN
+    from seqmodels.recurrent import FUSED_KERNELS, RNN
 
     if rnn.cell not in FUSED_KERNELS:
         return None

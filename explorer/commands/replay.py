@@ -70,7 +70,7 @@ def _rebuild(config: dict, run: dict, segments: list[dict]):
     from explorer.errors import UserError
     from explorer.training.setup import DataSpec, fit_tokenizers, read_data
     from explorer.workspace import Workspace
-    from models.config import build_model, config_from_dict
+    from seqmodels.config import build_model, config_from_dict
 
     spec = DataSpec.from_dict(config["data"])
     splits = read_data(spec)

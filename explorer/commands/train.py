@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 from explorer.families import family_names
-from models.scores import SCORES
+from seqmodels.scores import SCORES
 
 ARCHS = family_names()
 DEFAULT_THREADS = 1  # see benchmarks/RESULTS.md, "Threads under load"

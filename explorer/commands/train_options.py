@@ -40,7 +40,7 @@ def train_fields() -> dict[str, Any]:
 def model_fields() -> dict[str, Any]:
     """Every model family's config fields (but those the data sizes) -> type."""
     from explorer.hf.architectures import HFSeq2SeqArchitectureConfig
-    from models.config import RNNLMConfig, Seq2SeqConfig, TransformerConfig
+    from seqmodels.config import RNNLMConfig, Seq2SeqConfig, TransformerConfig
 
     types: dict[str, Any] = {}
     for cls in (RNNLMConfig, Seq2SeqConfig, TransformerConfig, HFSeq2SeqArchitectureConfig):

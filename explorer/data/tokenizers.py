@@ -1,6 +1,6 @@
 """Character, word and BPE tokenizers with one interface, saved as JSON.
 
-Every vocabulary starts with the same five special tokens, at fixed ids (`models.config.PAD_ID`...):
+Every vocabulary starts with the same five special tokens, at fixed ids (`seqmodels.config.PAD_ID`...):
 
     <pad>=0 <bos>=1 <eos>=2 <unk>=3 <mask>=4
 
@@ -22,7 +22,7 @@ from typing import Iterable, Sequence
 
 from explorer.errors import UserError
 
-# The ids must agree with models.config (PAD_ID, ...); kept here so data code need not import torch.
+# The ids must agree with seqmodels.config (PAD_ID, ...); kept here so data code need not import torch.
 # tests/data/test_data_tokenizers.py checks that they do.
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>", "<mask>")
 PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID = range(len(SPECIAL_TOKENS))

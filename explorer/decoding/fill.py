@@ -62,7 +62,7 @@ def encode_masked(workspace, text: str) -> tuple[list[int], int, str]:
         if tokenizer.mask_id is None:
             raise UserError("the model's tokenizer has no mask token")
         return tokenizer.encode_masked(text), tokenizer.mask_id, tokenizer.mask_token
-    from models.config import MASK_ID
+    from seqmodels.config import MASK_ID
 
     pieces = [text]
     for marker in MASK_MARKERS:

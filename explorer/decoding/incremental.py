@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from explorer.families import family_of
-from models.config import BOS_ID, EOS_ID, PAD_ID
+from seqmodels.config import BOS_ID, EOS_ID, PAD_ID
 
 @contextlib.contextmanager
 def inference(model):

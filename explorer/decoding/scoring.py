@@ -14,7 +14,7 @@ from explorer.decoding.types import ScoreResult
 from explorer.errors import UserError
 from explorer.events import AttentionSnapshot
 from explorer.families import family_of
-from models.config import EOS_ID
+from seqmodels.config import EOS_ID
 
 
 def encode_context(workspace, source: str | None) -> list[int]:

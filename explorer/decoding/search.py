@@ -5,7 +5,7 @@ explorer.decoding.incremental, over `model.start` and `model.step`; docs/archite
 A "context" is what the output is conditioned on: for encoder-decoders the source ids
 (`tokens + [<eos>]`), for language models (`is_lm` in explorer.families) the prompt ids, fed
 through `step` first (an empty prompt becomes `[<bos>]`). Beam search advances every hypothesis of every source in one
-`step` call and reorders the cached state with `models.state.reorder_state`; the Python loops below
+`step` call and reorders the cached state with `seqmodels.state.reorder_state`; the Python loops below
 only do bookkeeping over the 2k ranked candidates.
 """
 
@@ -34,8 +34,8 @@ from explorer.decoding.types import (
     length_penalty,
     node_path,
 )
-from models.config import EOS_ID
-from models.state import reorder_state
+from seqmodels.config import EOS_ID
+from seqmodels.state import reorder_state
 
 
 def labels(tokenizer, ids: list[int]) -> list[str]:

@@ -25,7 +25,7 @@ from torch import nn
 from transformers.modeling_outputs import BaseModelOutput
 
 import explorer.hf.families  # noqa: F401 - registers the hf-* families with explorer.families
-from models.trace import AttentionMap, Trace
+from seqmodels.trace import AttentionMap, Trace
 
 
 # Calls that want weights switch the model to eager attention and back; a decoding worker and a

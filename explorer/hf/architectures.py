@@ -1,6 +1,6 @@
 """New models from scratch with a Hugging Face architecture: hf-gpt2, hf-bert, hf-marian, hf-t5.
 
-Each is a family of the registry (explorer.families and models.families) like our own: the new-model
+Each is a family of the registry (explorer.families and seqmodels.families) like our own: the new-model
 dialog and `explorer train --arch hf-gpt2` build it from a preset and the size fields (layers,
 d_model, heads, d_ff, max_len, dropout), or `--hf-config config.json` from a Hugging Face config
 file (its model_type picks the family, its sizes fill the fields, its other settings are kept).
@@ -193,7 +193,7 @@ def architecture_from_file(path) -> tuple[str, dict[str, Any]]:
 
 
 def _register() -> None:
-    from models.families import ModelFamily, register_model_family
+    from seqmodels.families import ModelFamily, register_model_family
 
     kinds = {"hf-causal-lm": ("block_loss", "BlockFeed", "encode_next_token"),
              "hf-masked-lm": ("block_loss", "BlockFeed", "encode_masked"),

@@ -109,7 +109,7 @@ def _write(workspace, folder: Path, training_state: dict | None,
     import torch
     from safetensors.torch import save_model
 
-    from models.config import config_to_dict
+    from seqmodels.config import config_to_dict
 
     config = {
         "format": FORMAT,
@@ -131,7 +131,7 @@ def _write(workspace, folder: Path, training_state: dict | None,
     if workspace.src_tokenizer is not None:
         workspace.src_tokenizer.save(folder, "src")
     if training_state is not None:
-        from models.state import map_state
+        from seqmodels.state import map_state
 
         torch.save(map_state(training_state, lambda t: t.detach().cpu()), folder / OPTIMIZER_FILE)
     write_jsonl(folder / METRICS_FILE, workspace.history)
@@ -273,7 +273,7 @@ def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: b
     from explorer.training.setup import DataSpec, read_data
     from explorer.training.weights_file import check_against_config, check_field_types
     from explorer.workspace import Workspace
-    from models.config import build_model, config_from_dict
+    from seqmodels.config import build_model, config_from_dict
 
     if is_hf_model(directory):  # a Hugging Face folder or cached model id: transformers loads it
         return open_hf_model(directory)

@@ -323,7 +323,7 @@ class Trainer:
 
 
 def _to_device(state: Any, device) -> Any:
-    from models.state import map_state
+    from seqmodels.state import map_state
 
     return map_state(state, lambda t: t.detach().to(device))
 

@@ -19,8 +19,8 @@ from torch import Tensor
 
 from explorer.data.batching import IGNORE_INDEX  # LM and BERT positions that are not predicted
 from explorer.families import family_of
-from models.config import PAD_ID
-from models.state import map_state
+from seqmodels.config import PAD_ID
+from seqmodels.state import map_state
 
 
 @dataclass

@@ -136,7 +136,7 @@ def fit_tokenizers(spec: DataSpec, splits):
 
 
 def build_model_config(family: str, preset: str | None, tokenizer, src_tokenizer, **overrides):
-    from models.config import make_config, with_vocab
+    from seqmodels.config import make_config, with_vocab
 
     try:
         config = make_config(family, preset, **overrides)
@@ -156,7 +156,7 @@ def build_workspace(data: DataSpec, family: str, preset: str | None = None, seed
     import torch
 
     from explorer.workspace import Workspace
-    from models.config import build_model
+    from seqmodels.config import build_model
 
     kind, reads = data.kind, data_kind(family)  # an unknown family is a UserError here
     if reads != kind:

@@ -87,7 +87,7 @@ def check_against_config(path: Path, model_config) -> None:
     """Raise UserError unless the file holds exactly the tensors `model_config`'s model has."""
     import torch
 
-    from models.config import build_model
+    from seqmodels.config import build_model
 
     tensors, aliases = read_header(path)
     layers = getattr(model_config, "num_layers", 1)
@@ -154,7 +154,7 @@ def check_model_size(model_config) -> None:
     would not fit in memory (`--context 100000000` asks for a 25 GB positional table)."""
     import torch
 
-    from models.config import build_model
+    from seqmodels.config import build_model
 
     check_field_types(model_config)
 

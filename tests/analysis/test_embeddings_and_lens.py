@@ -10,7 +10,7 @@ from explorer.analysis.hidden import hidden_snapshot
 from explorer.analysis.logit_lens import model_lens_layers
 from explorer.data.tokenizers import CharTokenizer, WordTokenizer
 from explorer.workspace import Workspace
-from models import build_model, make_config
+from seqmodels import build_model, make_config
 
 
 def cosine(u, v):

@@ -10,7 +10,7 @@ from torch import nn
 from explorer.analysis.hidden import hidden_snapshot, hidden_table
 from explorer.data.tokenizers import CharTokenizer
 from explorer.workspace import Workspace
-from models import build_model, make_config
+from seqmodels import build_model, make_config
 
 TEXTS = ["the (cat) sat", "a [dog] ran {far}", 'she said "hi"']
 

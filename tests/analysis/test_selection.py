@@ -11,7 +11,7 @@ from explorer.analysis.selection import StateStream, find_matches, match_context
 from explorer.analysis.streams import state_streams
 from explorer.data.tokenizers import CharTokenizer
 from explorer.workspace import Workspace
-from models import build_model, make_config
+from seqmodels import build_model, make_config
 
 K, HIDDEN = 5, 8
 LINES = ["the (cat) sat on a mat", "a (dog ran) far", "so we (stayed in) with tea", "no brackets here",

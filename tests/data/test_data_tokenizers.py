@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-import models.config as model_config
+import seqmodels.config as model_config
 from explorer.data import tokenizers as tk
 from explorer.data.tokenizers import (
     BPETokenizer,

@@ -18,7 +18,7 @@ from explorer.decoding.jobs import run_beam_search, run_compare, run_find_exampl
 from explorer.decoding.settings import DecodeSettings
 from explorer.errors import UserError
 from explorer.workspace import Workspace
-from models.config import build_model, make_config
+from seqmodels.config import build_model, make_config
 
 WORDS = "the a cat dog sat ran far down big red small old".split()
 

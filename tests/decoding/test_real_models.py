@@ -8,7 +8,7 @@ import torch
 
 from explorer.decoding import StepDecoder, beam_search, beam_search_batch, greedy, sample
 from explorer.decoding.scoring import score_ids
-from models.config import EOS_ID, build_model, make_config
+from seqmodels.config import EOS_ID, build_model, make_config
 
 VOCAB = 13
 SOURCES = [[5, 9, 7, 2], [6, 11, 2], [12, 8, 8, 10, 5, 2]]

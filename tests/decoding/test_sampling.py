@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from explorer.decoding import greedy, sample, truncated_distribution
 from explorer.decoding.scoring import score_ids
-from models.config import BOS_ID
+from seqmodels.config import BOS_ID
 
 SOURCE = [5, 6, 2]
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from explorer.decoding import beam_search, beam_search_batch, greedy, greedy_batch, length_penalty
 from explorer.decoding.scoring import score_ids
-from models.config import BOS_ID, EOS_ID
+from seqmodels.config import BOS_ID, EOS_ID
 
 SOURCES = [[5, 6, 2], [3, 2], [6, 6, 5, 4, 2]]
 

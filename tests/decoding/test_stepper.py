@@ -9,7 +9,7 @@ from conftest import IdTokenizer, TableModel
 
 from explorer.decoding import StepDecoder, beam_search, greedy, sample
 from explorer.workspace import Workspace
-from models.config import BOS_ID
+from seqmodels.config import BOS_ID
 
 SOURCE = [5, 6, 7, 2]
 

@@ -85,7 +85,7 @@ def test_fill_mask_is_the_top_of_the_logits(hf_workspace, name):
 
 
 def test_fill_mask_on_our_own_bert():
-    from models.config import MASK_ID
+    from seqmodels.config import MASK_ID
     from tests.training.conftest import make_tiny_workspace
 
     workspace = make_tiny_workspace("bert")

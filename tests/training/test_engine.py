@@ -264,7 +264,7 @@ def test_evaluate_a_workspace_as_it_is_matches_the_trainers_last_evaluation(
 
 def test_bert_blocks_predict_about_15_percent_of_the_tokens(tiny_workspace, tiny_config):
     from explorer.data.batching import IGNORE_INDEX
-    from models.config import MASK_ID
+    from seqmodels.config import MASK_ID
 
     workspace = tiny_workspace("bert")
     feed = make_feed(workspace, tiny_config(batch_size=32, context=32))

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import explorer.families as registry
-import models.families as model_registry
+import seqmodels.families as model_registry
 from explorer.analysis.embeddings import available_embeddings
 from explorer.analysis.hidden import hidden_snapshot
 from explorer.analysis.probe import probe
@@ -27,8 +27,8 @@ from explorer.families import Family, Lazy, families, family_of, get_family, mod
 from explorer.training import DataSpec, TrainConfig, Trainer, build_workspace
 from explorer.training.feeds import make_feed
 from explorer.training.setup import data_kind
-from models.config import PAD_ID, config_from_json, config_to_json, make_config
-from models.families import ModelFamily, model_families
+from seqmodels.config import PAD_ID, config_from_json, config_to_json, make_config
+from seqmodels.families import ModelFamily, model_families
 
 FAMILIES = list(families())
 SIZES = dict(d_model=32, num_heads=2, num_layers=1, d_ff=64, dropout=0.0, max_len=32,
@@ -133,8 +133,8 @@ def test_every_family_that_decodes_decodes_and_scores_what_it_decoded(name):
 
 def test_a_family_from_outside_the_table_plugs_in(monkeypatch):
     """What issue 13's Hugging Face wrappers do: register both sides without editing a table."""
-    from models.config import TransformerConfig
-    from models.transformer import GPT
+    from seqmodels.config import TransformerConfig
+    from seqmodels.transformer import GPT
 
     model_families()  # the built-ins first, so the copies below hold them
     monkeypatch.setattr(model_registry, "_REGISTERED", dict(model_registry._REGISTERED))
@@ -181,7 +181,7 @@ def test_unknown_families_are_one_line_errors():
 
 
 def test_the_tables_load_without_torch():
-    code = ("import sys, explorer.families, models.scores, models.config\n"
+    code = ("import sys, explorer.families, seqmodels.scores, seqmodels.config\n"
             "assert 'torch' not in sys.modules, 'torch imported'\n"
             "print(' '.join(explorer.families.family_names()))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -4,7 +4,7 @@ import pytest
 
 from explorer.errors import UserError
 from explorer.training import DataSpec, build_workspace, read_data
-from models.config import UNK_ID
+from seqmodels.config import UNK_ID
 
 
 def test_task_workspace_sizes_the_model_from_its_tokenizers():
@@ -124,7 +124,7 @@ def test_new_data_falls_back_to_the_default_family_for_its_kind(current_family, 
 
 def test_a_new_model_keeps_fitting_data_and_otherwise_gets_a_default_task():
     from explorer.training.setup import next_workspace
-    from models.config import make_config
+    from seqmodels.config import make_config
 
     current = build_workspace(PAIR_DATA, "seq2seq", preset="tiny")
     kept = next_workspace(make_config("transformer", "tiny", d_model=32), None, current)
@@ -138,7 +138,7 @@ def test_a_new_model_keeps_fitting_data_and_otherwise_gets_a_default_task():
 
 def test_model_overrides_leave_out_the_family_and_the_vocabularies():
     from explorer.training.setup import model_overrides
-    from models.config import make_config
+    from seqmodels.config import make_config
 
     overrides = model_overrides(make_config("transformer", "tiny", vocab_size=9, src_vocab_size=7))
     assert not {"family", "vocab_size", "src_vocab_size"} & set(overrides)

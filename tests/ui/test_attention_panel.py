@@ -13,7 +13,7 @@ from explorer.ui.panels.attention import MEAN_OF_HEADS, AttentionPanel
 from explorer.ui.plot_style import drawn_labels
 from explorer.ui.probing import Prober
 from explorer.workspace import Workspace
-from models import build_model, make_config
+from seqmodels import build_model, make_config
 
 
 TINY_TRANSFORMER = dict(d_model=16, num_heads=2, num_layers=2, d_ff=32, dropout=0.0)

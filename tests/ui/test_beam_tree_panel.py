@@ -13,7 +13,7 @@ from explorer.decoding import beam_search, encode_context
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.beam_tree import STATUS_STYLE, BeamTreePanel
 from explorer.workspace import Workspace
-from models.config import BOS_ID, build_model, make_config
+from seqmodels.config import BOS_ID, build_model, make_config
 
 # showing a top-level widget on the offscreen platform always logs this; it is not our warning
 

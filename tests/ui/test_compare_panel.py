@@ -16,7 +16,7 @@ from explorer.decoding.settings import DecodeSettings
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.compare import ComparePanel, highlight_matches
 from explorer.workspace import Workspace
-from models.config import BOS_ID, build_model, make_config
+from seqmodels.config import BOS_ID, build_model, make_config
 
 # showing a top-level widget on the offscreen platform always logs this; it is not our warning
 

@@ -18,7 +18,7 @@ from explorer.ui.panels.embeddings import EmbeddingsPanel, arrow_angle
 from explorer.ui.panels.hidden import LENS, GatesPanel, HiddenPanel
 from explorer.ui.probing import Prober
 from explorer.workspace import Workspace
-from models import build_model, make_config
+from seqmodels import build_model, make_config
 
 TINY_TRANSFORMER = dict(d_model=16, num_heads=2, num_layers=2, d_ff=32, dropout=0.0)
 

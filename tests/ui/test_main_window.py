@@ -32,7 +32,7 @@ def test_one_dock_per_panel_named_by_its_id_and_actions_have_shortcuts(make_main
 
 
 def test_new_model_dialog_counts_parameters_and_builds_the_model(make_main_window, qtbot):
-    import models
+    import seqmodels
 
     window = make_main_window()
     window.new_model()
@@ -41,7 +41,7 @@ def test_new_model_dialog_counts_parameters_and_builds_the_model(make_main_windo
         dialog.set_family(family)
         config = dialog.model_config()
         assert config.family == family
-        expected = models.count_parameters(models.build_model(config))
+        expected = seqmodels.count_parameters(seqmodels.build_model(config))
         assert dialog.parameter_count == expected
         assert f"{expected:,}" in dialog.params.text()
     dialog.set_family("seq2seq")

@@ -1,5 +1,5 @@
 """The new-model dialog reads the registries: its families, tips and attention scores come from
-explorer.families and models.scores, and the rows it shows are the family config's fields."""
+explorer.families and seqmodels.scores, and the rows it shows are the family config's fields."""
 
 import dataclasses
 
@@ -7,8 +7,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from explorer.families import families
-from models.config import make_config
-from models.scores import SCORES
+from seqmodels.config import make_config
+from seqmodels.scores import SCORES
 
 
 @pytest.fixture

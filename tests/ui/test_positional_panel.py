@@ -12,7 +12,7 @@ from explorer.data.tokenizers import CharTokenizer
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.positional import PositionalPanel
 from explorer.workspace import Workspace
-from models import build_model, make_config
+from seqmodels import build_model, make_config
 
 
 

@@ -16,7 +16,7 @@ from PySide6.QtGui import QDropEvent
 
 from explorer.cli import main as explorer_main
 from explorer.ui.bus import AppBus
-from models.config import BOS_ID, EOS_ID
+from seqmodels.config import BOS_ID, EOS_ID
 
 RUNS = {  # folder name -> model flags
     "gru": ["--cell", "gru", "--attention", "additive"],

@@ -11,7 +11,7 @@ from explorer.decoding import encode_context, greedy, sample
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.step_decoding import StepDecodingPanel
 from explorer.workspace import Workspace
-from models.config import BOS_ID, build_model, make_config
+from seqmodels.config import BOS_ID, build_model, make_config
 
 # showing a top-level widget on the offscreen platform always logs this; it is not our warning
 

@@ -58,7 +58,7 @@ def model_summary(workspace) -> str:
     """Rich text: family, every config field, and the parameter count."""
     if workspace is None:
         return "No model yet: Model ▸ New model, or File ▸ Open a checkpoint."
-    from models.config import config_to_dict, count_parameters
+    from seqmodels.config import config_to_dict, count_parameters
 
     config = config_to_dict(workspace.model.config)
     rows = "".join(

@@ -1,5 +1,5 @@
 """The new-model dialog: every family in explorer.families, every cell and attention score in
-`models/`, size presets, and the parameter count of the model before it is built for real. Which
+`seqmodels/`, size presets, and the parameter count of the model before it is built for real. Which
 fields it shows follows the family's config: a field the config has is a row the dialog shows."""
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from superqt import QCollapsible, QEnumComboBox, QLabeledSlider
 
 from explorer.families import families, get_family
 from explorer.ui.dialogs.hf_config import HFConfigPicker
-from models.config import CELLS, POSITIONAL
-from models.families import preset_names
-from models.scores import SCORES
+from seqmodels.config import CELLS, POSITIONAL
+from seqmodels.families import preset_names
+from seqmodels.scores import SCORES
 
 # One line each, after the course notes (families and scores carry their own: explorer.families,
-# models.scores).
+# seqmodels.scores).
 FAMILY_TIPS = {name: family.summary for name, family in families().items()}
 ATTENTION_TIPS = {name: score.tip for name, score in SCORES.items()}
 CELL_TIPS = {
@@ -201,7 +201,7 @@ class NewModelDialog(QDialog):
 
     def _family_changed(self) -> None:
         """A new family starts from its config's default cell and attention score."""
-        from models.config import make_config
+        from seqmodels.config import make_config
 
         config = make_config(self.family_name())
         if hasattr(config, "cell"):
@@ -230,7 +230,7 @@ class NewModelDialog(QDialog):
 
     def _apply_preset(self) -> None:
         """Fill the size fields from the preset's (and the config's) values for this family."""
-        from models.config import make_config
+        from seqmodels.config import make_config
 
         family = self.family_name()
         preset = self.preset.currentText()
@@ -262,7 +262,7 @@ class NewModelDialog(QDialog):
 
     def model_config(self):
         """The chosen config; its vocabulary sizes stand in until the data's tokenizers set them."""
-        from models.config import make_config
+        from seqmodels.config import make_config
 
         family = self.family_name()
         settings = _settings(family)
@@ -278,10 +278,10 @@ class NewModelDialog(QDialog):
 
     def update_count(self) -> int | None:
         """Build the model once to count its parameters; a bad combination says why instead."""
-        import models
+        import seqmodels
 
         try:
-            count = models.count_parameters(models.build_model(self.model_config()))
+            count = seqmodels.count_parameters(seqmodels.build_model(self.model_config()))
         except (ValueError, TypeError) as exc:
             self.params.setText(f"<span style='color:#c0392b'>{exc}</span>")
             self.ok_button.setEnabled(False)

@@ -28,7 +28,7 @@ from explorer.ui.export import install_export_menu, run_export_dialog
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.model_view import ModelViewWidget
 from explorer.ui.panels.base import Panel, elide
-from models.scores import SCORES
+from seqmodels.scores import SCORES
 
 MEAN_OF_HEADS = -1
 KIND_TITLES = {

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from models import build_model, make_config
-from models.state import reorder_state
+from seqmodels import build_model, make_config
+from seqmodels.state import reorder_state
 
 CELLS = ["rnn", "ugrnn", "gru", "lstm"]
 

@@ -4,9 +4,9 @@ bridging, reverse_source and the trace."""
 import pytest
 import torch
 
-from models import Seq2Seq, build_model, make_config
-from models.config import ATTENTION_SCORES, BOS_ID, PAD_ID
-from models.state import reorder_state, repeat_state
+from seqmodels import Seq2Seq, build_model, make_config
+from seqmodels.config import ATTENTION_SCORES, BOS_ID, PAD_ID
+from seqmodels.state import reorder_state, repeat_state
 
 CELLS = ["rnn", "ugrnn", "gru", "lstm"]
 SRC = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 2, PAD_ID, PAD_ID], [11, 2, PAD_ID, PAD_ID, PAD_ID]])  # (3, 5)

@@ -18,12 +18,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from models.alignment import Alignment
-from models.config import PAD_ID, Seq2SeqConfig
-from models.families import ModelFamily
-from models.recurrent import RNN, concat_traces, prefixed, to_batch_first_state, to_torch_state
-from models.scores import SCORES
-from models.trace import AttentionMap, Trace
+from seqmodels.alignment import Alignment
+from seqmodels.config import PAD_ID, Seq2SeqConfig
+from seqmodels.families import ModelFamily
+from seqmodels.recurrent import RNN, concat_traces, prefixed, to_batch_first_state, to_torch_state
+from seqmodels.scores import SCORES
+from seqmodels.trace import AttentionMap, Trace
 
 
 class Seq2Seq(nn.Module):

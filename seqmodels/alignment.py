@@ -1,7 +1,7 @@
 """Attention for RNN encoder-decoders: how well decoder state s matches encoder state h_i.
 
 The scores (dot, general, scaled-dot, additive, cosine, location), their formulas and the
-parameters each learns are the table in `models.scores`. Whatever the score, the weights are
+parameters each learns are the table in `seqmodels.scores`. Whatever the score, the weights are
 alpha = softmax over source positions, with padding masked to exactly 0, and the context is
 sum_i alpha_i h_i.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from models.scores import SCORES
+from seqmodels.scores import SCORES
 
 
 class Alignment(nn.Module):

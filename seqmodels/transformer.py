@@ -1,8 +1,8 @@
 """Transformer encoder-decoder (Vaswani et al. 2017), decoder-only GPT and encoder-only BERT.
 
-All three are built from a `models.config.TransformerConfig` and share the blocks of
-`models.transformer_blocks`; GPT and BERT share one trunk. With trace=True a forward pass also
-returns a `models.Trace` holding every attention map (B, H, Tq, Tk) and each block's output, still
+All three are built from a `seqmodels.config.TransformerConfig` and share the blocks of
+`seqmodels.transformer_blocks`; GPT and BERT share one trunk. With trace=True a forward pass also
+returns a `seqmodels.Trace` holding every attention map (B, H, Tq, Tk) and each block's output, still
 in the autograd graph.
 """
 
@@ -12,10 +12,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from models.config import TransformerConfig
-from models.families import ModelFamily
-from models.trace import AttentionMap, Trace
-from models.transformer_blocks import DecoderLayer, Embedding, EncoderLayer, final_norm, make_rope
+from seqmodels.config import TransformerConfig
+from seqmodels.families import ModelFamily
+from seqmodels.trace import AttentionMap, Trace
+from seqmodels.transformer_blocks import DecoderLayer, Embedding, EncoderLayer, final_norm, make_rope
 
 
 def _record(trace: Trace | None, kind: str, layer: int, weights: Tensor | None, x: Tensor):

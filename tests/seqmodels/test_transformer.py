@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from models import BERT, GPT, Transformer, build_model, make_config, reorder_state
-from models.positional import sinusoidal
-from models.transformer_blocks import DecoderLayer, EncoderLayer
+from seqmodels import BERT, GPT, Transformer, build_model, make_config, reorder_state
+from seqmodels.positional import sinusoidal
+from seqmodels.transformer_blocks import DecoderLayer, EncoderLayer
 
 V, VS = 23, 19  # target and source vocabularies
 

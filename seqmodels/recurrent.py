@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, _VF, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
-from models.trace import Trace
+from seqmodels.trace import Trace
 
 
 class RNNCell(nn.Module):
@@ -128,7 +128,7 @@ class RNN(nn.Module):
     """A stack of recurrent layers, optionally bidirectional, with torch.nn.RNN/GRU/LSTM's interface.
 
     forward(input, hx=None) -> (output, h_n), or (output, (h_n, c_n)) for "lstm"; with trace=True a
-    models.Trace is appended. `pad_mask` (B, T), True = padding, makes padded steps carry the state
+    seqmodels.Trace is appended. `pad_mask` (B, T), True = padding, makes padded steps carry the state
     through unchanged and output zeros, like a packed sequence: h_n is each row's state after its last
     real token, and the reverse direction starts there.
     """
@@ -324,7 +324,7 @@ def to_batch_first_state(final) -> dict:
 
 
 def prefixed(trace: Trace, prefix: str, into: Trace | None = None) -> Trace:
-    """The trace of a models.RNN with its layer names under `prefix` ("l0" -> "lm.l0"), merged into `into`."""
+    """The trace of a seqmodels.RNN with its layer names under `prefix` ("l0" -> "lm.l0"), merged into `into`."""
     out = into if into is not None else Trace()
     out.attention.extend(trace.attention)
     out.hidden.update({prefix + k: v for k, v in trace.hidden.items()})

@@ -1,5 +1,5 @@
 """The configs of the built-in families (dataclasses), their JSON round trip, and `make_config` /
-`build_model` for any family in the registry (`models.families`; presets live with each model).
+`build_model` for any family in the registry (`seqmodels.families`; presets live with each model).
 
 Token ids 0..4 are reserved in every vocabulary: <pad>=0 <bos>=1 <eos>=2 <unk>=3 <mask>=4.
 Importing this module does not import torch.
@@ -11,15 +11,15 @@ import json
 from dataclasses import asdict, dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Union
 
-from models.families import model_family
-from models.scores import SCORES
+from seqmodels.families import model_family
+from seqmodels.scores import SCORES
 
 if TYPE_CHECKING:
     from torch import nn
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID = 0, 1, 2, 3, 4
 CELLS = ("rnn", "ugrnn", "gru", "lstm")
-ATTENTION_SCORES = tuple(SCORES)  # "none" and every score in models.scores
+ATTENTION_SCORES = tuple(SCORES)  # "none" and every score in seqmodels.scores
 POSITIONAL = ("sinusoidal", "learned", "rope")
 
 

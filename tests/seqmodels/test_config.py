@@ -4,9 +4,9 @@ import pytest
 import torch
 
 from explorer.families import get_family
-from models import build_model, config_from_dict, config_from_json, config_to_json, count_parameters, make_config
-from models.config import TransformerConfig, with_vocab
-from models.families import model_families, preset_names
+from seqmodels import build_model, config_from_dict, config_from_json, config_to_json, count_parameters, make_config
+from seqmodels.config import TransformerConfig, with_vocab
+from seqmodels.families import model_families, preset_names
 
 FAMILIES = list(model_families())
 

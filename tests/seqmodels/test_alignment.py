@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from models import Alignment
-from models.scores import SCORES as TABLE
+from seqmodels import Alignment
+from seqmodels.scores import SCORES as TABLE
 
 SCORES = [name for name, entry in TABLE.items() if entry.function is not None]  # "none" has no score
 
@@ -102,7 +102,7 @@ def test_gradients_reach_every_parameter():
 
 
 def test_the_table_is_complete_and_every_score_has_a_formula_here():
-    """A new entry in models.scores needs its formula in `by_hand` above and a label and tip."""
+    """A new entry in seqmodels.scores needs its formula in `by_hand` above and a label and tip."""
     for name, entry in TABLE.items():
         assert entry.label and entry.tip and entry.formula and entry.style in ("none", "luong", "bahdanau")
         assert (entry.function is None) == (entry.style == "none") == (name == "none")
@@ -123,7 +123,7 @@ def test_the_parameters_are_the_tables_and_keep_their_state_dict_keys(score):
 
 
 def test_the_seq2seq_decoding_style_follows_the_table():
-    from models import build_model, make_config
+    from seqmodels import build_model, make_config
 
     for name, entry in TABLE.items():
         model = build_model(make_config("seq2seq", "tiny", attention=name))

@@ -1,11 +1,11 @@
-"""models.recurrent against torch's own recurrent modules and the lecture notes' equations."""
+"""seqmodels.recurrent against torch's own recurrent modules and the lecture notes' equations."""
 
 import pytest
 import torch
 from torch import nn
 
-from models import RNN, GRUCell, LSTMCell, RNNCell, UGRNNCell
-from models.trace import Trace
+from seqmodels import RNN, GRUCell, LSTMCell, RNNCell, UGRNNCell
+from seqmodels.trace import Trace
 
 TORCH_LAYERS = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
 TORCH_CELLS = {"rnn": (RNNCell, nn.RNNCell), "gru": (GRUCell, nn.GRUCell), "lstm": (LSTMCell, nn.LSTMCell)}

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from models.positional import RotaryEmbedding
+from seqmodels.positional import RotaryEmbedding
 
 
 def _additive(mask: Tensor, dtype: torch.dtype) -> Tensor:

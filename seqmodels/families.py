@@ -1,9 +1,9 @@
 """The model side of the family registry: for each family, its config class, size presets and
 how to build it.
 
-A family's module in models/ declares `MODEL_FAMILIES = (ModelFamily(...), ...)` next to its model
+A family's module in seqmodels/ declares `MODEL_FAMILIES = (ModelFamily(...), ...)` next to its model
 class; the registry finds those modules itself (it imports every module of the package once, on
-first use), so a new family in models/ is one new file. A family whose model lives elsewhere (the
+first use), so a new family in seqmodels/ is one new file. A family whose model lives elsewhere (the
 app's Hugging Face wrappers) calls `register_model_family` instead. What the app does with a family
 (loss, batches, probes, decoding, flags) is the explorer side: `explorer.families`.
 """
@@ -32,31 +32,31 @@ _discovered = False
 
 
 def register_model_family(family: ModelFamily) -> None:
-    """Add (or replace) a family; models/ modules declare MODEL_FAMILIES instead."""
+    """Add (or replace) a family; seqmodels/ modules declare MODEL_FAMILIES instead."""
     _REGISTERED[family.name] = family
 
 
 def _discover() -> None:
-    """Register the MODEL_FAMILIES of every module in models/, once."""
+    """Register the MODEL_FAMILIES of every module in seqmodels/, once."""
     global _discovered
     if _discovered:  # the common case, without the lock
         return
     with _DISCOVERY_LOCK:
         if _discovered:
             return
-        package = importlib.import_module("models")
+        package = importlib.import_module("seqmodels")
         found: dict[str, ModelFamily] = {}
         for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-            module = importlib.import_module(f"models.{info.name}")
+            module = importlib.import_module(f"seqmodels.{info.name}")
             found.update((family.name, family) for family in getattr(module, "MODEL_FAMILIES", ()))
-        registered_by_hand = dict(_REGISTERED)  # before discovery: they come after models/'s own
+        registered_by_hand = dict(_REGISTERED)  # before discovery: they come after seqmodels/'s own
         _REGISTERED.clear()
         _REGISTERED.update({**found, **registered_by_hand})
         _discovered = True
 
 
 def model_families() -> dict[str, ModelFamily]:
-    """Every registered family by name, models/ modules in file-name order, then any added later."""
+    """Every registered family by name, seqmodels/ modules in file-name order, then any added later."""
     _discover()
     return dict(_REGISTERED)
 

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from models.positional import LearnedPositional, RotaryEmbedding, SinusoidalPositional, sinusoidal
+from seqmodels.positional import LearnedPositional, RotaryEmbedding, SinusoidalPositional, sinusoidal
 
 
 @pytest.mark.parametrize("d_model", [8, 7])

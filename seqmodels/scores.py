@@ -3,7 +3,7 @@ encoder state h_i (the lecture notes' "several ways to calculate the scores").
 
 Each entry names its score function, the parameters it learns, a display label, its formula, a
 one-line tip, and the decoding style it goes with (Bahdanau: the previous decoder state asks;
-Luong: the current one). `models.alignment.Alignment`, `models.config` (which names a seq2seq may
+Luong: the current one). `seqmodels.alignment.Alignment`, `seqmodels.config` (which names a seq2seq may
 use), the new-model dialog, the attention panel and `explorer train --help` all read this table,
 so a new score is one entry here.
 

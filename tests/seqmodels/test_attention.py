@@ -1,4 +1,4 @@
-"""models.MultiHeadAttention against torch.nn.MultiheadAttention with the same weights."""
+"""seqmodels.MultiHeadAttention against torch.nn.MultiheadAttention with the same weights."""
 
 import math
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from models import MultiHeadAttention
-from models.positional import RotaryEmbedding
+from seqmodels import MultiHeadAttention
+from seqmodels.positional import RotaryEmbedding
 
 E, H, B, TQ, TK = 16, 4, 3, 5, 7
 

@@ -12,9 +12,9 @@ from typing import Callable
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from models.attention import MultiHeadAttention
-from models.config import TransformerConfig
-from models.positional import LearnedPositional, RotaryEmbedding, SinusoidalPositional
+from seqmodels.attention import MultiHeadAttention
+from seqmodels.config import TransformerConfig
+from seqmodels.positional import LearnedPositional, RotaryEmbedding, SinusoidalPositional
 
 
 class Embedding(nn.Module):

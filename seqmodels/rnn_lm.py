@@ -1,13 +1,13 @@
-"""A recurrent language model: embedding -> models.RNN (any cell, stacked) -> linear over the vocabulary."""
+"""A recurrent language model: embedding -> seqmodels.RNN (any cell, stacked) -> linear over the vocabulary."""
 
 from __future__ import annotations
 
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from models.config import RNNLMConfig
-from models.families import ModelFamily
-from models.recurrent import RNN, prefixed, to_batch_first_state, to_torch_state
+from seqmodels.config import RNNLMConfig
+from seqmodels.families import ModelFamily
+from seqmodels.recurrent import RNN, prefixed, to_batch_first_state, to_torch_state
 
 
 class RNNLanguageModel(nn.Module):
