@@ -150,8 +150,9 @@ def _builtin_providers() -> list:
             module, _, attribute = target.partition(":")
             try:
                 found.append(getattr(importlib.import_module(module), attribute))
-            except ImportError:  # the Hugging Face provider without transformers installed
-                continue
+            except ModuleNotFoundError as error:  # the Hugging Face provider without transformers
+                if not (error.name or "").startswith("transformers"):
+                    raise
         _builtins = found
     return _builtins
 
