@@ -236,10 +236,13 @@ class _Session:
         return out
 
 
-def _pass(model, inputs: tuple, session: _Session, with_grad: bool) -> Tensor:
+def _pass(model, inputs: tuple, session: _Session, with_grad: bool, attach: bool = True) -> Tensor:
     provider = provider_for(model)
-    with _RUN_LOCK, torch.set_grad_enabled(with_grad), provider.attach(model, session.visit):
-        return provider.forward(model, tuple(inputs))
+    with _RUN_LOCK, torch.set_grad_enabled(with_grad):
+        if not attach:  # nothing asked for: the bare model, fused kernels and all
+            return provider.forward(model, tuple(inputs))
+        with provider.attach(model, session.visit):
+            return provider.forward(model, tuple(inputs))
 
 
 def list_points(model, inputs: tuple) -> list[HookPoint]:
@@ -260,7 +263,8 @@ def run_with(model, inputs: tuple, read: Iterable[str] = (), replace: Mapping[st
     An unknown name is a ValueError naming a few that exist."""
     read, grad, replace = list(read), list(grad), dict(replace or {})
     session = _Session(read, replace, grad)
-    logits = _pass(model, inputs, session, with_grad=bool(grad))
+    asked = bool(read or grad or replace)
+    logits = _pass(model, inputs, session, with_grad=bool(grad), attach=asked)
     missing = [n for n in (*read, *grad, *replace) if n not in session.seen]
     if missing:
         known = ", ".join(list(session.seen)[:6])
