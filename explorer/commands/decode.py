@@ -49,7 +49,7 @@ def load_workspace(directory: str):
     """A checkpoint's workspace without its training data or optimizer state (decoding and
     scoring need neither: a task's thousands of examples or a corpus's files, and Adam's moments,
     twice the model's size); a missing or broken checkpoint is a UserError."""
-    from explorer.training.checkpoint import load_checkpoint
+    from explorer.training.checkpoint import load_checkpoint, warn_history_cut
 
     try:
         workspace = load_checkpoint(directory, load_data=False, load_state=False)
@@ -57,6 +57,7 @@ def load_workspace(directory: str):
         raise
     except (OSError, ValueError, KeyError) as exc:
         raise UserError(f"cannot load checkpoint {directory}: {exc}") from exc
+    warn_history_cut(directory, workspace)
     workspace.model.eval()
     return workspace
 
