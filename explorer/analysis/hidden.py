@@ -27,7 +27,7 @@ import torch
 from explorer.analysis.activations import provider_for, run_with
 from explorer.analysis.labels import layer_label
 from explorer.analysis.logit_lens import LogitLens, lens_layers, summarize_lens
-from explorer.analysis.probe import _PROBE_LOCK
+from explorer.analysis.probe import _PROBE_LOCK, encode_probe_input
 from explorer.families import family_of
 
 
@@ -160,7 +160,7 @@ def _transformer_stack(stream: str, residuals: list[torch.Tensor], labels: dict[
 def hidden_snapshot(workspace, source: str, target: str = "", step: int = 0, lens: bool = True) -> HiddenSnapshot:
     """Hidden states, cell states and gates (RNNs) or the residual stream (Transformers) of
     `workspace.model` on one probe input. Language models read `source` (or `target`)."""
-    encoded = family_of(workspace.model).encode_probe(workspace, source, target)
+    encoded = encode_probe_input(workspace, source, target)
     model = workspace.model
     device = next(model.parameters()).device
     inputs = tuple(t.to(device) for t in encoded.inputs)

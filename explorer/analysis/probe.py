@@ -115,12 +115,26 @@ def _time_labels(name: str, labels: dict[str, list[str]]) -> list[str]:
     return labels["source"] if name.startswith("encoder") else labels["target_in"]
 
 
+def encode_probe_input(workspace, source: str, target: str) -> Encoded:
+    """The family's probe encoding of (source, target); text longer than the model reads is a
+    one-line UserError before it is tokenized or run (explorer.decoding.limits)."""
+    from explorer.decoding.limits import check_ids, check_text
+
+    model = workspace.model
+    check_text(model, source, "the probe source" if target else "the probe text")
+    check_text(model, target, "the probe target")
+    encoded = family_of(model).encode_probe(workspace, source, target)
+    for name, labels in encoded.labels.items():  # families with positions cut to them already
+        check_ids(model, labels, f"the probe's {name.replace('_', ' ')}")
+    return encoded
+
+
 def probe(workspace, source: str, target: str = "", step: int = 0) -> ProbeSnapshot:
     """Attention maps and gradient norms of `workspace.model` on one (source, target) pair.
 
     Language models (`rnn-lm`, `gpt`, `bert`) read `source` (or `target` when source is empty).
     """
-    encoded = family_of(workspace.model).encode_probe(workspace, source, target)
+    encoded = encode_probe_input(workspace, source, target)
     with _PROBE_LOCK:
         return _probe_locked(workspace, encoded, source, target, step)
 

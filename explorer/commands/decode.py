@@ -49,7 +49,7 @@ def load_workspace(directory: str):
     """A checkpoint's workspace without its training data or optimizer state (decoding and
     scoring need neither: a task's thousands of examples or a corpus's files, and Adam's moments,
     twice the model's size); a missing or broken checkpoint is a UserError."""
-    from explorer.training.checkpoint import load_checkpoint
+    from explorer.training.checkpoint import load_checkpoint, warn_history_cut
 
     try:
         workspace = load_checkpoint(directory, load_data=False, load_state=False)
@@ -57,6 +57,7 @@ def load_workspace(directory: str):
         raise
     except (OSError, ValueError, KeyError) as exc:
         raise UserError(f"cannot load checkpoint {directory}: {exc}") from exc
+    warn_history_cut(directory, workspace)
     workspace.model.eval()
     return workspace
 
@@ -126,17 +127,29 @@ def _attention_entries(workspace, context, hypothesis) -> list[dict]:
     return entries
 
 
-def _decode_all(workspace, texts, args):
+def _encode_all(workspace, texts, args) -> list[list[int]]:
+    """Every input's ids, before the first is decoded: one too long for the model is refused at
+    once, naming its line (explorer.decoding.limits), not midway through the output."""
+    from explorer.decoding.scoring import encode_context
+
+    def where(i: int) -> str:
+        if args.input:
+            return f"{args.input}:{i + 1}"
+        return f"TEXT {i + 1}" if len(texts) > 1 else "TEXT"
+
+    return [encode_context(workspace, text, where(i)) for i, text in enumerate(texts)]
+
+
+def _decode_all(workspace, texts, contexts, args):
     """One record per text, yielded a chunk at a time: hypotheses (best first), the tree, and
     what the best attended to."""
     import torch
 
     from explorer.decoding import beam_search_batch, greedy_batch, sample
-    from explorer.decoding.scoring import context_labels, encode_context
+    from explorer.decoding.scoring import context_labels
     from explorer.decoding.search import is_language_model
 
     model, tokenizer = workspace.model, workspace.tokenizer
-    contexts = [encode_context(workspace, text) for text in texts]
     # prompts of different lengths cannot share a batch, so language models go one by one
     chunk = 1 if is_language_model(model) else SEQ2SEQ_CHUNK
     generator = torch.Generator().manual_seed(args.seed)
@@ -226,7 +239,7 @@ def run(args) -> int:
     workspace = load_workspace(args.checkpoint)
     texts = _read_inputs(args)
     out = sys.stdout
-    records = _decode_all(workspace, texts, args)
+    records = _decode_all(workspace, texts, _encode_all(workspace, texts, args), args)
     progress = Progress(len(texts))
     # several JSON records make a list, written an element at a time
     as_list = args.json and len(texts) > 1

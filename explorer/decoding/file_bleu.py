@@ -40,5 +40,8 @@ def parallel_file_bleu(workspace, path: str | Path, limit: int = MAX_PAIRS,
     pairs = read_tsv(path)
     chosen = pairs[:limit]
     hypotheses: list[str] = []
-    result, example = greedy_bleu(workspace, chosen, batch_size, hypotheses=hypotheses)
+    try:
+        result, example = greedy_bleu(workspace, chosen, batch_size, hypotheses=hypotheses)
+    except UserError as exc:  # e.g. a source longer than the model reads (decoding.limits)
+        raise UserError(f"{path}: {exc}") from None
     return FileBleu(str(path), len(chosen), len(pairs), result, example, hypotheses)

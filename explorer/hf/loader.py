@@ -8,6 +8,7 @@ it the decoding interface of our models and explorer.hf.tokenizer the tokenizer 
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from pathlib import Path
 
@@ -74,6 +75,17 @@ def _model_config(hf_model, family, tokenizer, folder: Path):
     )
 
 
+def freeze_unsaved_parameters(hf_model) -> None:
+    """Parameters `save_pretrained` leaves out (`_keys_to_ignore_on_save`: Marian's sinusoidal
+    position tables) are fixed by construction, so they must not train: transformers 5.24 loads
+    them with requires_grad=True (the class freezes them, the loader's re-made tensor does not),
+    and a fine-tune then changed weights the saved folder silently reset."""
+    patterns = getattr(hf_model, "_keys_to_ignore_on_save", None) or []
+    for name, parameter in hf_model.named_parameters():
+        if any(re.search(pattern, name) for pattern in patterns):
+            parameter.requires_grad_(False)
+
+
 def open_hf_model(path):
     """The Workspace of the Hugging Face model at `path` (a folder, or a model id in the cache)."""
     from explorer.hf import adapter as adapters
@@ -114,6 +126,7 @@ def open_hf_model(path):
     except Exception as exc:  # noqa: BLE001 - wrong shapes, a pickle that is not plain tensors
         raise UserError(f"{name}: cannot load the model ({_one_line(exc)})") from None
     hf_model.eval()
+    freeze_unsaved_parameters(hf_model)
     model_config = _model_config(hf_model, family, hf_tokenizer, folder)
     model = getattr(adapters, family.adapter)(hf_model, model_config)
     tokenizer = HFTokenizer(hf_tokenizer, eos_id=model_config.eos_id)

@@ -83,6 +83,25 @@ def changed_data_files(directory: str | Path, workspace) -> list[str]:
     return sorted(path for path, digest in recorded.items() if now.get(path, digest) != digest)
 
 
+def history_cut(workspace) -> str | None:
+    """"history cut at step N while the checkpoint is at step M" when the checkpoint's
+    metrics.jsonl ends before its weights (a torn copy, a full disk, a file cut by hand): the
+    curves, a resumed history and replay would silently miss steps N+1..M. None when whole."""
+    last = workspace.history[-1]["step"] if workspace.history else 0
+    if last >= workspace.step:
+        return None
+    return f"history cut at step {last} while the checkpoint is at step {workspace.step}"
+
+
+def warn_history_cut(directory: str | Path, workspace, stream=None) -> None:
+    """The CLI's warning line for `history_cut` (decode, score, export, train --resume)."""
+    import sys
+
+    cut = history_cut(workspace)
+    if cut is not None:
+        (stream or sys.stderr).write(f"warning: {Path(directory) / METRICS_FILE}: {cut}\n")
+
+
 def check_resumable(directory: str | Path, workspace, stream=None) -> None:
     """Before a loaded checkpoint trains on: a UserError naming the data file that cannot be
     read, and a warning line for each data file that changed since the save."""
@@ -98,6 +117,7 @@ def check_resumable(directory: str | Path, workspace, stream=None) -> None:
             except UserError as exc:
                 reason = str(exc)
         raise UserError(f"{directory}: cannot read its training data ({reason})")
+    warn_history_cut(directory, workspace, stream)  # resumed, the history would have a hole
     for path in changed_data_files(directory, workspace):
         (stream or sys.stderr).write(
             f"data: warning: {path} changed since {directory} was saved; training goes on with "

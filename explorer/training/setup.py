@@ -95,6 +95,16 @@ def _held_out(items: list, fraction: float, shuffle_seed: int | None) -> tuple[l
     return items[:-n_val], items[-n_val:]
 
 
+def _split_text(text: str, fraction: float) -> list[str]:
+    """One line of LM text as two pieces, the last `fraction` of its characters second: a language
+    model reads text as one stream of blocks, so its lines are no examples to hold out."""
+    cut = len(text) - max(1, round(len(text) * fraction))
+    if cut < 1:
+        raise UserError(f"need at least 2 characters of text to hold out validation data, "
+                        f"got {len(text)}")
+    return [text[:cut], text[cut:]]
+
+
 def read_data(spec: DataSpec):
     """The spec's explorer.data.tasks.Splits: (source, target) pairs, target "" for LM text, with a
     ReadReport per file read in `splits.reports`."""
@@ -107,6 +117,8 @@ def read_data(spec: DataSpec):
         return make_task(spec.task, seed=spec.seed, **sizes)
     if spec.text is not None:
         lines, report = readers.read_text_with_report(spec.text)
+        if len(lines) == 1:  # one stream of text, not examples: hold out its end, as nanoGPT does
+            lines = _split_text(lines[0], spec.val_fraction)
         train, val = _held_out([(line, "") for line in lines], spec.val_fraction, None)
         return Splits(train, val, [], kind="lm", reports=[report])
     if spec.tsv:
