@@ -6,7 +6,6 @@ new field shows without a line here."""
 from __future__ import annotations
 
 import importlib
-from enum import Enum
 from functools import partial
 
 from PySide6.QtCore import Qt
@@ -23,7 +22,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-from superqt import QCollapsible, QEnumComboBox
+from superqt import QCollapsible
 
 from explorer.families import families, get_family
 from seqmodels.families import preset_names
@@ -31,16 +30,11 @@ from seqmodels.settings import Setting, config_settings
 
 # One line each (families, fields and their choices carry their own: explorer.families,
 # seqmodels.settings).
-FAMILY_TIPS = {name: family.summary for name, family in families().items()}
 PRESET_TIPS = {
     "tiny": "Trains in seconds on a laptop CPU",
     "small": "Minutes on a CPU; clearer patterns",
 }
 SPIN_MAX = 2**31 - 1  # QSpinBox holds a C int
-
-Family = Enum("Family", {name.replace("-", "_"): name for name in families()})
-Family.__str__ = lambda self: self.value  # QEnumComboBox shows str(member)
-
 
 def _rows(family: str) -> dict[str, tuple[type, Setting]]:
     """The fields of `family`'s config the dialog shows: those with a setting the data does not
@@ -115,8 +109,9 @@ class NewModelDialog(QDialog):
         self.setting_widgets: dict[str, QWidget] = {}  # config field -> its row's widget
         self._rows_family: str | None = None
 
-        self.family = QEnumComboBox(enum_class=Family)
-        _set_tips(self.family, FAMILY_TIPS)
+        self.family = QComboBox()  # the registry as it is now: families added later show too
+        self.family.addItems(list(families()))
+        _set_tips(self.family, {name: family.summary for name, family in families().items()})
         self.family.setToolTip("The architecture; hover the choices for a one-line summary")
         self.preset = QComboBox()
         self.preset.addItems([*preset_names(), "custom"])
@@ -150,17 +145,18 @@ class NewModelDialog(QDialog):
         layout.addWidget(self.params)
         layout.addWidget(buttons)
 
-        self.family.currentEnumChanged.connect(lambda *_: self._family_changed())
+        self.family.currentTextChanged.connect(lambda *_: self._family_changed())
         self.preset.currentTextChanged.connect(lambda *_: self._apply_preset())
         self._applying = False
         self.preset.setCurrentText(preset or "tiny")
         self._family_changed()
 
     def family_name(self) -> str:
-        return self.family.currentEnum().value
+        return self.family.currentText()
 
     def set_family(self, name: str) -> None:
-        self.family.setCurrentEnum(Family[name.replace("-", "_")])
+        get_family(name)  # a UserError for a name the registry does not know
+        self.family.setCurrentText(name)
 
     def _family_changed(self) -> None:
         """A new family gets its config's rows, filled from its defaults and the preset."""
