@@ -210,7 +210,8 @@ def _register() -> None:
             feed=Lazy(f"explorer.training.feeds:{feed}"),
             encode_probe=Lazy(f"explorer.analysis.probe:{probe}"),
             masked_lm=architecture.kind == "hf-masked-lm", max_len_field="max_len",
-            stacks=architecture.stacks, embeddings=architecture.embeddings))
+            stacks=architecture.stacks, embeddings=architecture.embeddings,
+            positions=Lazy("explorer.hf.positions:hf_model_positions")))
         config_class = HFSeq2SeqArchitectureConfig if source else HFArchitectureConfig
         register_model_family(ModelFamily(name, config_class, build_architecture, PRESETS))
 

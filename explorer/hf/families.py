@@ -63,6 +63,9 @@ for _family in HF_FAMILIES.values():  # opened from folders, never built: not in
         residual_streams=Lazy("explorer.hf.inside:residual_streams"),
         attach_data=Lazy("explorer.hf.finetune:attach_data"),
         save=Lazy("explorer.hf.finetune:save_hf_model"),
+        opens=Lazy("explorer.hf.detect:is_hf_model"),
+        load=Lazy("explorer.hf.loader:open_hf_model"),
+        positions=Lazy("explorer.hf.positions:hf_model_positions"),
     ), listed=False)
 
 # architecture-name endings (config.json "architectures") -> family
