@@ -98,7 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "(a run killed later resumes from there); SIGINT and SIGTERM save, "
                             "then stop")
     checkpoint.add_argument("--snapshot-every", type=int, metavar="N", help="also keep a full "
-                            "checkpoint of every N-th step in DIR/snapshots/step-NNNNNN")
+                            "checkpoint of every N-th step in DIR/snapshots/step-NNNNNN (0: none)")
 
     # a wall-clock budget and the published recipes (explorer/commands/train_options.py)
     train.add_argument("--time-limit", type=float, metavar="MINUTES", help="stop cleanly after "
