@@ -79,6 +79,13 @@ class Family:
     # (workspace, directory) -> Path: saved in the family's own format (save_pretrained); None:
     # an explorer checkpoint (explorer.training.checkpoint)
     save: Callable | None = None
+    # and read back: (path) -> whether the path is a model of this family's format (a Hugging
+    # Face folder or cached model id), and (path) -> Workspace; load_checkpoint asks them first
+    opens: Callable | None = None
+    load: Callable | None = None
+    # (model, num_positions) -> analysis.positional.ModelPositions or None, for models whose
+    # positional modules are not ours (Hugging Face); None: analysis finds our own modules
+    positions: Callable | None = None
 
     @property
     def is_lm(self) -> bool:
@@ -208,6 +215,10 @@ def family_of(model_or_config) -> Family:
     return get_family(config.family)
 
 
-# Hugging Face architectures built from scratch (hf-gpt2, hf-bert, hf-marian, hf-t5) register
-# themselves, listed when transformers is installed (explorer/hf/architectures.py; torch-free)
-import explorer.hf.architectures  # noqa: E402,F401
+def family_opening(path) -> Family | None:
+    """The family whose own format `path` is (its `opens` says so), or None: an explorer
+    checkpoint. Plug-ins register such families (explorer/__init__.py loads them)."""
+    for family in {**_FAMILIES, **_UNLISTED}.values():
+        if family.opens is not None and family.load is not None and family.opens(path):
+            return family
+    return None

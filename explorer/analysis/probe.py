@@ -28,7 +28,8 @@ from explorer.analysis.gradients import gradient_norms_by_name, gradient_norms_p
 from explorer.analysis.param_gradients import parameter_gradient_norms
 from explorer.events import AttentionSnapshot, ProbeSnapshot
 from explorer.families import family_of
-from seqmodels.config import BOS_ID, CELLS, EOS_ID, make_config
+from seqmodels.cells import cell_names
+from seqmodels.config import BOS_ID, EOS_ID, make_config
 
 # Panels probe from worker threads; one probe at a time, so no probe sees another's model.eval()
 # half-undone (each puts back the train/eval mode it found).
@@ -214,20 +215,21 @@ def compare_cells(
     token_ids: list[int],
     vocab_size: int,
     hidden_size: int = 32,
-    cells: tuple[str, ...] = CELLS,
+    cells: tuple[str, ...] | None = None,
     seed: int = 0,
     trained: dict | None = None,
 ) -> dict[str, np.ndarray]:
     """||dl_T/dh_t|| for every t: how much the loss at the last step reaches back to each earlier
     hidden state, for RNN language models of every cell type with the same size and data, so the
     plain RNN's vanishing can be set beside the gated cells. Fresh weights, except for cells in
-    `trained` (cell name -> an already trained rnn-lm model)."""
+    `trained` (cell name -> an already trained rnn-lm model). `cells`: every registered one
+    (seqmodels.cells) unless given."""
     from seqmodels import build_model
 
     inputs = torch.tensor([token_ids[:-1]])  # (1, T)
     targets = torch.tensor([token_ids[1:]])
     curves = {}
-    for cell in cells:
+    for cell in cells or cell_names():
         if trained and cell in trained:
             model = trained[cell]
         else:

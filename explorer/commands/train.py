@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from explorer.families import family_names
+from seqmodels.cells import cell_names
 from seqmodels.scores import SCORES
 
 ARCHS = family_names()
@@ -53,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model = parser.add_argument_group("model")
     model.add_argument("--arch", help=f"{' | '.join(ARCHS)} (default: seq2seq for pairs, gpt "
                        "for text)")
-    model.add_argument("--cell", help="rnn | ugrnn | gru | lstm (RNN models)")
+    model.add_argument("--cell", help=f"{' | '.join(cell_names())} (RNN models)")
     model.add_argument("--attention", help=f"{' | '.join(SCORES)} (seq2seq)")
     model.add_argument("--preset", help="tiny or small (default: tiny)")
     model.add_argument("--layers", type=int, help="layers (per stack)")
@@ -97,7 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "(a run killed later resumes from there); SIGINT and SIGTERM save, "
                             "then stop")
     checkpoint.add_argument("--snapshot-every", type=int, metavar="N", help="also keep a full "
-                            "checkpoint of every N-th step in DIR/snapshots/step-NNNNNN")
+                            "checkpoint of every N-th step in DIR/snapshots/step-NNNNNN (0: none)")
 
     # a wall-clock budget and the published recipes (explorer/commands/train_options.py)
     train.add_argument("--time-limit", type=float, metavar="MINUTES", help="stop cleanly after "

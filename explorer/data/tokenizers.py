@@ -26,6 +26,7 @@ from explorer.errors import UserError
 # tests/data/test_data_tokenizers.py checks that they do.
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>", "<mask>")
 PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID = range(len(SPECIAL_TOKENS))
+MASK_MARKERS = ("[MASK]", "<mask>")  # what people type; read as the model's own mask token
 NUM_SPECIAL = len(SPECIAL_TOKENS)
 KINDS = ("char", "word", "bpe")
 

@@ -62,6 +62,9 @@ for _family in HF_FAMILIES.values():  # opened from folders, never built: not in
         masked_lm=_family.masked, max_len_field="max_len",  # None for relative positions (T5)
         attach_data=Lazy("explorer.hf.finetune:attach_data"),
         save=Lazy("explorer.hf.finetune:save_hf_model"),
+        opens=Lazy("explorer.hf.detect:is_hf_model"),
+        load=Lazy("explorer.hf.loader:open_hf_model"),
+        positions=Lazy("explorer.hf.positions:hf_model_positions"),
     ), listed=False)
 
 # architecture-name endings (config.json "architectures") -> family

@@ -7,7 +7,7 @@ and explorer.decoding adds nothing (`adds_special_tokens`).
 
 from __future__ import annotations
 
-MASK_MARKERS = ("[MASK]", "<mask>")  # what people type; replaced by the model's own mask token
+from explorer.data.tokenizers import MASK_MARKERS
 
 
 class HFTokenizer:

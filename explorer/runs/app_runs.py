@@ -192,7 +192,7 @@ class RunRecorder:
         self.first = first
         self.notice = notice
         self.autosave_s = autosave_s
-        self.snapshot_every = snapshot_every or None
+        self.snapshot_every = snapshot_every  # 0: none, even for a run that had a cadence
         self.resumed_from = resumed_from
         self.prune = prune
         # TensorBoard scalars cost ~1 ms a step: 5% of a tiny model's training, and the app draws

@@ -53,8 +53,9 @@ OPTIONAL_FILES = ("optimizer.pt", "src_tokenizer.json")  # a newer save may have
 class RunWriter:
     def __init__(self, folder: str | Path, snapshot_every: int | None = None,
                  tensorboard: bool = True, stream=None) -> None:
-        if snapshot_every is not None and snapshot_every < 1:
-            raise UserError(f"--snapshot-every must be at least 1, got {snapshot_every}")
+        if snapshot_every is not None and snapshot_every < 0:  # 0: none, as in the app's settings
+            raise UserError(f"--snapshot-every must be 0 (no snapshots) or more, got "
+                            f"{snapshot_every}")
         self.folder = Path(folder)
         self.snapshot_every = snapshot_every
         self.want_tensorboard = tensorboard

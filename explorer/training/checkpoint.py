@@ -29,7 +29,7 @@ import importlib.resources
 
 from explorer.durable import FolderLock, existing_folder, read_jsonl, replace_folder, write_jsonl
 from explorer.errors import UserError, read_json
-from explorer.families import family_of
+from explorer.families import family_of, family_opening
 
 FORMAT = "sequence-model-explorer/checkpoint/1"
 CONFIG_FILE = "config.json"
@@ -172,7 +172,7 @@ def save_checkpoint(workspace, directory: str | Path, optimizer=None) -> Path:
     own `training_state` (what the Trainer left); False stores none (smaller; cannot resume
     exactly).
     """
-    from explorer.runs.layout import is_run_folder  # replacing it would lose its snapshots
+    from explorer.history import is_run_folder  # replacing it would lose its snapshots
 
     directory = Path(directory)
     save_as = family_of(workspace.model).save
@@ -263,7 +263,7 @@ def _read_history(path: Path, rows: list[dict] | None = None) -> list[dict]:
     """metrics.jsonl in a Workspace's history format: one row per step, its evaluation merged in
     (a run's event rows and the steps a --resume redid are resolved by history_from_rows; a torn
     last line is left out). Steps must increase, within each training segment of a run."""
-    from explorer.runs.reader import history_from_rows
+    from explorer.history import history_from_rows
 
     rows = read_jsonl(path) if rows is None else rows  # (rows: a run reader's, already parsed)
     last = 0
@@ -288,15 +288,15 @@ def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: b
     from safetensors.torch import load_model
 
     from explorer.data.tokenizers import load_tokenizer
-    from explorer.hf import is_hf_model, open_hf_model
     from explorer.training.config import TrainConfig
     from explorer.training.setup import DataSpec, read_data
     from explorer.training.weights_file import check_against_config, check_field_types
     from explorer.workspace import Workspace
     from seqmodels.config import build_model, config_from_dict
 
-    if is_hf_model(directory):  # a Hugging Face folder or cached model id: transformers loads it
-        return open_hf_model(directory)
+    own_format = family_opening(directory)
+    if own_format is not None:  # e.g. a Hugging Face folder or cached model id
+        return own_format.load(directory)
     directory = existing_folder(Path(directory))
     config = _read_config(directory)
     try:

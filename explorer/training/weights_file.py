@@ -9,7 +9,6 @@ real model built and filled.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from pathlib import Path
@@ -133,20 +132,14 @@ def memory_limit_bytes() -> int:
 
 
 def check_field_types(model_config) -> None:
-    """Types and ranges of a model config from JSON or --config: whole positive sizes,
-    probabilities in [0, 1), booleans and names, as the dataclass defaults have them."""
-    for field in dataclasses.fields(model_config):
-        value, default = getattr(model_config, field.name), field.default
-        if isinstance(default, bool):
-            ok = isinstance(value, bool)
-        elif isinstance(default, int):
-            ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 2**31
-        elif isinstance(default, float):
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
-        else:
-            ok = isinstance(value, type(default))
-        if not ok:
-            raise UserError(f"model field {field.name!r} cannot be {value!r}")
+    """Types and ranges of a model config from JSON or --config, as its fields declare them
+    (seqmodels.settings: sizes, probabilities in [0, 1), booleans, names)."""
+    from seqmodels.settings import check_setting
+
+    refused = check_setting(model_config)
+    if refused:
+        name, value, why = refused
+        raise UserError(f"model field {name!r} cannot be {value!r} ({why})")
 
 
 def check_model_size(model_config) -> None:

@@ -59,6 +59,11 @@ class Panel(QWidget):
 
     # -- optional hooks -------------------------------------------------------------------------
 
+    def applies_to(self, workspace) -> bool:
+        """Whether this panel can draw anything for `workspace`'s model (default: any model);
+        `explorer gui --smoke` waits only for the panels that apply."""
+        return True
+
     def documents(self) -> dict[str, object]:
         """Name -> JSON-ready data written as `<panel_id>_<name>.json` beside the CSVs (formats
         "json" or "csv"), for what a table cannot hold (a whole beam tree). Default: none."""

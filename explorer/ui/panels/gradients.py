@@ -39,9 +39,10 @@ from explorer.ui.panels.param_gradients import ParamGradientCurve
 from explorer.ui.plot_style import (
     ReadableAxis, SteadyViewBox, TokenAxis, ViewPages, add_legend, theme_grey,
 )
+from seqmodels.cells import cells
+from seqmodels.config import RNNLMConfig
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
-CELL_COLOURS = {"rnn": "#d62728", "ugrnn": "#ff7f0e", "gru": "#2ca02c", "lstm": "#1f77b4"}
 def _log_plot(title: str, x: str, y: str, legend: bool = False, token_x: bool = False,
               live: bool = False):
     """A plot with a logarithmic y axis: gradients span many orders of magnitude. Its legend, if
@@ -127,10 +128,7 @@ class GradientFlowPanel(Panel):
         self.time_curves: dict[str, pg.PlotDataItem] = {}
         cells_view, self.cells_plot = _log_plot(
             "cells, same size and data: ‖∂ℓ_T/∂h_t‖", "time step t", "‖∂ℓ_T/∂h_t‖", legend=True)
-        self.cell_items = {
-            cell: self.cells_plot.plot([], [], pen=pg.mkPen(colour, width=2), name=cell.upper())
-            for cell, colour in CELL_COLOURS.items()
-        }
+        self.cell_items: dict[str, pg.PlotDataItem] = {}  # made as cells arrive (seqmodels.cells)
         depth_view, self.depth_plot = _log_plot(
             "‖∂L/∂(block output)‖ by depth", "layer (block)", "‖∂L/∂x‖", token_x=True)
         self.depth_curve = self.depth_plot.plot(
@@ -301,8 +299,8 @@ class GradientFlowPanel(Panel):
         ids = cell_comparison_ids(workspace.tokenizer, source or target)
         config = workspace.model.config
         hidden = getattr(config, "hidden_size", CELL_HIDDEN)
-        family = family_of(config)
-        trained = {config.cell: workspace.model} if family.recurrent and family.is_lm else {}
+        # the comparison builds rnn-lm models: the workspace's own joins only when it is one
+        trained = {config.cell: workspace.model} if isinstance(config, RNNLMConfig) else {}
         return ids, workspace.tokenizer.vocab_size, hidden, trained
 
     def compare_cells(self) -> None:
@@ -317,6 +315,12 @@ class GradientFlowPanel(Panel):
 
     def show_cell_curves(self, curves: dict[str, np.ndarray]) -> None:
         self.cell_curves = curves
+        registered = cells()
+        for cell in curves:
+            if cell not in self.cell_items:
+                colour = registered[cell].colour if cell in registered else COLOURS[0]
+                self.cell_items[cell] = self.cells_plot.plot(
+                    [], [], pen=pg.mkPen(colour, width=2), name=cell.upper())
         for cell, item in self.cell_items.items():
             norms = curves.get(cell)
             if norms is None:
