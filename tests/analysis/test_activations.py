@@ -275,3 +275,33 @@ def test_an_unknown_point_is_named_in_the_error():
     model = _model("gpt")
     with pytest.raises(ValueError, match="decoder.blocks.9.hook_z"):
         run_with(model, _inputs(model), read=["decoder.blocks.9.hook_z"])
+
+
+def test_a_pattern_reads_every_point_it_matches_in_order():
+    model = _model("transformer-pre")
+    inputs = _inputs(model)
+    names = [p.name for p in list_points(model, inputs)]
+    run = run_with(model, inputs, read=["*.blocks.*.hook_resid_post", "encoder.hook_embed"])
+    expected = [n for n in names if n.endswith(".hook_resid_post") or n == "encoder.hook_embed"]
+    assert list(run.values) == expected
+    assert run_with(model, inputs, read=["*.hook_gate_i"]).values == {}  # a pattern may match none
+
+
+def test_another_thread_s_pass_meanwhile_is_not_hooked():
+    import threading
+
+    model = _model("gpt")
+    inputs = _inputs(model)
+    with torch.no_grad():
+        bare = model(*inputs)
+    seen = {}
+
+    def replace(z):
+        worker = threading.Thread(target=lambda: seen.setdefault("other", model(*inputs)))
+        worker.start()  # the other thread's pass runs while this one is attached
+        worker.join()
+        return torch.zeros_like(z)
+
+    ablated = run_with(model, inputs, replace={"decoder.blocks.0.attn.hook_z": replace})
+    assert not torch.allclose(ablated.logits, bare)
+    assert torch.allclose(seen["other"], bare, atol=1e-5)  # its heads were not zeroed
