@@ -305,3 +305,46 @@ def test_another_thread_s_pass_meanwhile_is_not_hooked():
     ablated = run_with(model, inputs, replace={"decoder.blocks.0.attn.hook_z": replace})
     assert not torch.allclose(ablated.logits, bare)
     assert torch.allclose(seen["other"], bare, atol=1e-5)  # its heads were not zeroed
+
+
+def test_a_provider_is_one_small_class_registered_by_hand():
+    """The protocol as a new provider sees it: accepts + attach (with core's hook helpers)."""
+    from torch import nn
+
+    from explorer.analysis.activations import BaseProvider, output_hook, register_provider, removing
+    from explorer.analysis.activations import core
+
+    class Toy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.mix, self.head = nn.Embedding(10, 4), nn.Linear(4, 4), nn.Linear(4, 10)
+
+        def forward(self, tokens):
+            return self.head(torch.tanh(self.mix(self.embed(tokens))))
+
+    class ToyProvider(BaseProvider):
+        name = "toy"
+
+        def accepts(self, model):
+            return isinstance(model, Toy)
+
+        def attach(self, model, visit):
+            return removing([output_hook(model.embed, lambda x: visit("toy.hook_embed", x)),
+                             output_hook(model.mix, lambda x: visit("toy.blocks.0.hook_mlp_out", x))])
+
+    torch.manual_seed(0)
+    model, tokens = Toy().eval(), torch.tensor([[1, 2, 3]])
+    with pytest.raises(ValueError, match="no activation provider knows a Toy"):
+        list_points(model, (tokens,))
+    provider = ToyProvider()
+    register_provider(provider, last=True)
+    try:
+        points = list_points(model, (tokens,))
+        assert [(p.name, p.kind, p.shape) for p in points] == [
+            ("toy.hook_embed", "embed", (1, 3, 4)), ("toy.blocks.0.hook_mlp_out", "mlp_out", (1, 3, 4))]
+        run = run_with(model, (tokens,), read=["toy.blocks.0.hook_mlp_out"],
+                       replace={"toy.hook_embed": torch.zeros_like})
+        assert torch.equal(run.values["toy.blocks.0.hook_mlp_out"], model.mix.bias.detach().expand(1, 3, 4))
+        assert torch.allclose(run.logits, model.head(torch.tanh(model.mix.bias)).expand(1, 3, 10))
+    finally:
+        core._FALLBACKS.remove(provider)  # other tests' providers stay
