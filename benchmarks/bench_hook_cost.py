@@ -96,6 +96,10 @@ def main() -> None:
     print(f"load {open('/proc/loadavg').read().split()[:3]}, torch {torch.__version__}, one thread, "
           f"{args.rounds} rounds x {args.calls} calls, device {args.device}")
     sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
+
+    def timed(fn):
+        return lambda: (fn(), sync())
+
     print(f"| model | before (ms) | idle sites (ms) | idle / before | run_with nothing / bare |")
     print("|---|---:|---:|---:|---:|")
     for label, (family, overrides, shapes) in MODELS.items():
@@ -107,9 +111,6 @@ def main() -> None:
         now, old = now.to(args.device), old.to(args.device)
         inputs = tuple(torch.randint(5, 500, shape, device=args.device) for shape in shapes)
 
-        def timed(fn):
-            return lambda: (fn(), sync())
-
         with torch.no_grad():
             assert torch.equal(old(*inputs), now(*inputs))
             t_old, t_now, idle = paired(timed(lambda: old(*inputs)), timed(lambda: now(*inputs)),
@@ -117,6 +118,28 @@ def main() -> None:
             _, _, nothing = paired(timed(lambda: now(*inputs)), timed(lambda: run_with(now, inputs)),
                                    args.rounds, args.calls)
         print(f"| {label} | {t_old:.2f} | {t_now:.2f} | {idle:.3f} | {nothing:.3f} |")
+    # the hook sites alone, where they weigh most: one small module call (~tens of microseconds)
+    modules = {
+        "MultiHeadAttention (1, 4, 16)": (lambda pkg: pkg.attention.MultiHeadAttention(16, 2), (1, 4, 16),
+                                          lambda m, x: m(x, x, x)),
+        "RNN ugrnn steps (1, 4, 16)": (lambda pkg: pkg.recurrent.RNN("ugrnn", 16, 16, batch_first=True),
+                                       (1, 4, 16), lambda m, x: m(x)),
+    }
+    importlib.import_module("seqmodels_before.attention")
+    importlib.import_module("seqmodels_before.recurrent")
+    import seqmodels.attention
+    import seqmodels.recurrent
+
+    for label, (build, shape, call) in modules.items():
+        torch.manual_seed(0)
+        now = build(seqmodels).eval().to(args.device)
+        old = build(before).eval().to(args.device)
+        old.load_state_dict(now.state_dict())
+        x = torch.randn(shape, device=args.device)
+        with torch.no_grad():
+            t_old, t_now, idle = paired(timed(lambda: call(old, x)), timed(lambda: call(now, x)),
+                                        args.rounds, args.calls * 100)
+        print(f"| {label} | {t_old * 1e3:.1f} us | {t_now * 1e3:.1f} us | {idle:.3f} | |")
     print(f"load at the end {open('/proc/loadavg').read().split()[:3]}")
 
 

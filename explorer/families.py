@@ -63,7 +63,8 @@ class Family:
     masked_lm: bool = False  # predicts masked tokens: no left-to-right distribution to decode
     # config field that caps a sequence's length (positions, location attention), or None
     max_len_field: str | None = None
-    # Where analysis finds things inside the model (module paths are dotted attribute names):
+    # Where the activation providers (explorer/analysis/activations/providers/) find things inside
+    # the model (module paths are dotted attribute names); analyses read activation names instead:
     # stack -> (module that embeds its tokens, index of the model input it reads). The stacks are
     # the first part of the trace's names ("encoder.l0", "decoder.layer1", "lm.l0"); an LM has one.
     stacks: Mapping[str, tuple[str, int]] = field(default_factory=dict, hash=False)

@@ -178,7 +178,11 @@ class HFProvider(BaseProvider):
             return []  # no switchable attention: no pattern or z points
         _SWITCH_LOCK.acquire()  # a decoding thread must not switch it back meanwhile
         before = hf.config._attn_implementation
-        hf.set_attn_implementation(IMPLEMENTATION)
+        try:
+            hf.set_attn_implementation(IMPLEMENTATION)
+        except BaseException:
+            _SWITCH_LOCK.release()
+            raise
         with _SITES_LOCK:
             _ATTENTION_SITES.update(sites)
 
