@@ -14,7 +14,8 @@
   the lens through the model's provider's `readout`, so no model kind is named here.
 
 Every value is the model's own: the trace's tensors, detached and copied. Row labels name the layer
-and unit as `l0:5` (layer 0, unit 5; `l0_reverse:5` for a bidirectional encoder's backward half).
+and unit as `l1:5` (layer 1, unit 5: layers count from 1 everywhere; `l1_reverse:5` for a
+bidirectional encoder's backward half).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 import torch
 
 from explorer.analysis.activations import provider_for, run_with
-from explorer.analysis.labels import layer_label
+from explorer.analysis.labels import layer_label, unit_label
 from explorer.analysis.logit_lens import LogitLens, lens_layers, summarize_lens
 from explorer.analysis.probe import _PROBE_LOCK, encode_probe_input
 from explorer.families import family_of
@@ -45,16 +46,11 @@ class RecurrentLayer:
     gates: dict[str, np.ndarray] = field(default_factory=dict)  # gate letter -> (units, T)
 
     @property
-    def short_name(self) -> str:
-        """`l0` or `l0_reverse`: the row-label prefix."""
-        return self.name.split(".", 1)[-1]
-
-    @property
     def units(self) -> int:
         return self.hidden.shape[0]
 
     def row_labels(self) -> list[str]:
-        return [f"{self.short_name}:{unit}" for unit in range(self.units)]
+        return [unit_label(self.name, unit) for unit in range(self.units)]
 
     def quantities(self) -> list[str]:
         """What this layer can show: "h", then "c" for LSTMs, then its gates."""
@@ -198,7 +194,7 @@ def snapshot_from_trace(workspace, encoded, inputs: tuple, trace, source: str, t
 
 
 def hidden_table(layers: list[RecurrentLayer], quantity: str = "h") -> tuple[list[str], list[list]]:
-    """One row per layer and unit (label `l0:5`), one column per input token (the token as header):
+    """One row per layer and unit (label `l1:5`), one column per input token (the token as header):
     the model's own h_t (or c_t, or one gate). All `layers` must share their tokens (one stream)."""
     if not layers:
         raise ValueError("no recurrent layers to tabulate")

@@ -68,11 +68,11 @@ def test_two_layer_lstm_states_gates_and_csv_equal_torch_lstm():
 
     header, rows = hidden_table(snapshot.layers, "h")
     assert header == ["unit", *tokens]
-    assert [row[0] for row in rows] == [f"l{k}:{u}" for k in (0, 1) for u in range(6)]
+    assert [row[0] for row in rows] == [f"l{k}:{u}" for k in (1, 2) for u in range(6)]
     exported = np.array([row[1:] for row in rows], dtype=np.float64)
     np.testing.assert_array_equal(exported, np.concatenate([l.hidden for l in snapshot.layers]))
     gate_header, gate_rows = hidden_table(snapshot.layers, "f")
-    assert gate_header == header and gate_rows[7][0] == "l1:1"
+    assert gate_header == header and gate_rows[7][0] == "l2:1"
 
 
 def test_bidirectional_gru_seq2seq_encoder_and_decoder_equal_torch_gru():
@@ -85,7 +85,7 @@ def test_bidirectional_gru_seq2seq_encoder_and_decoder_equal_torch_gru():
     src = ws.tokenizer.encode("a (d)") + [2]
     forward, backward, decoder = snapshot.layers
     assert forward.tokens == [str(t) for t in ws.tokenizer.tokens(src)] and backward.reverse
-    assert forward.row_labels()[:2] == ["l0:0", "l0:1"] and backward.row_labels()[0] == "l0_reverse:0"
+    assert forward.row_labels()[:2] == ["l1:0", "l1:1"] and backward.row_labels()[0] == "l1_reverse:0"
 
     reference = nn.GRU(8, 5, batch_first=True, bidirectional=True)
     reference.load_state_dict(model.encoder.state_dict())
