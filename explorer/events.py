@@ -80,11 +80,3 @@ class TrainingFinished:
     reason: str  # "done", "stopped", "time" (the time limit), "nan", "oom" or "error"
     message: str = ""
 
-
-@dataclass
-class Progress:
-    """Long non-training work (evaluation, decoding a file): done out of total."""
-
-    label: str
-    done: int
-    total: int

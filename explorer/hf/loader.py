@@ -12,13 +12,8 @@ import re
 import warnings
 from pathlib import Path
 
-from explorer.errors import UserError
+from explorer.errors import UserError, first_line
 from explorer.hf.detect import HF_EXTRA, check_folder, hf_model_folder, read_hf_config, weight_files
-
-
-def _one_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def import_transformers(name: str):
@@ -114,7 +109,7 @@ def open_hf_model(path):
             hf_tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True,
                                                          trust_remote_code=False)
     except Exception as exc:  # noqa: BLE001 - broken or missing tokenizer files
-        raise UserError(f"{name}: cannot load the tokenizer ({_one_line(exc)})") from None
+        raise UserError(f"{name}: cannot load the tokenizer ({first_line(exc)})") from None
     safetensors, _ = weight_files(folder)
     auto_class = getattr(transformers, family.auto_class)
     try:
@@ -124,7 +119,7 @@ def open_hf_model(path):
             attn_implementation="eager",  # weights available; the adapter picks sdpa where it can
         )
     except Exception as exc:  # noqa: BLE001 - wrong shapes, a pickle that is not plain tensors
-        raise UserError(f"{name}: cannot load the model ({_one_line(exc)})") from None
+        raise UserError(f"{name}: cannot load the model ({first_line(exc)})") from None
     hf_model.eval()
     freeze_unsaved_parameters(hf_model)
     model_config = _model_config(hf_model, family, hf_tokenizer, folder)

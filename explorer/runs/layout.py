@@ -10,7 +10,7 @@ import platform
 import socket
 from pathlib import Path
 
-from explorer.history import CONFIG_FILE, SNAPSHOTS_DIR
+from explorer.history import CONFIG_FILE, SNAPSHOTS_DIR  # noqa: F401 - layout.CONFIG_FILE: the run's names
 
 RUN_FORMAT = "sequence-model-explorer/run/1"
 METRICS_FILE = "metrics.jsonl"

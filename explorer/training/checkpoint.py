@@ -28,7 +28,7 @@ from typing import Any
 import importlib.resources
 
 from explorer.durable import FolderLock, existing_folder, read_jsonl, replace_folder, write_jsonl
-from explorer.errors import UserError, read_json
+from explorer.errors import UserError, first_line, read_json
 from explorer.families import family_of, family_opening
 
 FORMAT = "sequence-model-explorer/checkpoint/1"
@@ -197,7 +197,7 @@ def save_folder(workspace, directory: Path, optimizer=None, named: Path | None =
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             reason = "the disk is full"
         else:
-            reason = exc.strerror or str(exc).strip().splitlines()[0] or type(exc).__name__
+            reason = exc.strerror or first_line(exc)
         raise UserError(f"{named or directory}: cannot save the checkpoint ({reason}); the "
                         "previous checkpoint there is unchanged") from None
     return directory
@@ -255,7 +255,7 @@ def load_training_state(path: Path) -> dict[str, Any]:
             warnings.simplefilter("ignore")
             return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any failure means the file cannot be trusted
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = first_line(exc)
         raise UserError(f"{path}: refused to load, not a plain tensor file ({reason})") from None
 
 
@@ -302,7 +302,7 @@ def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: b
     try:
         model_config = config_from_dict(config["model"])
     except Exception as exc:  # noqa: BLE001 - unknown family or fields, values validate rejects
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        reason = first_line(exc)
         raise UserError(f"{directory / CONFIG_FILE}: bad model config ({reason})") from None
     try:
         check_field_types(model_config)
@@ -313,7 +313,7 @@ def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: b
         model = build_model(model_config)
         load_model(model, str(directory / WEIGHTS_FILE), strict=True)
     except Exception as exc:  # noqa: BLE001 - whatever the checks above could not foresee
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        reason = first_line(exc)
         raise UserError(f"{directory}: cannot load the model ({reason})") from None
     model.eval()
     tokenizer = load_tokenizer(directory, "tgt")

@@ -13,7 +13,7 @@ import random
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from explorer.errors import UserError
+from explorer.errors import UserError, first_line
 from explorer.families import get_family
 
 # What the app builds when a new model and the current data (or new data and the current model)
@@ -153,7 +153,7 @@ def build_model_config(family: str, preset: str | None, tokenizer, src_tokenizer
     try:
         config = make_config(family, preset, **overrides)
     except (TypeError, ValueError) as exc:
-        raise UserError(str(exc).splitlines()[0]) from None
+        raise UserError(first_line(exc)) from None
     src_vocab = None if src_tokenizer is None else src_tokenizer.vocab_size
     config = with_vocab(config, tokenizer.vocab_size, src_vocab)
     from explorer.training.weights_file import check_model_size  # issue 16: before allocating

@@ -13,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from explorer.errors import UserError
+from explorer.errors import UserError, first_line
 
 MAX_HEADER_BYTES = 100_000_000  # safetensors' own limit
 MAX_EXTRA_BYTES = 256 * 2**20  # buffers a model makes itself (positional tables), beyond the file
@@ -97,7 +97,7 @@ def check_against_config(path: Path, model_config) -> None:
         with torch.device("meta"):  # shapes without memory
             model = build_model(model_config)
     except Exception as exc:  # noqa: BLE001 - a config the model code rejects
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = first_line(exc)
         raise UserError(f"{path.parent}: the model config is not buildable ({reason})") from None
     expected = model.state_dict()
     for name, (dtype, shape) in tensors.items():
@@ -155,7 +155,7 @@ def check_model_size(model_config) -> None:
         with torch.device("meta"):
             model = build_model(model_config)
     except (TypeError, ValueError, RuntimeError) as exc:  # e.g. dropout 5, negative sizes
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = first_line(exc)
         raise UserError(f"cannot build this model: {reason}") from None
     tensors = [*model.parameters(), *model.buffers()]
     needed = sum(t.numel() * t.element_size() for t in tensors)

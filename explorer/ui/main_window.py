@@ -70,9 +70,6 @@ class MainWindow(QMainWindow):
         self.runs = RunSession(self)  # a run folder on show: timeline dock, following
         build_menus(self)
         self.status = TrainingStatus(self, self.controller, self.bus)
-        # the status widgets, by the names tests and benchmarks read them
-        self.device_label, self.step_label = self.status.device_label, self.status.step_label
-        self.speed_label, self.progress = self.status.speed_label, self.status.progress
         self._connect()
         attach_runs(self)  # run folders, autosave and the recovery offer (explorer/ui/recovery.py)
         self.default_state = self.saveState()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-from explorer.events import EvalMetrics, ProbeSnapshot, Progress, StepMetrics, TrainingFinished
+from explorer.events import EvalMetrics, ProbeSnapshot, StepMetrics, TrainingFinished
 from explorer.ui.jobs import one_line
 
 MAX_EMITS_PER_S = 30
@@ -32,10 +32,9 @@ class WorkerBatch:
     steps: list = field(default_factory=list)  # StepMetrics
     evals: list = field(default_factory=list)  # EvalMetrics
     probe: ProbeSnapshot | None = None  # only the newest one matters
-    progress: Progress | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.steps or self.evals or self.probe or self.progress)
+        return bool(self.steps or self.evals or self.probe)
 
 
 class TrainingWorker(QObject):
@@ -76,8 +75,6 @@ class TrainingWorker(QObject):
                     pending.evals.append(event)
                 elif isinstance(event, ProbeSnapshot):
                     pending.probe = event
-                elif isinstance(event, Progress):
-                    pending.progress = event
                 elif isinstance(event, TrainingFinished):
                     finished = event
                 now = time.perf_counter()

@@ -33,7 +33,7 @@ from explorer.families import family_of
 from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, label_font
-from explorer.ui.live_plots import SECONDARY_REDRAW_INTERVAL_MS
+from explorer.ui.live_plots import SECONDARY_REDRAW_INTERVAL_MS, GrowingBuffer
 from explorer.ui.panels.base import Panel, elide
 from explorer.ui.panels.param_gradients import ParamGradientCurve
 from explorer.ui.plot_style import (
@@ -82,8 +82,7 @@ class GradientFlowPanel(Panel):
         self.snapshot: ProbeSnapshot | None = None
         self.grad_history = GradientHistory()
         self.cell_curves: dict[str, np.ndarray] = {}
-        self.norms = np.empty((1024, 3))  # step, norm before, norm after clipping; grows by doubling
-        self.norm_count = 0
+        self.norms = GrowingBuffer(3)  # step, norm before, norm after clipping
         self._norms_stale = False  # norms arrived while the clipping plot was out of sight
         self.clip: float | None = None
         self.probe_text = ("", "")  # what the Prober probes (bus.probe_input_changed)
@@ -203,7 +202,7 @@ class GradientFlowPanel(Panel):
         self._show_views(transformer=config is not None and not family_of(config).recurrent)
         self.snapshot = None
         self.grad_history.clear()
-        self.norm_count = 0
+        self.norms.clear()
         self.layer_box.clear()
         self.before_curve.setData([], [])
         self.after_curve.setData([], [])
@@ -335,13 +334,7 @@ class GradientFlowPanel(Panel):
 
     def add_step_metrics(self, steps: list) -> None:
         rows = np.array([(m.step, m.grad_norm, m.grad_norm_clipped) for m in steps], float)
-        needed = self.norm_count + len(rows)
-        if needed > len(self.norms):  # amortised O(1) per step however long training runs
-            grown = np.empty((max(needed, 2 * len(self.norms)), 3))
-            grown[: self.norm_count] = self.norms[: self.norm_count]
-            self.norms = grown
-        self.norms[self.norm_count : needed] = rows
-        self.norm_count = needed
+        self.norms.extend(rows)  # amortised O(1) per step however long training runs
         self._draw_norms()
 
     @qthrottled(timeout=SECONDARY_REDRAW_INTERVAL_MS)  # batches share a redraw (live_plots.py)
@@ -354,7 +347,7 @@ class GradientFlowPanel(Panel):
         self._norms_stale = not (force or shown)
         if self._norms_stale:
             return
-        data = self.norms[: self.norm_count]  # (N, 3), a view
+        data = self.norms.view()  # (N, 3)
         self.before_curve.setData(data[:, 0], np.maximum(data[:, 1], LOG_FLOOR))
         self.after_curve.setData(data[:, 0], np.maximum(data[:, 2], LOG_FLOOR))
 
@@ -437,9 +430,9 @@ class GradientFlowPanel(Panel):
             length = len(self.cell_curves[cells[0]])
             rows = [[t, *[self.cell_curves[c][t] for c in cells]] for t in range(length)]
             tables["cells"] = (["t", *cells], rows)
-        if self.norm_count:
+        if self.norms.size:
             rows = [[int(s), before, after, self.clip or ""]
-                    for s, before, after in self.norms[: self.norm_count].tolist()]
+                    for s, before, after in self.norms.view().tolist()]
             tables["clipping"] = (["step", "grad_norm", "grad_norm_clipped", "tau"], rows)
         setting = f"a_h={self.slider.value():g}, tanh={self.tanh_box.isChecked()}"
         tables["playground"] = (["k", f"dh_k/dh_0 ({setting})"],

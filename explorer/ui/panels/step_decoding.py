@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.errors import first_line
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.decode_form import DecodeSettingsForm
 from explorer.ui.panels.fill_view import FillMaskView
@@ -220,7 +221,7 @@ class StepDecodingPanel(Panel):
                 )
                 self.error = ""
             except Exception as exc:  # a source the tokenizer cannot encode, an empty prompt...
-                self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                self.error = first_line(exc)
         self._refresh()
 
     def step(self) -> bool:
