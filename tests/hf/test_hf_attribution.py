@@ -102,3 +102,21 @@ def test_bert_explains_what_it_fills_in_at_the_mask(hf_workspace):
         best = workspace.model(ids)[0, result.positions[0]].argmax().item()
     assert result.rows[0] == workspace.tokenizer.tokens([best])[0]
     assert abs(result.gap[0]) < 0.05 * abs(result.target[0] - result.baseline_target[0])
+
+
+@pytest.mark.parametrize("name, stacks", [("gpt2", ["decoder"]), ("marian", ["encoder", "decoder", "decoder → source"]),
+                                          ("bert", ["encoder"])])
+def test_rollout_on_hf_models(hf_workspace, name, stacks):
+    from explorer.analysis.rollout import rollout, rollout_stack
+
+    workspace = hf_workspace(name)
+    result = rollout(workspace, SOURCE, TARGET if name == "marian" else "", "max")
+    assert [m.name for m in result.maps] == stacks
+    for m in result.maps:
+        np.testing.assert_allclose(m.matrix.sum(1), 1.0, atol=1e-6)
+    item = attribution_input(workspace, SOURCE, TARGET if name == "marian" else "")
+    with torch.no_grad():
+        _, trace = workspace.model.eval()(*item.inputs, trace=True)
+    kind = "decoder" if name == "gpt2" else "encoder"
+    layers = [m.weights[0].numpy() for m in trace.attention_of(kind)]
+    np.testing.assert_allclose(result.maps[0].matrix, rollout_stack(layers, "max"), atol=1e-6)
