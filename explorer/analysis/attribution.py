@@ -103,6 +103,22 @@ class AttributionResult:
         return (f"completeness gap {100 * relative[worst]:.1f}% of |f(x) - f(baseline)| at "
                 f"{self.rows[worst]!r}: use more steps")
 
+    def to_dict(self) -> dict:
+        """JSON-ready: per output token its attributions over each side (`explorer attribute`)."""
+        relative = self.relative_gap
+        outputs = []
+        for r, label in enumerate(self.rows):
+            entry = {"token": label, "position": self.positions[r], "target": float(self.target[r]),
+                     **self.side_scores(r)}
+            if self.gap is not None:
+                entry.update(gap=float(self.gap[r]), relative_gap=float(relative[r]),
+                             baseline_target=float(self.baseline_target[r]))
+            outputs.append(entry)
+        return {"method": self.method, "baseline": self.baseline, "steps": self.steps,
+                "contrast": self.contrast, "sides": [name for name, _ in self.sides],
+                **{name: labels for name, labels in self.sides}, "outputs": outputs,
+                "warning": self.warning}
+
     def side_scores(self, row: int) -> dict[str, list[float]]:
         """One row's attributions per side, cut to the columns that can influence it."""
         out, start = {}, 0

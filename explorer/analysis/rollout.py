@@ -46,6 +46,11 @@ class RolloutResult:
     maps: list[RolloutMap] = field(default_factory=list)
     reason: str | None = None  # why there is nothing to draw
 
+    def to_dict(self) -> dict:
+        return {"method": "rollout", "fusion": self.fusion, "reason": self.reason,
+                "maps": [{"name": m.name, "rows": m.rows, "columns": m.columns,
+                          "matrix": m.matrix.tolist()} for m in self.maps]}
+
 
 def fuse(weights: np.ndarray, fusion: str) -> np.ndarray:
     """(H, Tq, Tk) -> (Tq, Tk) by the mean, max or min over heads."""

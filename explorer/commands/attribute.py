@@ -45,7 +45,7 @@ def run(args) -> int:
     if args.method == "rollout":
         from explorer.analysis.rollout import rollout
 
-        document = rollout_document(rollout(workspace, args.source, args.target, args.fusion))
+        document = rollout(workspace, args.source, args.target, args.fusion).to_dict()
         print(json.dumps(document) if args.json else rollout_text(document))
         return 0
     from explorer.analysis.attribution import AttributionSettings, attribute
@@ -53,31 +53,9 @@ def run(args) -> int:
     settings = AttributionSettings(method=args.method, steps=args.steps, baseline=args.baseline,
                                    batch_size=args.batch_size, contrast=args.contrast,
                                    occlusion=args.occlusion)
-    document = attribution_document(attribute(workspace, args.source, args.target, settings))
+    document = attribute(workspace, args.source, args.target, settings).to_dict()
     print(json.dumps(document) if args.json else attribution_text(document))
     return 0
-
-
-def _number(value) -> float | None:
-    value = float(value)
-    return None if value != value else value  # NaN -> null
-
-
-def attribution_document(result) -> dict:
-    """An AttributionResult as JSON-ready data (also written by the panel's export)."""
-    relative = result.relative_gap
-    outputs = []
-    for r, label in enumerate(result.rows):
-        entry = {"token": label, "position": result.positions[r], "target": float(result.target[r]),
-                 **result.side_scores(r)}
-        if result.gap is not None:
-            entry.update(gap=float(result.gap[r]), relative_gap=_number(relative[r]),
-                         baseline_target=float(result.baseline_target[r]))
-        outputs.append(entry)
-    return {"method": result.method, "baseline": result.baseline, "steps": result.steps,
-            "contrast": result.contrast, "sides": [name for name, _ in result.sides],
-            **{name: labels for name, labels in result.sides}, "outputs": outputs,
-            "warning": result.warning}
 
 
 def attribution_text(document: dict) -> str:
@@ -93,12 +71,6 @@ def attribution_text(document: dict) -> str:
     if document["warning"]:
         lines.append(f"warning: {document['warning']}")
     return "\n".join(lines)
-
-
-def rollout_document(result) -> dict:
-    return {"method": "rollout", "fusion": result.fusion, "reason": result.reason,
-            "maps": [{"name": m.name, "rows": m.rows, "columns": m.columns,
-                      "matrix": m.matrix.tolist()} for m in result.maps]}
 
 
 def rollout_text(document: dict) -> str:
