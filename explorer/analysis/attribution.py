@@ -24,6 +24,7 @@ the model is put back in the mode it was in. Everything returned is numpy.
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -365,10 +366,14 @@ def embedding_hooks(item: AttributionInput, captured: list | None = None,
                     replace: list[torch.Tensor] | None = None, read: list | None = None):
     """Forward hooks on the sides' embedding modules: the k-th embedding call of a forward pass is
     side k (encoders embed before decoders; T5 and Marian call one shared table twice). Each call's
-    output is appended to `captured` and/or replaced by `replace[k]`; `read` gets the ids it read."""
+    output is appended to `captured` and/or replaced by `replace[k]`; `read` gets the ids it read.
+    Calls from other threads (a decoding panel on the same model) pass through untouched."""
     calls = [0]
+    owner = threading.get_ident()  # a module's hooks fire in every thread: decoders may run too
 
     def hook(module, args, output):
+        if threading.get_ident() != owner:
+            return None
         k = calls[0]
         calls[0] += 1
         if k >= len(item.sides) or item.sides[k].module is not module:

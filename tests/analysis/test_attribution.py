@@ -180,3 +180,24 @@ def test_bad_input_is_one_line_user_error(transformer, settings, message):
     with pytest.raises(UserError, match=message) as caught:
         attribute(transformer, "abc", "cba", settings)
     assert "\n" not in str(caught.value)
+
+
+def test_hooks_leave_other_threads_forward_passes_alone(transformer):
+    """A decoding panel may run the same model in another thread while an attribution runs."""
+    import threading
+
+    from explorer.analysis.attribution import embedding_hooks
+
+    model = transformer.model.eval()
+    item = attribution_input(transformer, "abc", "cba")
+    with torch.no_grad():
+        expected = model(*item.inputs)
+        zeros = [torch.zeros(1, t.size(1), model.src_embed.token.embedding_dim) for t in item.inputs]
+        seen = {}
+        with embedding_hooks(item, replace=zeros):
+            worker = threading.Thread(target=lambda: seen.setdefault("logits", model(*item.inputs)))
+            worker.start()
+            worker.join()
+            replaced = model(*item.inputs)
+    torch.testing.assert_close(seen["logits"], expected)
+    assert not torch.allclose(replaced, expected)
