@@ -304,9 +304,10 @@ class AttributionPanel(Panel):
         if result.gap is None:
             return f"{METHOD_LABELS[result.method]}: rows are output tokens, › marks the target prefix"
         relative = result.relative_gap
-        text = (f"completeness gap Σattr − (f(x) − f(baseline)): largest {100 * relative.max():.2f}% "
+        worst = int(relative.argmax())
+        text = (f"completeness gap Σattr − (f(x) − f(baseline)): at most {100 * relative[worst]:.2f}% "
                 f"of |f(x) − f(baseline)| ({result.steps} steps, {result.baseline} baseline)")
-        return text + (f" — {result.warning}" if result.warning else "")
+        return text + (f" — large at {result.rows[worst]!r}: use more steps" if result.warning else "")
 
     def _draw_rollout(self) -> None:
         if not isinstance(self.result, RolloutResult) or not self.result.maps:
