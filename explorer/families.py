@@ -4,7 +4,6 @@ probes and decodes it. The model side (config class, presets, builder) is `seqmo
     family = family_of(workspace.model)      # or get_family("gpt")
     family.is_lm, family.has_source, family.recurrent, family.masked_lm, family.decodes
     family.stacks, family.lm_stack, family.embeddings, family.logit_lens,   # what analysis reads
-    family.residual_streams
     output = family.loss(model, batch, label_smoothing, state, bptt)   # training.objectives
     feed = family.feed(workspace, train_config, max_eval, train)       # training.feeds
     encoded = family.encode_probe(workspace, source, target)           # analysis.probe
@@ -73,10 +72,6 @@ class Family:
     embeddings: Mapping[str, str] | None = field(default=None, hash=False)
     # modules from the decoder's residual stream to logits (final norm, head); empty: no logit lens
     logit_lens: tuple[str, ...] = ()
-    # (model, probe inputs) -> explorer.hf.inside.ResidualStreams (stack -> the residual stream
-    # after the embedding and each block, and the decoder's readout to logits), for models whose
-    # modules `stacks` and `logit_lens` cannot name (Hugging Face); None: read the trace
-    residual_streams: Callable | None = None
     # Models opened from elsewhere (Hugging Face folders), not built from a config of ours:
     # (workspace, DataSpec) -> the same model with that data to fine-tune on; None: new data
     # builds a new model of the family
