@@ -113,3 +113,53 @@ def test_cli_export_renders_attribution_and_rollout(qapp, reverse_checkpoint, tm
     names = {path.name for path in out.iterdir()}
     assert {"attribution_map.png", "attribution_map.csv", "attribution_completeness.csv",
             "rollout_map.png", "rollout_decoder_to_source.csv"} <= names
+
+
+def test_ablation_panel_importance_click_undo_and_patching(qtbot, tmp_path):
+    from explorer.analysis.interventions import head_importance
+    from explorer.ui.panels.ablation import AblationPanel
+
+    workspace = char_workspace("transformer", "reverse")
+    panel = open_panel(qtbot, AblationPanel, workspace)
+    source, target = panel.probe_text
+    expected = head_importance(workspace, source, target)
+    np.testing.assert_allclose(panel.importance.drop, expected.drop, atol=1e-5)
+    assert panel.importance_map.row_labels == expected.layers
+    panel.chosen = {(0, 0)}
+    panel.ablate()
+    qtbot.waitUntil(lambda: panel.effect is not None and not panel.busy(), timeout=30_000)
+    assert "ablated" in panel.status.text()
+    assert panel.effect.clean.sum() - panel.effect.ablated.sum() == pytest.approx(expected.drop[0, 0], abs=1e-4)
+    panel.undo()
+    assert panel.effect is None and panel.chosen == set()
+    panel.corrupted_edit.setText(source[::-1])
+    panel.patch()
+    qtbot.waitUntil(lambda: panel.patching is not None and not panel.busy(), timeout=30_000)
+    assert panel.patching_map.matrix.shape == panel.patching.recovered.shape
+    panel.corrupted_edit.setText(source + "ab")
+    panel.patch()
+    qtbot.waitUntil(lambda: "same length in tokens" in panel.status.text(), timeout=30_000)
+    names = {p.name for p in panel.export(tmp_path)}
+    assert {"ablation_importance.png", "ablation_importance.csv", "ablation_patching.csv"} <= names
+
+
+def test_cli_export_renders_ablation(qapp, reverse_checkpoint, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["export", "--checkpoint", str(reverse_checkpoint), "--out", str(out), "--input", "abcd",
+                 "--target", "dcba", "--plots", "ablation", "--format", "png,svg,csv"])
+    assert code == 0, capsys.readouterr().err
+    assert {"ablation_importance.png", "ablation_importance.svg", "ablation_importance.csv"} <= {
+        p.name for p in out.iterdir()}
+
+
+def test_ablation_panel_mean_mode(qtbot):
+    from explorer.ui.panels.ablation import AblationPanel
+
+    panel = open_panel(qtbot, AblationPanel, char_workspace("transformer", "reverse"))
+    panel.mode_box.setCurrentIndex(panel.mode_box.findData("mean"))
+    qtbot.waitUntil(lambda: panel.importance.mode == "mean" and not panel.busy(), timeout=30_000)
+    panel.chosen = {(1, 1)}
+    panel.ablate()
+    qtbot.waitUntil(lambda: panel.effect is not None and not panel.busy(), timeout=30_000)
+    drop = panel.effect.clean.sum() - panel.effect.ablated.sum()
+    assert drop == pytest.approx(panel.importance.drop[1, 1], abs=1e-4)

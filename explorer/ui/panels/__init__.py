@@ -37,6 +37,7 @@ PANELS = (
     PanelEntry("gradients", "explorer.ui.panels.gradients:GradientFlowPanel", "inspect"),
     # beside the attention; not in a plain `explorer export` (integrated gradients takes a while)
     PanelEntry("attribution", "explorer.ui.panels.attribution:AttributionPanel", "inspect", False),
+    PanelEntry("ablation", "explorer.ui.panels.ablation:AblationPanel", "inspect", False),
     PanelEntry("beam", "explorer.ui.panels.beam_tree:BeamTreePanel", "decoding"),
     PanelEntry("step", "explorer.ui.panels.step_decoding:StepDecodingPanel", "decoding", False),
     PanelEntry("compare", "explorer.ui.panels.compare:ComparePanel", "decoding", False),
