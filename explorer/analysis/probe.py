@@ -184,6 +184,10 @@ def make_probe_fn(workspace, probe_input):
     embeddings for the embeddings panel.
     A probe input the model cannot read (e.g. an LM text of one token) is skipped, not fatal."""
 
+    from explorer.analysis.explain import LiveSchedule
+
+    live_explanation = LiveSchedule()
+
     def probe_fn(model, step: int) -> ProbeSnapshot | None:
         from explorer.analysis.embeddings import embedding_matrices
 
@@ -195,6 +199,7 @@ def make_probe_fn(workspace, probe_input):
         except ValueError:
             return None
         snapshot.embeddings = embedding_matrices(workspace.model)  # copied between steps, here
+        snapshot.explanation = live_explanation(workspace, probe_input, source, target)
         return snapshot
 
     return probe_fn

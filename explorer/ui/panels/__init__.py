@@ -35,6 +35,9 @@ PANELS = (
     PanelEntry("attention", "explorer.ui.panels.attention:AttentionPanel", "inspect"),
     PanelEntry("positional", "explorer.ui.panels.positional:PositionalPanel", "inspect"),
     PanelEntry("gradients", "explorer.ui.panels.gradients:GradientFlowPanel", "inspect"),
+    # beside the attention; not in a plain `explorer export` (integrated gradients takes a while)
+    PanelEntry("attribution", "explorer.ui.panels.attribution:AttributionPanel", "inspect", False),
+    PanelEntry("ablation", "explorer.ui.panels.ablation:AblationPanel", "inspect", False),
     PanelEntry("beam", "explorer.ui.panels.beam_tree:BeamTreePanel", "decoding"),
     PanelEntry("step", "explorer.ui.panels.step_decoding:StepDecodingPanel", "decoding", False),
     PanelEntry("compare", "explorer.ui.panels.compare:ComparePanel", "decoding", False),
@@ -45,6 +48,7 @@ PANELS = (
 # Panels `explorer export --plots` renders that have no dock of their own (group "").
 EXPORT_ONLY_PANELS = (
     PanelEntry("gates", "explorer.ui.panels.hidden:GatesPanel", "", exported_by_default=False),
+    PanelEntry("rollout", "explorer.ui.panels.attribution:RolloutPanel", "", exported_by_default=False),
 )
 
 
