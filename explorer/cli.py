@@ -25,6 +25,7 @@ COMMANDS = {
     "decode": "decode with greedy, beam or sampling search; print text or JSON",
     "fill": "a masked language model's top-k tokens for every [MASK] in a text",
     "bleu": "corpus BLEU with its n-gram breakdown (sacreBLEU-compatible)",
+    "evaluate": "every example's output, loss, BLEU and chrF; the summary and BLEU by length",
     "export": "render the app's panels headless to PNG, SVG and CSV",
 }
 
