@@ -86,6 +86,7 @@ class StepDecodingPanel(Panel):
         bus.workspace_changed.connect(self.set_workspace)
         if bus.workspace is not None:
             self.set_workspace(bus.workspace)
+        bus.probe_input_changed.connect(self._follow_probe)
 
     def _build_controls(self) -> None:
         self.source_box = QLineEdit()
@@ -203,6 +204,11 @@ class StepDecodingPanel(Panel):
             return
         show_text(self.source_box, text)
         self.reset()
+
+    def _follow_probe(self, source: str, _target: str) -> None:
+        """A new probe (an Examples row, the probe box) is stepped through here too."""
+        if source and source != self.source_box.text() and not self.masked:
+            self.set_source(source)
 
     def reset(self) -> None:
         """A fresh decoder for the current source and options (the sampler re-seeded)."""
