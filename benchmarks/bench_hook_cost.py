@@ -1,0 +1,109 @@
+"""What does the activation layer cost when nothing is read? (issue 21)
+
+Two paired comparisons, forward passes under torch.no_grad, eval mode, one thread:
+
+1. hook sites idle vs before: the same weights in the models as they are now (MultiHeadAttention,
+   Alignment and RNN carry an `activation_hook` attribute that is None) and in the models of the
+   commit before the activation layer (`--before`, default 65a1809), exported into a temporary
+   package `seqmodels_before`;
+2. `run_with(model, inputs)` asking for nothing vs `model(*inputs)`.
+
+Each round times `--calls` forward passes of A then B (the order alternating between rounds);
+the result is the median over rounds of B / A, so machine load that drifts affects both alike.
+
+    python benchmarks/bench_hook_cost.py [--rounds 30] [--calls 5] [--before 65a1809]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+MODELS = {  # name -> (family, preset overrides, input shapes)
+    "gpt small": ("gpt", dict(d_model=128, num_heads=4, num_layers=4, d_ff=512), [(8, 128)]),
+    "transformer tiny": ("transformer", dict(d_model=64, num_heads=4, num_layers=2, d_ff=128), [(16, 40), (16, 40)]),
+    "rnn-lm lstm (fused)": ("rnn-lm", dict(cell="lstm", embed_dim=64, hidden_size=128), [(16, 64)]),
+    "rnn-lm ugrnn (steps)": ("rnn-lm", dict(cell="ugrnn", embed_dim=64, hidden_size=128), [(16, 64)]),
+    "seq2seq additive gru": ("seq2seq", dict(cell="gru", attention="additive", embed_dim=64, hidden_size=128),
+                             [(16, 20), (16, 20)]),
+}
+
+
+def export_before(commit: str) -> pathlib.Path:
+    """The seqmodels package of `commit` as `seqmodels_before` in a temporary folder."""
+    root = pathlib.Path(tempfile.mkdtemp()) / "seqmodels_before"
+    root.mkdir()
+    files = subprocess.run(["git", "ls-tree", "--name-only", commit, "seqmodels/"], check=True,
+                           capture_output=True, text=True).stdout.split()
+    for name in files:
+        if name.endswith(".py"):
+            text = subprocess.run(["git", "show", f"{commit}:{name}"], check=True, capture_output=True,
+                                  text=True).stdout
+            text = text.replace("from seqmodels", "from seqmodels_before").replace("import seqmodels",
+                                                                                   "import seqmodels_before")
+            text = text.replace('"seqmodels"', '"seqmodels_before"').replace('f"seqmodels.', 'f"seqmodels_before.')
+            (root / pathlib.Path(name).name).write_text(text)
+    return root.parent
+
+
+def paired(a, b, rounds: int, calls: int) -> tuple[float, float, float]:
+    """(median ms of a, median ms of b, median of b/a per round)."""
+    times_a, times_b, ratios = [], [], []
+    for r in range(rounds):
+        pair = []
+        for fn in ((a, b) if r % 2 == 0 else (b, a)):
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            pair.append((time.perf_counter() - start) / calls)
+        ta, tb = pair if r % 2 == 0 else pair[::-1]
+        times_a.append(ta)
+        times_b.append(tb)
+        ratios.append(tb / ta)
+    return statistics.median(times_a) * 1e3, statistics.median(times_b) * 1e3, statistics.median(ratios)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--calls", type=int, default=5)
+    parser.add_argument("--before", default="65a1809")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    sys.path.insert(0, str(export_before(args.before)))
+    before = importlib.import_module("seqmodels_before")
+    import seqmodels
+
+    from explorer.analysis.activations import run_with
+
+    print(f"load {open('/proc/loadavg').read().split()[:3]}, torch {torch.__version__}, one thread, "
+          f"{args.rounds} rounds x {args.calls} calls")
+    print(f"| model | before (ms) | idle sites (ms) | idle / before | run_with nothing / bare |")
+    print("|---|---:|---:|---:|---:|")
+    for label, (family, overrides, shapes) in MODELS.items():
+        vocab = dict(vocab_size=500, src_vocab_size=500) if family in ("transformer", "seq2seq") else dict(vocab_size=500)
+        torch.manual_seed(0)
+        now = seqmodels.build_model(seqmodels.make_config(family, "tiny", **vocab, **overrides)).eval()
+        old = before.build_model(before.make_config(family, "tiny", **vocab, **overrides)).eval()
+        old.load_state_dict(now.state_dict())
+        inputs = tuple(torch.randint(5, 500, shape) for shape in shapes)
+        with torch.no_grad():
+            assert torch.equal(old(*inputs), now(*inputs))
+            t_old, t_now, idle = paired(lambda: old(*inputs), lambda: now(*inputs), args.rounds, args.calls)
+            _, _, nothing = paired(lambda: now(*inputs), lambda: run_with(now, inputs), args.rounds, args.calls)
+        print(f"| {label} | {t_old:.2f} | {t_now:.2f} | {idle:.3f} | {nothing:.3f} |")
+    print(f"load at the end {open('/proc/loadavg').read().split()[:3]}")
+
+
+if __name__ == "__main__":
+    os.chdir(pathlib.Path(__file__).resolve().parent.parent)
+    main()
