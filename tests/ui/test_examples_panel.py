@@ -146,3 +146,18 @@ def test_a_row_becomes_the_probe_of_the_step_panel(panel, qtbot):
     assert step.source_box.text() == source
     assert step.decoder is not None and step.decoder.steps_taken == 0
     step.shutdown()
+
+
+def test_neighbours_of_the_probe_in_the_background(panel, qtbot):
+    view = panel.neighbours
+    with qtbot.waitSignal(view.index_runner.done, timeout=60_000):
+        view.build()
+    assert len(view.index) == len(panel.workspace.data.train)
+    source, target = panel.workspace.data.train[5]
+    with qtbot.waitSignal(view.query_runner.done, timeout=60_000):
+        view.set_probe(source, target)
+    assert view.neighbours[0].index == 5 and view.neighbours[0].distance < 1e-4
+    assert view.table.item(0, 0).text() == source
+    with qtbot.waitSignal(panel.bus.probe_requested) as probe:
+        view.table.cellClicked.emit(1, 0)
+    assert probe.args == [view.neighbours[1].source, view.neighbours[1].target]

@@ -5,8 +5,9 @@ token accuracy, sentence BLEU and chrF, lengths (language models: loss and perpl
 Sort by any column header, filter by regular expressions and length, save filters as named
 slices; the summary line is the current slice's corpus BLEU, mean loss and count. Selecting a row
 makes it the probe of every panel. Below the table: BLEU (or loss) by source-length bucket, the
-tokens the model gets wrong most often (a click shows their examples), and a pinned evaluation
-to compare with (the "change" column: which examples got better or worse).
+tokens the model gets wrong most often (a click shows their examples), the probe's nearest
+training examples by encoder or decoder state, and a pinned evaluation to compare with (the
+"change" column: which examples got better or worse).
 
 Evaluation runs in the panel's job runner, batch by batch with progress, and stops on Stop. It
 runs when a model is opened or a run's snapshot is scrubbed to, on demand (Evaluate, Ctrl+E),
@@ -55,6 +56,7 @@ from explorer.errors import UserError
 from explorer.ui.examples_model import ExamplesModel
 from explorer.ui.jobs import one_line
 from explorer.ui.length_plot import make_length_widget
+from explorer.ui.neighbours_view import NeighboursView
 from explorer.ui.panels.base import Panel
 
 SETTINGS_PREFIX = "examples/"
@@ -194,9 +196,13 @@ class ExamplesPanel(Panel):
         self.tokens_table.setToolTip("Reference tokens the model predicts worst under teacher "
                                      "forcing; click one to show its examples")
         self.tokens_table.cellClicked.connect(lambda row, _col: self.show_token_rows(row))
+        self.neighbours = NeighboursView(self)
+        self.neighbours.chosen.connect(self.bus.probe_requested.emit)
+        self.bus.probe_input_changed.connect(self.neighbours.set_probe)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.length_widget, "By length")
         self.tabs.addTab(self.tokens_table, "Worst tokens")
+        self.tabs.addTab(self.neighbours, "Neighbours")
         self.tabs.setToolTip("Where the model fails")
 
         upper = QWidget()
@@ -229,6 +235,7 @@ class ExamplesPanel(Panel):
 
         self.stop()
         self.workspace = workspace
+        self.neighbours.set_workspace(workspace)
         decodes = workspace is not None and family_of(workspace.model).decodes
         self.evaluate_button.setEnabled(decodes)
         self.open_button.setEnabled(decodes)
