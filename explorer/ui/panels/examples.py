@@ -10,7 +10,7 @@ training examples by encoder or decoder state, and a pinned evaluation to compar
 "change" column: which examples got better or worse).
 
 Evaluation runs in the panel's job runner, batch by batch with progress, and stops on Stop. It
-runs when a model is opened or a run's snapshot is scrubbed to, on demand (Evaluate, Ctrl+E),
+runs when a model is opened or a run's snapshot is scrubbed to, on demand (Evaluate, F5),
 and while training at each evaluation if asked (on a copy of the model).
 """
 
@@ -81,7 +81,7 @@ class ExamplesPanel(Panel):
     PANEL_ID = "examples"
     TITLE = "Examples"
     TOOLTIP = ("Every example with its output, loss, BLEU and chrF: sort, filter, slice; "
-               "select a row to probe it (Ctrl+E evaluates)")
+               "select a row to probe it (F5 evaluates)")
 
     progressed = Signal(int, int)  # emitted from the runner's thread, delivered on the GUI thread
     evaluated = Signal()  # a table arrived
@@ -116,7 +116,7 @@ class ExamplesPanel(Panel):
     # -- widgets ---------------------------------------------------------------------------------
 
     def _build(self) -> None:
-        self.evaluate_button = self._button("Evaluate", "Evaluate every example now (Ctrl+E)",
+        self.evaluate_button = self._button("Evaluate", "Evaluate every example now (F5)",
                                             self.evaluate)
         self.open_button = self._button("Open file…", "Evaluate a source<TAB>reference file, two "
                                         "line-aligned files (source, reference) or a text file",
@@ -220,7 +220,7 @@ class ExamplesPanel(Panel):
         splitter.setStretchFactor(1, 2)
         root = QVBoxLayout(self)
         root.addWidget(splitter)
-        QShortcut(QKeySequence("Ctrl+E"), self, self.evaluate, context=Qt.WidgetWithChildrenShortcut)
+        QShortcut(QKeySequence("F5"), self, self.evaluate, context=Qt.WidgetWithChildrenShortcut)
 
     def _button(self, text, tip, slot) -> QPushButton:
         button = QPushButton(text)
