@@ -26,7 +26,7 @@ import numpy as np
 
 from explorer.errors import UserError
 
-BATCH_SIZE = 32
+BATCH_SIZE = 64
 TEXT_COLUMNS = ("source", "reference", "output")
 # Columns shown (and written) per kind of model, in order. "source" is an LM example's text.
 SEQ2SEQ_COLUMNS = ("source", "reference", "output", "loss", "loss_per_token", "token_accuracy",
@@ -156,35 +156,43 @@ def read_examples(workspace, data: str | None = None, src: str | None = None,
 
 def evaluate_batches(workspace, pairs: Sequence[tuple[str, str]], *, batch_size: int = BATCH_SIZE,
                      beam: int = 1, max_len: int | None = None,
-                     context: int | None = None) -> Iterator[tuple[ExampleTable, int]]:
-    """(table of one batch, examples done so far) per batch of `pairs`, in order; stop iterating
-    to cancel. A language model's long line may give several rows (windows)."""
+                     context: int | None = None) -> Iterator[tuple[ExampleTable, np.ndarray]]:
+    """(table of one batch, the indices of its pairs) per batch; stop iterating to cancel.
+    Batches group pairs of similar reference length, so that a batch's greedy decoding stops
+    near its rows' own limits. A language model's long line may give several rows (windows)."""
     if not pairs:
         raise UserError("there are no examples to evaluate")
     if beam < 1:
         raise UserError(f"--beam must be at least 1, got {beam}")
+    order = np.argsort([len(reference) for _, reference in pairs], kind="stable")
     for start in range(0, len(pairs), batch_size):
-        chunk = pairs[start : start + batch_size]
+        rows = order[start : start + batch_size]
+        chunk = [pairs[i] for i in rows]
         if workspace.is_seq2seq:
             part = _seq2seq_batch(workspace, chunk, beam, max_len)
         else:
-            part = _lm_batch(workspace, _lm_windows(workspace, [text for text, _ in chunk], context))
-        yield part, start + len(chunk)
+            windows = [_lm_windows(workspace, [text], context) for text, _ in chunk]
+            part = _lm_batch(workspace, [w for text_windows in windows for w in text_windows])
+            rows = np.repeat(rows, [len(w) for w in windows])  # each window is its line's row
+        yield part, rows
 
 
 def evaluate_examples(workspace, pairs: Sequence[tuple[str, str]], *,
                       progress: Callable[[int, int], None] | None = None,
                       should_stop: Callable[[], bool] | None = None, **options) -> ExampleTable | None:
-    """The whole table (None when `should_stop` said stop first); `progress(done, total)` after
-    every batch, counted in examples."""
-    parts = []
-    for part, done in evaluate_batches(workspace, pairs, **options):
+    """The whole table, rows in the order of `pairs` (None when `should_stop` said stop first);
+    `progress(done, total)` after every batch, counted in examples."""
+    parts, rows, done = [], [], 0
+    for part, part_rows in evaluate_batches(workspace, pairs, **options):
         if should_stop is not None and should_stop():
             return None
         parts.append(part)
+        rows.append(part_rows)
+        done += len(np.unique(part_rows))
         if progress is not None:
             progress(done, len(pairs))
     table = concat(parts)
+    table = table.take(np.argsort(np.concatenate(rows), kind="stable"))  # back to the pairs' order
     table.step = int(getattr(workspace, "step", 0) or 0)
     return table
 
