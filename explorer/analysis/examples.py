@@ -418,9 +418,7 @@ class SliceFilter:
         """Indices of the matching rows, in table order."""
         keep = np.ones(len(table), dtype=bool)
         for name, pattern in self.compiled().items():
-            search = pattern.search
-            values = table.column(name)
-            keep &= np.fromiter((search(v) is not None for v in values), bool, len(values))
+            keep &= matches(table, name, pattern)
         if self.min_length is not None or self.max_length is not None:
             lengths = table.column(self.length_column)
             if self.min_length is not None:
@@ -428,6 +426,19 @@ class SliceFilter:
             if self.max_length is not None:
                 keep &= lengths <= self.max_length
         return np.flatnonzero(keep)
+
+
+def matches(table: ExampleTable, name: str, pattern: re.Pattern) -> np.ndarray:
+    """(N,) bool: the rows of column `name` that `pattern` finds something in. Kept on the table
+    per pattern, so changing another filter does not scan the texts again."""
+    cache = table.__dict__.setdefault("_matches", {})
+    key = (name, pattern.pattern)
+    if key not in cache:
+        if len(cache) >= 32:  # patterns typed one keystroke at a time: keep the recent ones only
+            cache.clear()
+        found = map(pattern.search, table.column(name))
+        cache[key] = np.fromiter((m is not None for m in found), bool, len(table))
+    return cache[key]
 
 
 @dataclass

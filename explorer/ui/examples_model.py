@@ -39,7 +39,7 @@ class ExamplesModel(QAbstractTableModel):
         self.sort_column: str | None = None
         self.descending = False
         self.change: np.ndarray | None = None  # per table row, against a pinned table
-        self._sort_keys: dict[str, np.ndarray] = {}  # text columns as lower-case numpy strings
+        self._sort_keys: dict[str, np.ndarray] = {}  # text column -> each row's rank
 
     # -- data ------------------------------------------------------------------------------------
 
@@ -108,8 +108,11 @@ class ExamplesModel(QAbstractTableModel):
         values = self.values(name)
         if values.dtype != object:
             return np.nan_to_num(values.astype(float), nan=-np.inf)
-        if name not in self._sort_keys:  # once per table: numpy strings sort in C
-            self._sort_keys[name] = np.char.lower(values.astype(str))
+        if name not in self._sort_keys:  # once per table: each text's rank, so a sort is of ints
+            lowered = np.char.lower(values.astype(str))
+            ranks = np.empty(len(values), dtype=np.int64)
+            ranks[np.argsort(lowered, kind="stable")] = np.arange(len(values))
+            self._sort_keys[name] = ranks
         return self._sort_keys[name]
 
     def table_row(self, view_row: int) -> int:
