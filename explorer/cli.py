@@ -26,6 +26,7 @@ COMMANDS = {
     "fill": "a masked language model's top-k tokens for every [MASK] in a text",
     "attribute": "why each output token: attributions over source and prefix, or attention rollout",
     "bleu": "corpus BLEU with its n-gram breakdown (sacreBLEU-compatible)",
+    "evaluate": "every example's output, loss, BLEU and chrF; the summary and BLEU by length",
     "export": "render the app's panels headless to PNG, SVG and CSV",
 }
 

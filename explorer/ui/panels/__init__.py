@@ -44,11 +44,13 @@ PANELS = (
     PanelEntry("hidden", "explorer.ui.panels.hidden:HiddenPanel", "inspect"),  # its dock shows gates too
     PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect"),
     PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", False),  # Compare runs
+    PanelEntry("examples", "explorer.ui.panels.examples:ExamplesPanel", "decoding", False),
 )
 # Panels `explorer export --plots` renders that have no dock of their own (group "").
 EXPORT_ONLY_PANELS = (
     PanelEntry("gates", "explorer.ui.panels.hidden:GatesPanel", "", exported_by_default=False),
     PanelEntry("rollout", "explorer.ui.panels.attribution:RolloutPanel", "", exported_by_default=False),
+    PanelEntry("length", "explorer.ui.panels.examples:LengthPanel", "", exported_by_default=False),
 )
 
 

@@ -48,13 +48,15 @@ STRATEGY_FIELDS = {  # the decode settings each strategy reads
     "sample": ("temperature", "top_k", "top_p", "seed", "max_len"),
 }
 SHOW_TOP = 10
+FORCED_COLOR = "#d62728"
 SAMPLE_BARS = 20
 
 
 class StepDecodingPanel(Panel):
     PANEL_ID = "step"
     TITLE = "Step-through decoding"
-    TOOLTIP = "Decode one token at a time: Right = step, Left = back, Space = play, Home = reset"
+    TOOLTIP = ("Decode one token at a time: Right = step, Left = back, Space = play, Home = reset, "
+               "F = force the chosen token (what if)")
 
     stepped = Signal(int)  # steps taken after a step, back or reset
 
@@ -63,6 +65,7 @@ class StepDecodingPanel(Panel):
         self.workspace = None
         self.decoder = None
         self.error = ""
+        self.force_error = ""  # one line: why the last what-if token was refused
         self.masked = False  # a masked LM: the fill-mask view replaces decoding
         self.setFocusPolicy(Qt.StrongFocus)
         self._build_controls()
@@ -87,6 +90,7 @@ class StepDecodingPanel(Panel):
         bus.workspace_changed.connect(self.set_workspace)
         if bus.workspace is not None:
             self.set_workspace(bus.workspace)
+        bus.probe_input_changed.connect(self._follow_probe)
 
     def _build_controls(self) -> None:
         self.source_box = QLineEdit()
@@ -119,6 +123,16 @@ class StepDecodingPanel(Panel):
             self.button_row.addWidget(widget)
         self.button_row.addWidget(QLabel("Speed (steps/s)"))
         self.button_row.addWidget(self.speed_box)
+        # what if: any of the top-k tokens, or a typed one, instead of the model's choice
+        self.force_box = QComboBox()
+        self.force_box.setEditable(True)
+        self.force_box.setMinimumWidth(110)
+        self.force_box.setToolTip("What if: a token to put at this step instead of the model's "
+                                  "choice (pick one of the most probable, or type one)")
+        self.force_button = self._button("Force ▶", "Put the chosen token at this step and go on "
+                                         "decoding from it (F)", self.force)
+        self.button_row.addWidget(self.force_box)
+        self.button_row.addWidget(self.force_button)
         self.button_row.addStretch(1)
 
     def _button(self, text, tip, slot) -> QPushButton:
@@ -205,10 +219,16 @@ class StepDecodingPanel(Panel):
         show_text(self.source_box, text)
         self.reset()
 
+    def _follow_probe(self, source: str, _target: str) -> None:
+        """A new probe (an Examples row, the probe box) is stepped through here too."""
+        if source and source != self.source_box.text() and not self.masked:
+            self.set_source(source)
+
     def reset(self) -> None:
         """A fresh decoder for the current source and options (the sampler re-seeded)."""
         self.pause()
         self.decoder = None
+        self.force_error = ""
         if self.workspace is not None:
             from explorer.decoding import StepDecoder
 
@@ -225,9 +245,27 @@ class StepDecodingPanel(Panel):
         self._refresh()
 
     def step(self) -> bool:
+        self.force_error = ""
         moved = self.decoder is not None and self.decoder.step()
         self._refresh()
         return moved
+
+    def force(self) -> bool:
+        """Force the token in the force box (a top-k entry's id, or the typed text) at this step."""
+        if self.decoder is None:
+            return False
+        from explorer.errors import UserError
+
+        text = self.force_box.currentText()
+        index = self.force_box.findText(text)
+        token = self.force_box.itemData(index) if index >= 0 else text
+        try:
+            self.decoder.force(token)
+            self.force_error = ""
+        except UserError as exc:
+            self.force_error = str(exc)
+        self._refresh()
+        return not self.force_error
 
     def back(self) -> bool:
         moved = self.decoder is not None and self.decoder.back()
@@ -255,7 +293,7 @@ class StepDecodingPanel(Panel):
 
     def keyPressEvent(self, event) -> None:
         actions = {Qt.Key_Right: self.step, Qt.Key_Left: self.back, Qt.Key_Space: self.toggle_play,
-                   Qt.Key_Home: self.reset}
+                   Qt.Key_Home: self.reset, Qt.Key_F: self.force}
         action = None if self.masked else actions.get(event.key())
         if action is None:
             super().keyPressEvent(event)
@@ -270,6 +308,9 @@ class StepDecodingPanel(Panel):
         self.back_button.setEnabled(bool(decoder and decoder.steps_taken))
         self.step_button.setEnabled(bool(decoder and not decoder.done))
         self.play_button.setEnabled(bool(decoder and not decoder.done))
+        can_force = bool(decoder and not decoder.done and self.strategy != "beam")
+        self.force_button.setEnabled(can_force)
+        self.force_box.setEnabled(can_force)
         if decoder is None:
             self.output_label.setText(html.escape(self.error) if self.error else
                                       "No model yet: train one or open a checkpoint.")
@@ -281,6 +322,11 @@ class StepDecodingPanel(Panel):
         self.topk_chart.set_title("next tokens after the best hypothesis" if self.strategy == "beam"
                                   else "most probable next tokens")
         topk = decoder.topk
+        self.force_box.clear()
+        if topk is not None:
+            for token_id, token in zip(topk.token_ids, topk.tokens):
+                self.force_box.addItem(token, token_id)
+            self.force_box.setCurrentIndex(min(1, len(topk.tokens) - 1))  # the runner-up
         if topk is None:
             self.topk_chart.clear()
         else:
@@ -323,10 +369,21 @@ class StepDecodingPanel(Panel):
         words = [html.escape(t) for t in output.tokens]
         if words and not decoder.done:
             words[-1] = f'<b style="color:{HIGHLIGHT_COLOR}">{words[-1]}</b>'
+        for position in decoder.forced if self.strategy != "beam" else ():
+            if position < len(words):  # a forced token: underlined, in red, flagged
+                words[position] = (f'<u style="color:{FORCED_COLOR}" title="forced">'
+                                   f'{words[position]}⚑</u>')
         state = "done" if decoder.done else f"step {decoder.steps_taken}"
-        self.output_label.setText(
-            f"<b>Output so far</b> ({state}, log p = {output.score:.3f}): "
-            + (" ".join(words) if words else "<i>nothing yet: press Step (→)</i>"))
+        text = (f"<b>Output so far</b> ({state}, log p = {output.score:.3f}): "
+                + (" ".join(words) if words else "<i>nothing yet: press Step (→)</i>"))
+        if decoder.forced and self.strategy != "beam":
+            own = decoder.own_output
+            text += (f"<br><span style='color:{FORCED_COLOR}'>⚑ forced</span>: this hypothesis "
+                     f"has log p = {output.score:.3f}; the model's own greedy output "
+                     f"“{html.escape(own.text)}” has log p = {own.score:.3f}")
+        if self.force_error:
+            text += f"<br><i>{html.escape(self.force_error)}</i>"
+        self.output_label.setText(text)
 
     def _show_beam(self) -> None:
         live = self.decoder.beam if self.strategy == "beam" else []
