@@ -84,6 +84,9 @@ class Family:
     # (workspace, directory) -> Path: saved in the family's own format (save_pretrained); None:
     # an explorer checkpoint (explorer.training.checkpoint)
     save: Callable | None = None
+    # directory -> Workspace: a checkpoint of the family's that load_checkpoint cannot build from
+    # the config alone (a user model: its own code rebuilds it); None: load_checkpoint's own way
+    load: Callable | None = None
 
     @property
     def is_lm(self) -> bool:
@@ -216,3 +219,5 @@ def family_of(model_or_config) -> Family:
 # Hugging Face architectures built from scratch (hf-gpt2, hf-bert, hf-marian, hf-t5) register
 # themselves, listed when transformers is installed (explorer/hf/architectures.py; torch-free)
 import explorer.hf.architectures  # noqa: E402,F401
+# Models the user wrote (explorer.show, --model FILE.py:build, Recorder runs): unlisted, torch-free
+import explorer.usermodel.families  # noqa: E402,F401
