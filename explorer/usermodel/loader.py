@@ -160,6 +160,7 @@ def load_weights(model, path: str | Path) -> None:
         raise UserError(f"{path}: not a state dict (a mapping of names to tensors)")
     inner = getattr(model, "inner", model)
     own = inner.state_dict()
+    _fill_tied(own, state)
     missing = [k for k in own if k not in state]
     unexpected = [k for k in state if k not in own]
     wrong = [f"{k} {tuple(state[k].shape)} vs {tuple(own[k].shape)}" for k in own
@@ -170,6 +171,19 @@ def load_weights(model, path: str | Path) -> None:
             [f"shapes differ: {_few(wrong)}"] if wrong else [])
         raise UserError(f"{path}: the weights do not fit the model ({'; '.join(parts)})")
     inner.load_state_dict(state)
+
+
+def _fill_tied(own: dict, state: dict) -> None:
+    """safetensors stores tied weights once: a missing name takes the tensor of a name that
+    shares its storage in the model."""
+    groups: dict[tuple, list[str]] = {}
+    for key, tensor in own.items():
+        groups.setdefault((tensor.data_ptr(), tuple(tensor.shape)), []).append(key)
+    for names in groups.values():
+        present = [k for k in names if k in state]
+        for key in names:
+            if key not in state and present and len(names) > 1:
+                state[key] = state[present[0]]
 
 
 def _few(names: list[str]) -> str:
