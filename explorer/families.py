@@ -81,8 +81,11 @@ class Family:
     # an explorer checkpoint (explorer.training.checkpoint)
     save: Callable | None = None
     # and read back: (path) -> whether the path is a model of this family's format (a Hugging
-    # Face folder or cached model id), and (path) -> Workspace; load_checkpoint asks them first
+    # Face folder or cached model id); load_checkpoint asks them first
     opens: Callable | None = None
+    # (path) -> Workspace: a folder of the family's own format (with `opens`), or a checkpoint of
+    # the family's that load_checkpoint cannot build from the config alone (a user model: its own
+    # code rebuilds it); None: load_checkpoint's own way
     load: Callable | None = None
     # (model, num_positions) -> analysis.positional.ModelPositions or None, for models whose
     # positional modules are not ours (Hugging Face); None: analysis finds our own modules

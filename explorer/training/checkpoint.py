@@ -299,6 +299,9 @@ def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: b
         return own_format.load(directory)
     directory = existing_folder(Path(directory))
     config = _read_config(directory)
+    load = _family_loader(config)
+    if load is not None:  # e.g. a user model: its own code rebuilds it
+        return load(directory, load_state=load_state, metrics_rows=metrics_rows)
     try:
         model_config = config_from_dict(config["model"])
     except Exception as exc:  # noqa: BLE001 - unknown family or fields, values validate rejects
@@ -348,6 +351,16 @@ def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: b
                         if load_state and optimizer_path.is_file() else None),
         data_spec=spec,
     )
+
+
+def _family_loader(config: dict):
+    from explorer.families import get_family
+
+    try:
+        family = get_family(config["model"].get("family"))
+    except UserError:
+        return None  # an unknown family: config_from_dict says so below
+    return family.load if family.opens is None else None  # `opens` families were asked first
 
 
 def _check_vocabularies(directory: Path, model_config, tokenizer, src_tokenizer) -> None:
