@@ -26,6 +26,7 @@ COMMANDS = {
     "fill": "a masked language model's top-k tokens for every [MASK] in a text",
     "bleu": "corpus BLEU with its n-gram breakdown (sacreBLEU-compatible)",
     "export": "render the app's panels headless to PNG, SVG and CSV",
+    "lesson": "open a lesson (or a folder of them) in the app, or run it headless with its checks",
 }
 
 
