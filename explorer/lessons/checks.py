@@ -235,33 +235,34 @@ def _attention_scores(session):
     return len(SCORES)
 
 
-def _maps(session, kind):
-    maps = [a for a in session.probe_snapshot().attention if a.kind == kind]
+def _maps(session, kind, model="main"):
+    attention = session.probe_snapshot(session.workspace_named(model)).attention
+    maps = [a for a in attention if a.kind == kind]
     if not maps:
-        kinds = sorted({a.kind for a in session.probe_snapshot().attention}) or ["none"]
+        kinds = sorted({a.kind for a in attention}) or ["none"]
         raise UserError(f"the probe shows no {kind!r} attention; it shows {', '.join(kinds)}")
     return maps
 
 
 @check("attention_heads", "heads per layer of the `kind` attention (encoder, decoder, cross)",
-       required=("kind",))
-def _attention_heads(session, kind):
-    return _maps(session, kind)[0].weights.shape[0]
+       required=("kind",), optional=("model",))
+def _attention_heads(session, kind, model="main"):
+    return _maps(session, kind, model)[0].weights.shape[0]
 
 
 @check("attention_layers", "layers with `kind` attention (encoder, decoder, cross)",
-       required=("kind",))
-def _attention_layers(session, kind):
-    return len(_maps(session, kind))
+       required=("kind",), optional=("model",))
+def _attention_layers(session, kind, model="main"):
+    return len(_maps(session, kind, model))
 
 
 @check("attention_future", "the most weight any query puts on a later key (0 under a causal mask)",
-       required=("kind",))
-def _attention_future(session, kind):
+       required=("kind",), optional=("model",))
+def _attention_future(session, kind, model="main"):
     import numpy as np
 
     worst = 0.0
-    for attention in _maps(session, kind):
+    for attention in _maps(session, kind, model):
         weights = attention.weights  # (H, Tq, Tk)
         upper = np.triu(np.ones(weights.shape[1:], dtype=bool), k=1)
         worst = max(worst, float(weights[:, upper].max()) if upper.any() else 0.0)
@@ -308,13 +309,13 @@ def _shift_residual(session, k=1, table="model", positions=64, dim=64):
 
 
 @check("masked_share", "share of the tokens of a training batch that the masked-LM objective "
-       "predicts (BERT's 15%)", optional=("batches",))
-def _masked_share(session, batches=4):
+       "predicts (BERT's 15%)", optional=("batches", "model"))
+def _masked_share(session, batches=4, model="main"):
     import torch
 
     from explorer.data.batching import mask_tokens
 
-    workspace = session.workspace
+    workspace = session.workspace_named(model)
     tokens = torch.tensor([workspace.tokenizer.encode(s)[:64] for s, _ in workspace.data.train[:512]
                            if len(workspace.tokenizer.encode(s)) >= 64][:256])
     if tokens.numel() == 0:

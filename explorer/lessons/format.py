@@ -35,7 +35,7 @@ from explorer.errors import UserError
 
 LAYOUTS = ("tabs", "columns", "rows")
 SCALAR_KEYS = ("title", "cites", "task", "text", "tsv", "checkpoint", "family", "preset", "steps",
-               "panels", "layout", "probe", "probe_target", "seed")
+               "panels", "layout", "probe", "probe_target", "seed", "compare.family")
 PREFIX_KEYS = ("model.", "train.", "data.", "compare.model.", "compare.train.")
 DIRECTIVES = ("show", "set", "highlight", "train", "decode", "check")
 

@@ -58,7 +58,7 @@ class LessonSession:
         except TypeError as exc:
             raise UserError(f"{self.lesson.path}: train.*: {exc}") from None
 
-    def _build(self, model_overrides: dict):
+    def _build(self, model_overrides: dict, family: str | None = None):
         from explorer.training import DataSpec, build_workspace
 
         data = {key: self.settings[key] for key in ("task", "text", "tsv") if key in self.settings}
@@ -66,7 +66,7 @@ class LessonSession:
             if key in data and not Path(str(data[key])).is_absolute():
                 data[key] = str(self.lesson.path.parent / str(data[key]))
         spec = DataSpec(**data, **self.section("data."))
-        return build_workspace(spec, str(self.settings["family"]), self.settings.get("preset"),
+        return build_workspace(spec, family or str(self.settings["family"]), self.settings.get("preset"),
                                int(self.settings.get("seed", 0)), **model_overrides)
 
     def open(self) -> Iterator[object]:
@@ -79,7 +79,9 @@ class LessonSession:
             model = self.section("model.")
             self.workspace = self._build(model)
             if self.lesson.has_compare:
-                self.compare = self._build({**model, **self.section("compare.model.")})
+                family = self.settings.get("compare.family")
+                base = {} if family else model  # another family: its own fields only
+                self.compare = self._build({**base, **self.section("compare.model.")}, family)
         self.workspace.train_config = self.train_config()
         probe = self.lesson.probe
         if probe[0] or probe[1]:

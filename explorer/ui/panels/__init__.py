@@ -41,6 +41,7 @@ PANELS = (
     PanelEntry("hidden", "explorer.ui.panels.hidden:HiddenPanel", "inspect"),  # its dock shows gates too
     PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect"),
     PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", False),  # Compare runs
+    PanelEntry("architecture", "explorer.ui.panels.architecture:ArchitecturePanel", "inspect", False),
 )
 # Panels `explorer export --plots` renders that have no dock of their own (group "").
 EXPORT_ONLY_PANELS = (
