@@ -228,11 +228,12 @@ def _distinct_samples(session, n=8, temperature=1.0, max_len=40):
 
 # -- attention -------------------------------------------------------------------------------
 
-@check("attention_scores", "how many attention scores the app offers (seqmodels/scores.py)")
+@check("attention_scores", "how many attention scores the app offers (seqmodels/scores.py; "
+       "`none`, no attention, is not a score)")
 def _attention_scores(session):
     from seqmodels.scores import SCORES
 
-    return len(SCORES)
+    return sum(score.style != "none" for score in SCORES.values())
 
 
 def _maps(session, kind, model="main"):

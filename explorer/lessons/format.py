@@ -107,14 +107,15 @@ def _words(text: object) -> list[str]:
 
 
 def parse_value(text: str) -> object:
-    """`1e-3` -> float, `200` -> int, `true`/`false`/`none`, quoted or bare text -> str."""
+    """`1e-3` -> float, `200` -> int, `true`/`false`, `null` -> None, quoted or bare text -> str
+    (`none` stays a word: it is a value of several settings, e.g. model.attention)."""
     text = text.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         return text[1:-1]
     lowered = text.lower()
     if lowered in ("true", "false"):
         return lowered == "true"
-    if lowered in ("none", "null"):
+    if lowered == "null":
         return None
     for kind in (int, float):
         try:

@@ -107,6 +107,15 @@ class LessonSession:
                 yield event
         self._cache.clear()
 
+    def train_variant(self, steps: int) -> Iterator[object]:
+        """Train only the `compare.` variant `steps` more steps (the app trains the main model
+        in its own training thread)."""
+        from explorer.training import Trainer
+
+        config = self.train_config({**self.section("compare.train."), "steps": self.compare.step + int(steps)})
+        yield from Trainer(self.compare, config).run()
+        self._cache.clear()
+
     def set_control(self, name: str, value) -> bool:
         """Apply a session control (`probe`, `probe_target`, `train.clip`, `train.lr`); False
         for a panel's control, which only a window has."""
