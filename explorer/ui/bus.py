@@ -26,6 +26,7 @@ class AppBus(QObject):
     run_curves = Signal(object)  # explorer.ui.run_session.RunCurves: its rows, all or appended
     run_step = Signal(object)  # the step of the snapshot the panels show (int), or None
     run_folder_changed = Signal(str)  # the run folder the current training writes ("" for none)
+    show_panel = Signal(str)  # raise this panel's dock (the architecture diagram's double click)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)

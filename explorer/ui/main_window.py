@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, QTimer, Signal
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMessageBox
 
 from explorer.ui.actions import build_actions
@@ -38,7 +39,7 @@ class MainWindow(QMainWindow):
     error_shown = Signal(str)
 
     def __init__(self, settings: QSettings | None = None, checkpoint: str | None = None,
-                 load_demo: bool = True) -> None:
+                 load_demo: bool = True, lesson: str | None = None) -> None:
         super().__init__()
         self.setObjectName("main_window")
         self.setWindowTitle(APPLICATION)
@@ -78,7 +79,12 @@ class MainWindow(QMainWindow):
         self._restore_settings()
 
         self._startup_checkpoint = checkpoint
-        self._load_demo = load_demo
+        self._startup_lesson = lesson
+        self._load_demo = load_demo and lesson is None
+        self.lesson_dock = None  # explorer/ui/lesson_dock.py, made when a lesson opens
+        from explorer.ui.presentation import Presentation
+
+        self.presentation = Presentation(self)
 
     # -- construction ----------------------------------------------------------------------------
 
@@ -147,6 +153,14 @@ class MainWindow(QMainWindow):
         a.stop.triggered.connect(c.stop_training)
         a.resume.triggered.connect(self.resume_dialog)
         a.reset_layout.triggered.connect(self.reset_layout)
+        a.open_lesson.triggered.connect(self.open_lesson_dialog)
+        a.presentation.triggered.connect(lambda: self.presentation.toggle())
+        self.bus.show_panel.connect(self.show_panel)
+        for keys, step in (("Ctrl+=", 1), ("Ctrl+-", -1)):  # presentation zoom of the panel on show
+            zoom = QAction(self)
+            zoom.setShortcut(keys)
+            zoom.triggered.connect(lambda _=False, s=step: self.presentation.set_zoom(s))
+            self.addAction(zoom)
         a.about.triggered.connect(self.show_about)
         a.shortcuts.triggered.connect(self.show_shortcuts)
         a.previous_snapshot.triggered.connect(lambda: self.runs.move_by(-1))
@@ -181,7 +195,9 @@ class MainWindow(QMainWindow):
         if self._closing:
             return
         self.create_panels()
-        if self._startup_checkpoint:
+        if self._startup_lesson:
+            self.open_lesson(self._startup_lesson)
+        elif self._startup_checkpoint:
             self.open_path(self._startup_checkpoint)
         elif self._load_demo:
             from explorer.demo import first_demo
@@ -228,6 +244,29 @@ class MainWindow(QMainWindow):
             return
         self.add_recent(path)
         self._show_data_dialog(dialog)
+
+    def show_panel(self, panel_id: str) -> None:
+        """Show and raise a panel's dock (a lesson step, a click in the architecture diagram)."""
+        dock = self.docks.get(panel_id)
+        if dock is not None:
+            dock.show()
+            dock.raise_()
+
+    def open_lesson(self, path: str | Path) -> None:
+        """A lesson file (explorer/lessons): its model, its panels arranged, its steps in a dock."""
+        if self.lesson_dock is None:
+            from explorer.ui.lesson_dock import LessonDock
+
+            self.lesson_dock = LessonDock(self)
+        self.lesson_dock.open_lesson(path)
+
+    def open_lesson_dialog(self) -> None:
+        from explorer.lessons.format import builtin_lessons
+
+        start = str(builtin_lessons()[0].parent)
+        path, _ = QFileDialog.getOpenFileName(self, "Open lesson", start, "Lessons (*.md)")
+        if path:
+            self.open_lesson(path)
 
     def open_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(

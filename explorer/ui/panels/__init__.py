@@ -45,6 +45,7 @@ PANELS = (
     PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect"),
     PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", False),  # Compare runs
     PanelEntry("examples", "explorer.ui.panels.examples:ExamplesPanel", "decoding", False),
+    PanelEntry("architecture", "explorer.ui.panels.architecture:ArchitecturePanel", "inspect", False),
 )
 # Panels `explorer export --plots` renders that have no dock of their own (group "").
 EXPORT_ONLY_PANELS = (
