@@ -18,6 +18,7 @@ from typing import Any, Callable, Generator, Iterator
 import torch
 
 from explorer.events import EvalMetrics, ProbeSnapshot, StepMetrics, TrainingFinished
+from explorer.runtime import choose_threads
 from explorer.training.config import TrainConfig
 from explorer.training.control import LIVE_OPTIONS, TrainerControl
 from explorer.training.evaluation import evaluate_feed, resolve_device
@@ -103,6 +104,7 @@ class Trainer:
         # called with the step number once a step, its evaluation and its probe are done
         # (explorer/training/autosave.py saves checkpoints from here, in the training thread)
         self.on_step_end: Callable[[int], None] | None = None
+        self.threads_note: str | None = None  # why run() took fewer CPU threads than torch's default
 
     # -- set-up --------------------------------------------------------------------------------
 
@@ -148,8 +150,10 @@ class Trainer:
 
     def run(self) -> Iterator[Event]:
         threads_before = torch.get_num_threads()
-        if self.device.type == "cpu" and self.config.num_threads:
-            torch.set_num_threads(self.config.num_threads)
+        if self.device.type == "cpu":
+            choice = choose_threads(self.config.num_threads)
+            self.threads_note = choice.note  # the CLI prints it, the app shows it
+            torch.set_num_threads(choice.threads)
         try:
             yield from self._run()
         finally:
