@@ -110,7 +110,8 @@ def main() -> None:
             for round_ in range(args.rounds):
                 order = SETTINGS[round_ % 3:] + SETTINGS[:round_ % 3]
                 for setting in order:
-                    speed, note = train_tokens_per_s(setting, Path(tmp) / "ck")
+                    out = Path(tempfile.mkdtemp(dir=tmp))  # a fresh run folder each time
+                    speed, note = train_tokens_per_s(setting, out / "ck")
                     train[setting].append(speed)
                     if setting == "default":
                         chosen.append(note)

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 
 from explorer.analysis.gradients import gradient_norms_by_name, gradient_norms_per_layer
 from explorer.analysis.param_gradients import parameter_gradient_norms
+from explorer.data.batching import IGNORE_INDEX
 from explorer.events import AttentionSnapshot, ProbeSnapshot
 from explorer.families import family_of
 from seqmodels.config import BOS_ID, CELLS, EOS_ID, make_config
@@ -82,18 +83,18 @@ def encode_masked(workspace, source: str, target: str) -> Encoded:
 
 
 def encode_next_token(workspace, source: str, target: str) -> Encoded:
-    """Language models: predict token t+1 from tokens up to t, as in training."""
+    """Language models: predict token t+1 from tokens up to t, as in training. Every token typed
+    is read (its h_t is shown); the last one has no next token to predict (IGNORE_INDEX)."""
     config = workspace.model.config
     ids = workspace.tokenizer.encode(source or target)
     limit = family_of(config).max_len(config)
-    ids = ids[: limit + 1] if limit else ids
+    ids = ids[:limit] if limit else ids
     if len(ids) < 2:
         raise ValueError("the probe text needs at least two tokens for a language model")
-    inputs = ids[:-1]
     return Encoded(
-        (torch.tensor([inputs]),),
-        torch.tensor([ids[1:]]),
-        {"tokens": _tokens(workspace.tokenizer, inputs)},
+        (torch.tensor([ids]),),
+        torch.tensor([ids[1:] + [IGNORE_INDEX]]),
+        {"tokens": _tokens(workspace.tokenizer, ids)},
     )
 
 
@@ -136,7 +137,8 @@ def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: i
         with torch.enable_grad():
             output = model(*[t.to(device) for t in encoded.inputs], trace=True)
             logits, trace = output[0], output[-1]  # rnn-lm may put its state in between
-            loss = F.cross_entropy(logits.flatten(0, 1), encoded.targets.to(device).flatten())
+            loss = F.cross_entropy(logits.flatten(0, 1), encoded.targets.to(device).flatten(),
+                                   ignore_index=IGNORE_INDEX)
             if recurrent:
                 snapshot.grad_time = gradient_norms_by_name(trace.hidden, loss)
                 snapshot.grad_time_labels = {
