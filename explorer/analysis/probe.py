@@ -29,6 +29,7 @@ from explorer.analysis.param_gradients import parameter_gradient_norms
 from explorer.data.batching import IGNORE_INDEX
 from explorer.events import AttentionSnapshot, ProbeSnapshot
 from explorer.families import family_of
+from explorer.readers import reading
 from seqmodels.config import BOS_ID, CELLS, EOS_ID, make_config
 
 # Panels probe from worker threads; one probe at a time, so no probe sees another's model.eval()
@@ -122,7 +123,7 @@ def probe(workspace, source: str, target: str = "", step: int = 0) -> ProbeSnaps
     Language models (`rnn-lm`, `gpt`, `bert`) read `source` (or `target` when source is empty).
     """
     encoded = family_of(workspace.model).encode_probe(workspace, source, target)
-    with _PROBE_LOCK:
+    with _PROBE_LOCK, reading(workspace.model):  # whole weights, even while training runs
         return _probe_locked(workspace, encoded, source, target, step)
 
 
