@@ -136,8 +136,8 @@ def analogy(matrix: np.ndarray, a: int, b: int, c: int, k: int = 10, normalized:
 
 
 def _core(token: str) -> str:
-    """A token without subword markers and spacing: "Ġ12" -> "12", "▁march" -> "march"."""
-    return token.lstrip(string.whitespace + "Ġ▁#@").rstrip(string.whitespace + "@#")
+    """A token without subword markers and spacing: "Ġ12" and "␣12" -> "12", "▁march" -> "march"."""
+    return token.lstrip(string.whitespace + "Ġ▁␣#@").rstrip(string.whitespace + "@#")
 
 
 WORD_CLASSES = {

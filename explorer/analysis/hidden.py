@@ -30,6 +30,7 @@ from explorer.analysis.labels import layer_label, unit_label
 from explorer.analysis.logit_lens import LogitLens, lens_layers, summarize_lens
 from explorer.analysis.probe import _PROBE_LOCK, encode_probe_input
 from explorer.families import family_of
+from explorer.readers import reading
 
 
 @dataclass
@@ -160,7 +161,7 @@ def hidden_snapshot(workspace, source: str, target: str = "", step: int = 0, len
     model = workspace.model
     device = next(model.parameters()).device
     inputs = tuple(t.to(device) for t in encoded.inputs)
-    with _PROBE_LOCK:
+    with _PROBE_LOCK, reading(model):
         was_training = model.training
         model.eval()  # no dropout: show what the model computes
         try:

@@ -50,6 +50,13 @@ class LogitLens:
         return tables
 
 
+def _target_labels(target_ids: list[int], tokenizer) -> list[str]:
+    """The true next tokens; "" where there is none (a negative id: the text's last token)."""
+    known = [t for t in target_ids if t >= 0]
+    labels = iter(str(t) for t in tokenizer.tokens(known))
+    return [next(labels) if t >= 0 else "" for t in target_ids]
+
+
 def lens_layers(readout, residuals: list[Tensor]) -> Iterator[tuple[str, Tensor]]:
     """(label, logits (T, V)) of each residual stream (1, T, D) of a batch of one: "embed", then
     after each block ("layer 1", ...), read through `readout` (final norm and unembedding)."""
@@ -71,8 +78,10 @@ def summarize_lens(
         top_ids.append(index.cpu().numpy())
         top_probs.append(p.cpu().numpy())
         if targets is not None:
-            picked = probs[torch.arange(len(targets)), targets.to(probs.device)]  # (T,)
-            target_probs.append(picked.cpu().numpy())
+            # a language model's last token has no next token (a negative id): NaN there
+            known = targets >= 0
+            picked = probs[torch.arange(len(targets)), targets.clamp(min=0).to(probs.device)]  # (T,)
+            target_probs.append(torch.where(known.to(probs.device), picked, torch.nan).cpu().numpy())
     top_ids_array = np.stack(top_ids).astype(np.int64)
     return LogitLens(
         layer_labels=labels,
@@ -80,6 +89,6 @@ def summarize_lens(
         top_ids=top_ids_array,
         top_tokens=[[str(t) for t in tokenizer.tokens(row.tolist())] for row in top_ids_array],
         top_probs=np.stack(top_probs).astype(np.float32),
-        targets=[str(t) for t in tokenizer.tokens(list(target_ids))] if target_ids is not None else None,
+        targets=_target_labels(target_ids, tokenizer) if target_ids is not None else None,
         target_probs=np.stack(target_probs).astype(np.float32) if target_probs else None,
     )

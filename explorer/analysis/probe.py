@@ -26,8 +26,10 @@ import torch.nn.functional as F
 
 from explorer.analysis.gradients import gradient_norms_by_name, gradient_norms_per_layer
 from explorer.analysis.param_gradients import parameter_gradient_norms
+from explorer.data.batching import IGNORE_INDEX
 from explorer.events import AttentionSnapshot, ProbeSnapshot
 from explorer.families import family_of
+from explorer.readers import reading
 from seqmodels.cells import cell_names
 from seqmodels.config import BOS_ID, EOS_ID, make_config
 
@@ -83,18 +85,18 @@ def encode_masked(workspace, source: str, target: str) -> Encoded:
 
 
 def encode_next_token(workspace, source: str, target: str) -> Encoded:
-    """Language models: predict token t+1 from tokens up to t, as in training."""
+    """Language models: predict token t+1 from tokens up to t, as in training. Every token typed
+    is read (its h_t is shown); the last one has no next token to predict (IGNORE_INDEX)."""
     config = workspace.model.config
     ids = workspace.tokenizer.encode(source or target)
     limit = family_of(config).max_len(config)
-    ids = ids[: limit + 1] if limit else ids
+    ids = ids[:limit] if limit else ids
     if len(ids) < 2:
         raise ValueError("the probe text needs at least two tokens for a language model")
-    inputs = ids[:-1]
     return Encoded(
-        (torch.tensor([inputs]),),
-        torch.tensor([ids[1:]]),
-        {"tokens": _tokens(workspace.tokenizer, inputs)},
+        (torch.tensor([ids]),),
+        torch.tensor([ids[1:] + [IGNORE_INDEX]]),
+        {"tokens": _tokens(workspace.tokenizer, ids)},
     )
 
 
@@ -136,7 +138,7 @@ def probe(workspace, source: str, target: str = "", step: int = 0) -> ProbeSnaps
     Language models (`rnn-lm`, `gpt`, `bert`) read `source` (or `target` when source is empty).
     """
     encoded = encode_probe_input(workspace, source, target)
-    with _PROBE_LOCK:
+    with _PROBE_LOCK, reading(workspace.model):  # whole weights, even while training runs
         return _probe_locked(workspace, encoded, source, target, step)
 
 
@@ -151,7 +153,8 @@ def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: i
         with torch.enable_grad():
             output = model(*[t.to(device) for t in encoded.inputs], trace=True)
             logits, trace = output[0], output[-1]  # rnn-lm may put its state in between
-            loss = F.cross_entropy(logits.flatten(0, 1), encoded.targets.to(device).flatten())
+            loss = F.cross_entropy(logits.flatten(0, 1), encoded.targets.to(device).flatten(),
+                                   ignore_index=IGNORE_INDEX)
             if recurrent:
                 snapshot.grad_time = gradient_norms_by_name(trace.hidden, loss)
                 snapshot.grad_time_labels = {

@@ -14,10 +14,10 @@ import sys
 
 from explorer.commands.arguments import utf8_text
 from explorer.errors import UserError
+from explorer.runtime import choose_threads
 
 SEQ2SEQ_CHUNK = 16  # sources decoded together in one batched search
 NBEST_HEADER = "source\trank\tscore\tlogprob\thypothesis"
-DEFAULT_THREADS = 1  # see benchmarks/RESULTS.md, "Threads under load"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,9 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed")
     parser.add_argument("--json", action="store_true", help="print JSON with scores, tree, attention")
     parser.add_argument("--input", metavar="FILE", help="read sources (or prompts), one per line")
-    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
-                        help=f"CPU threads (default: {DEFAULT_THREADS}; more rarely helps small "
-                        "models and collapses when other work shares the cores)")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="CPU threads (default: torch's, one per core, or fewer when the load "
+                        "average says other work holds cores)")
     parser.add_argument("text", nargs="*", metavar="TEXT", type=utf8_text,
                         help="source sentences (language models: prompts), one per argument")
 
@@ -83,7 +83,7 @@ def _validate(args) -> None:
         raise UserError(f"--top-p must be in (0, 1], got {args.top_p}")
     if args.top_k < 0:
         raise UserError(f"--top-k must be 0 or more, got {args.top_k}")
-    if args.threads < 1:
+    if args.threads is not None and args.threads < 1:
         raise UserError(f"--threads must be at least 1, got {args.threads}")
 
 
@@ -235,7 +235,10 @@ def run(args) -> int:
     import torch
 
     _validate(args)
-    torch.set_num_threads(args.threads)
+    threads = choose_threads(args.threads)
+    if threads.note:
+        print(threads.note, file=sys.stderr)
+    torch.set_num_threads(threads.threads)
     workspace = load_workspace(args.checkpoint)
     texts = _read_inputs(args)
     out = sys.stdout

@@ -20,7 +20,6 @@ from seqmodels.cells import cell_names
 from seqmodels.scores import SCORES
 
 ARCHS = family_names()
-DEFAULT_THREADS = 1  # see benchmarks/RESULTS.md, "Threads under load"
 # option name -> the model config field it sets; it applies to the families whose config has one
 MODEL_FLAGS = {
     "cell": "cell", "attention": "attention", "layers": "num_layers", "hidden": "hidden_size",
@@ -79,8 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--seed", type=int, help="random seed (default: 0)")
     train.add_argument("--device", help="auto | cpu | cuda | mps (default: auto)")
     train.add_argument("--precision", help="fp32 | bf16 | fp16 (autocast, CUDA only)")
-    train.add_argument("--threads", type=int, help="CPU threads (default: 1; more can help a big "
-                       "model on an idle machine, and collapses when other work shares the cores)")
+    train.add_argument("--threads", type=int, help="CPU threads (default: torch's, one per core, "
+                       "or fewer when the load average says other work holds cores)")
 
     checkpoint = parser.add_argument_group("checkpoint")
     checkpoint.add_argument("--out", metavar="DIR", help="write the checkpoint here")
@@ -191,9 +190,9 @@ def _train_config(options: dict, base):
         changes["clip"] = None
     if "epochs" in changes and "steps" not in changes:
         changes["steps"] = None  # --epochs replaces a step count saved in a resumed checkpoint
-    # one thread unless --threads: with other work on the cores, torch's default (one per core)
-    # trained at a third to a thirtieth of one thread's speed (benchmarks/RESULTS.md)
-    changes.setdefault("num_threads", DEFAULT_THREADS)
+    # no --threads: explorer.runtime.choose_threads decides when training starts (a resumed
+    # checkpoint's count was the machine's load then, not now)
+    changes.setdefault("num_threads", None)
     if base is None:
         return TrainConfig(**changes)
     return dataclasses.replace(base, **changes)
@@ -410,7 +409,7 @@ def _train(options: dict, out, parallel, writer) -> int:
         "family": workspace.family, "preset": options.get("preset", "tiny"),
         "seed": options.get("seed") or 0, "overrides": _all_overrides(options, workspace.family)}
     finished = None
-    # the checkpoint keeps the app's background thread count unless --threads was given
+    # the checkpoint keeps the automatic choice unless --threads was given
     threads = options.get("threads", TrainConfig.num_threads)
     # --save-every, SIGINT/SIGTERM and the folder's lock: explorer/training/autosave.py; its saves
     # go through the run's writer, which keeps metrics.jsonl and snapshots/
@@ -421,6 +420,9 @@ def _train(options: dict, out, parallel, writer) -> int:
         if writer is not None:
             writer.start(workspace, trainer, build=build, resumed_from=options.get("resume"))
         for event in trainer.run():
+            if trainer.threads_note and not quiet:
+                print(trainer.threads_note, file=sys.stderr)
+                trainer.threads_note = None  # one line
             if writer is not None:
                 writer.record(event)
             finished = printer.show(event) or finished

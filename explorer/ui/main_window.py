@@ -115,8 +115,8 @@ class MainWindow(QMainWindow):
             old = dock.widget()
             dock.setWidget(panel)
             old.deleteLater()
-            dock.setWindowTitle(panel.TITLE or panel_id)
-            dock.setToolTip(panel.TOOLTIP)
+            # the short name on the tab, the panel's full title and what it shows on hover
+            dock.setToolTip(f"{panel.TITLE}: {panel.TOOLTIP}" if panel.TITLE else panel.TOOLTIP)
             self.panels[panel_id] = panel
         if self._sized and not self._layout_restored:
             self.apply_default_sizes()  # the panels' own minimum sizes moved the splitters
@@ -437,21 +437,34 @@ class MainWindow(QMainWindow):
             dock.setFloating(False)
             dock.show()
         self.restoreState(self.default_state)
+        dock_layout.hide_stale_tab_bars(self)
         self.apply_default_sizes()
 
+    def layout_key(self) -> str:
+        """Settings group of this screen's layout: a layout arranged on a 1280 x 800 laptop is
+        no use on a 1920 x 1080 monitor (nor the other way round), so each screen size keeps its own."""
+        screen = self.screen()
+        if screen is None:
+            return "layout/no-screen"
+        size = screen.availableGeometry().size()
+        return f"layout/{size.width()}x{size.height()}"
+
     def _restore_settings(self) -> None:
-        geometry = self.settings.value("geometry")
-        state = self.settings.value("window_state")
+        key = self.layout_key()
+        geometry = self.settings.value(f"{key}/geometry")
+        state = self.settings.value(f"{key}/window_state")
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
         if isinstance(state, QByteArray):
             # a layout saved for an older arrangement of the docks is not restored: the
             # default one replaces it
             self._layout_restored = self.restoreState(state, LAYOUT_VERSION)
+            dock_layout.hide_stale_tab_bars(self)
 
     def save_settings(self) -> None:
-        self.settings.setValue("geometry", self.saveGeometry())
-        self.settings.setValue("window_state", self.saveState(LAYOUT_VERSION))
+        key = self.layout_key()
+        self.settings.setValue(f"{key}/geometry", self.saveGeometry())
+        self.settings.setValue(f"{key}/window_state", self.saveState(LAYOUT_VERSION))
         self.settings.sync()
 
     def dragEnterEvent(self, event) -> None:

@@ -41,7 +41,7 @@ class TrainingWorker(QObject):
     batch = Signal(object)  # WorkerBatch
     finished = Signal(object)  # TrainingFinished, always the last signal
     failed = Signal(str)  # a one-line message; `finished` follows with reason "error"
-    notice = Signal(str)  # one line from the recorder (an autosave that failed); training goes on
+    notice = Signal(str)  # one line (an autosave that failed, fewer threads); training goes on
 
     def __init__(self, trainer, control, max_emits_per_s: float = MAX_EMITS_PER_S,
                  recorder=None) -> None:
@@ -65,6 +65,9 @@ class TrainingWorker(QObject):
                 recorder.notice = self.notice.emit
                 recorder.start(self.trainer)
             for event in self.trainer.run():
+                if self.trainer.threads_note:  # fewer CPU threads on a busy machine: say why
+                    self.notice.emit(self.trainer.threads_note)
+                    self.trainer.threads_note = None
                 if recorder is not None:
                     recorder.record(event)
                 if thread.isInterruptionRequested():

@@ -41,7 +41,7 @@ def test_two_layer_lstm_states_gates_and_csv_equal_torch_lstm():
     model = ws.model
     text = "the (cat) sat"
     snapshot = hidden_snapshot(ws, text)
-    ids = ws.tokenizer.encode(text)[:-1]  # an LM reads every token but the last
+    ids = ws.tokenizer.encode(text)  # every token typed, the last one's h_t too (issue 22)
     tokens = [str(t) for t in ws.tokenizer.tokens(ids)]
     assert [layer.name for layer in snapshot.layers] == ["lm.l0", "lm.l1"]
 
@@ -149,7 +149,6 @@ def test_transformer_residual_norms_and_block_outputs_equal_running_the_blocks(f
             blocks = [lambda y, layer=layer: layer(y, memory)[0] for layer in model.decoder_layers]
         else:
             ids = ws.tokenizer.encode("the (cat)")
-            ids = ids[:-1] if family == "gpt" else ids
             x = model.embed(torch.tensor([ids]))
             blocks = [lambda y, layer=layer: layer(y, is_causal=family == "gpt")[0] for layer in model.layers]
         norms = [x.norm(dim=-1)[0]]

@@ -16,6 +16,8 @@ from explorer.ui.training_worker import MAX_EMITS_PER_S, TrainingWorker, WorkerT
 class FastTrainer:
     """A trainer whose steps take ~50 µs: far more events than the GUI may receive."""
 
+    threads_note = None
+
     def __init__(self, steps: int) -> None:
         self.steps = steps
         self.thread = None

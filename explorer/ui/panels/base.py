@@ -71,8 +71,9 @@ class Panel(QWidget):
 
     def busy(self) -> bool:
         """True while work the panel waits on still runs; `explorer export` waits until False
-        before it exports. Default: one of the panel's job runners is busy."""
-        return any(runner.busy for runner in self.runners)
+        before it exports. Default: one of the panel's job runners is busy, or the probe every
+        probing panel waits for still runs (without it, a slow probe left a panel empty)."""
+        return any(runner.busy for runner in self.runners) or self.bus.probing
 
     def set_source(self, text: str) -> None:
         """Show this source (`explorer export --input`): decoding panels decode it. Default:

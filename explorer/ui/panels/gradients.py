@@ -215,9 +215,6 @@ class GradientFlowPanel(Panel):
             self.status.setText("Probing…")
             self.compare_cells()
 
-    def busy(self) -> bool:
-        return super().busy() or self.bus.probing
-
     def show_snapshot(self, snapshot: ProbeSnapshot) -> None:
         self.snapshot = snapshot
         if snapshot.grad_time:
