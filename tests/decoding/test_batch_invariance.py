@@ -11,7 +11,10 @@ import pytest
 import torch
 
 from explorer.decoding import beam_search, beam_search_batch, greedy, greedy_batch
-from seqmodels.config import ATTENTION_SCORES, BOS_ID, CELLS, EOS_ID, build_model, make_config
+from seqmodels.cells import cell_names
+from seqmodels.config import ATTENTION_SCORES, BOS_ID, EOS_ID, build_model, make_config
+
+CELLS = cell_names()
 
 VOCAB = 17
 # lengths 7, 2, 4, 5: every source but the longest is padded in a batch
