@@ -100,24 +100,27 @@ def main() -> None:
     def timed(fn):
         return lambda: (fn(), sync())
 
-    print(f"| model | before (ms) | idle sites (ms) | idle / before | run_with nothing / bare |")
-    print("|---|---:|---:|---:|---:|")
+    print("| model | before (ms) | idle sites (ms) | idle / before | same code, another copy | run_with nothing / bare |")
+    print("|---|---:|---:|---:|---:|---:|")
     for label, (family, overrides, shapes) in MODELS.items():
         vocab = dict(vocab_size=500, src_vocab_size=500) if family in ("transformer", "seq2seq") else dict(vocab_size=500)
         torch.manual_seed(0)
         now = seqmodels.build_model(seqmodels.make_config(family, "tiny", **vocab, **overrides)).eval()
         old = before.build_model(before.make_config(family, "tiny", **vocab, **overrides)).eval()
         old.load_state_dict(now.state_dict())
-        now, old = now.to(args.device), old.to(args.device)
+        twin = seqmodels.build_model(now.config).eval()  # the noise floor: same code, another instance
+        twin.load_state_dict(now.state_dict())
+        now, old, twin = now.to(args.device), old.to(args.device), twin.to(args.device)
         inputs = tuple(torch.randint(5, 500, shape, device=args.device) for shape in shapes)
 
         with torch.no_grad():
             assert torch.equal(old(*inputs), now(*inputs))
             t_old, t_now, idle = paired(timed(lambda: old(*inputs)), timed(lambda: now(*inputs)),
                                         args.rounds, args.calls)
+            _, _, same = paired(timed(lambda: twin(*inputs)), timed(lambda: now(*inputs)), args.rounds, args.calls)
             _, _, nothing = paired(timed(lambda: now(*inputs)), timed(lambda: run_with(now, inputs)),
                                    args.rounds, args.calls)
-        print(f"| {label} | {t_old:.2f} | {t_now:.2f} | {idle:.3f} | {nothing:.3f} |")
+        print(f"| {label} | {t_old:.2f} | {t_now:.2f} | {idle:.3f} | {same:.3f} | {nothing:.3f} |")
     # the hook sites alone, where they weigh most: one small module call (~tens of microseconds)
     modules = {
         "MultiHeadAttention (1, 4, 16)": (lambda pkg: pkg.attention.MultiHeadAttention(16, 2), (1, 4, 16),
@@ -139,7 +142,7 @@ def main() -> None:
         with torch.no_grad():
             t_old, t_now, idle = paired(timed(lambda: call(old, x)), timed(lambda: call(now, x)),
                                         args.rounds, args.calls * 100)
-        print(f"| {label} | {t_old * 1e3:.1f} us | {t_now * 1e3:.1f} us | {idle:.3f} | |")
+        print(f"| {label} | {t_old * 1e3:.1f} us | {t_now * 1e3:.1f} us | {idle:.3f} | | |")
     print(f"load at the end {open('/proc/loadavg').read().split()[:3]}")
 
 

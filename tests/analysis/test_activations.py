@@ -348,3 +348,17 @@ def test_a_provider_is_one_small_class_registered_by_hand():
         assert torch.allclose(run.logits, model.head(torch.tanh(model.mix.bias)).expand(1, 3, 10))
     finally:
         core._FALLBACKS.remove(provider)  # other tests' providers stay
+
+
+def test_replacing_a_gate_is_what_the_cell_goes_on_with():
+    """Forget gate zeroed at step 2: c_2 = i_2 * g_2 (the LSTM's update without c_1), and h_2 = o_2 * tanh(c_2)."""
+    model = _model("rnn-lm-lstm")
+    inputs = _inputs(model)
+    p = "lm.rnn.l0.fwd"
+    names = [f"{p}.hook_{q}" for q in ("gate_i", "gate_f", "gate_g", "gate_o", "c", "h")]
+    run = run_with(model, inputs, read=names,
+                   replace={f"{p}.hook_gate_f": lambda f, t: torch.zeros_like(f) if t == 2 else f})
+    v = {name.rsplit("hook_", 1)[1]: run.values[name][:, 2] for name in names}
+    assert torch.equal(v["gate_f"], torch.zeros_like(v["gate_f"]))
+    assert torch.allclose(v["c"], v["gate_i"] * v["gate_g"], atol=1e-6)
+    assert torch.allclose(v["h"], v["gate_o"] * torch.tanh(v["c"]), atol=1e-6)
