@@ -94,13 +94,16 @@ def test_the_family_trains_saves_and_loads(extended, tmp_path):
 def test_the_family_probes_its_gradients_through_time(extended):
     from explorer.analysis.probe import probe
 
+    from explorer.families import get_family
+
     workspace = lm_workspace("indrnn-lm")
     text = workspace.data.val[0][0]
     snapshot = probe(workspace, text, "")
-    ids = workspace.tokenizer.encode(text)  # independent reference: autograd on the model itself
+    # reference: autograd on the model itself, on the inputs and targets the family encodes
+    encoded = get_family("indrnn-lm").encode_probe(workspace, text, "")
     model = workspace.model.eval()
-    logits, trace = model(torch.tensor([ids[:-1]]), trace=True)
-    loss = F.cross_entropy(logits[0], torch.tensor(ids[1:]))
+    logits, trace = model(*encoded.inputs, trace=True)
+    loss = F.cross_entropy(logits[0], encoded.targets[0])  # ignores -100, as training does
     expected = [float(g.norm()) for g in torch.autograd.grad(loss, trace.hidden["lm.l0"])]
     np.testing.assert_allclose(snapshot.grad_time["lm.l0"], expected, rtol=1e-4, atol=1e-9)
 

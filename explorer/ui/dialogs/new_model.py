@@ -169,9 +169,12 @@ class NewModelDialog(QDialog):
             return
         for widget in self.setting_widgets.values():
             form = self.form if self.form.indexOf(widget) >= 0 else self.advanced_form
-            form.takeRow(widget)
-            widget.hide()
-            widget.deleteLater()  # later: it may be the sender of the signal that got us here
+            row = form.takeRow(widget)
+            label = row.labelItem.widget() if row.labelItem is not None else None
+            for item in (label, widget):
+                if item is not None:
+                    item.hide()
+                    item.deleteLater()  # later: it may be the sender of the signal that got us here
         self.setting_widgets = {}
         for name, (kind, spec) in _rows(family).items():
             widget = _editor(kind, spec)
