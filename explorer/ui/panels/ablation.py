@@ -111,7 +111,7 @@ class AblationPanel(Panel):
     def _heads(self) -> dict[str, list[int]]:
         heads: dict[str, list[int]] = {}
         for layer, head in sorted(self.chosen):
-            heads.setdefault(self.importance.layers[layer] + ".hook_z", []).append(head)
+            heads.setdefault(self.importance.points[layer], []).append(head)
         return heads
 
     def _on_click(self, event) -> None:
