@@ -100,6 +100,11 @@ def child(case: str, threads: int) -> None:
     print(json.dumps(out))
 
 
+def _load() -> list[str]:
+    with open("/proc/loadavg") as handle:
+        return handle.read().split()[:3]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
@@ -111,7 +116,7 @@ def main() -> None:
         child(args.child, args.threads)
         return
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
-    print(f"load average before: {open('/proc/loadavg').read().split()[:3]}, threads {args.threads}")
+    print(f"load average before: {_load()}, threads {args.threads}")
     for case in args.cases.split(","):
         runs = []
         for _ in range(args.repeats):
@@ -126,7 +131,7 @@ def main() -> None:
         print(f"{case:12s} median {seconds:7.2f} s wall, {cpu:7.2f} s CPU  (runs {each})  "
               f"peak RSS {rss:7.0f} MB  {extra}",
               flush=True)
-    print(f"load average after: {open('/proc/loadavg').read().split()[:3]}")
+    print(f"load average after: {_load()}")
 
 
 if __name__ == "__main__":
