@@ -204,7 +204,7 @@ class _Run:
             return [torch.zeros_like(e) for e in self.embedded]
         ids = self.item.pad_ids if kind == "pad" else self.item.unk_ids
         with torch.no_grad():
-            return [side.module(torch.full_like(self.inputs[side.input_index], ids[k])).detach()
+            return [side.modules[0](torch.full_like(self.inputs[side.input_index], ids[k])).detach()
                     for k, side in enumerate(self.item.sides)]
 
     def in_text_order(self, per_side: list[torch.Tensor]) -> torch.Tensor:
@@ -376,7 +376,7 @@ def embedding_hooks(item: AttributionInput, captured: list | None = None,
             return None
         k = calls[0]
         calls[0] += 1
-        if k >= len(item.sides) or item.sides[k].module is not module:
+        if k >= len(item.sides) or not any(module is m for m in item.sides[k].modules):
             raise RuntimeError("the model embedded its inputs in an unexpected order")
         if captured is not None:
             captured.append(output)
@@ -384,7 +384,7 @@ def embedding_hooks(item: AttributionInput, captured: list | None = None,
             read.append(args[0])
         return replace[k] if replace is not None else output
 
-    modules = {id(side.module): side.module for side in item.sides}
+    modules = {id(module): module for side in item.sides for module in side.modules}
     handles = [module.register_forward_hook(hook) for module in modules.values()]
     try:
         yield

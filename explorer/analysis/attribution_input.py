@@ -6,9 +6,9 @@ the output tokens (rows) whose log-probability is explained.
     item.sides           # [Side("source", ...), Side("prefix", ...)] in the order the model embeds
     item.rows            # [Row(position, token_id, label)]: one per output token
 
-Sides are found through the family registry (`embeddings`: "source", "input") or, for models
-opened from a Hugging Face folder, through `get_encoder()/get_decoder().get_input_embeddings()`;
-never by family name. For T5 and Marian the source side is the encoder's input.
+Sides are the embedding layers whose tables the activation provider names (`embeddings`:
+"source", "input"), never found by family name. For T5 and Marian the source side is the
+encoder's input.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import torch
 
 from explorer.errors import UserError
-from explorer.families import family_of, module_at
+from explorer.analysis.activations import provider_for
+from explorer.families import family_of
 from seqmodels.config import MASK_ID, PAD_ID, UNK_ID
 
 
@@ -26,7 +27,9 @@ from seqmodels.config import MASK_ID, PAD_ID, UNK_ID
 class Side:
     name: str  # "source" (an encoder's input), "prefix" (a decoder's / LM's input) or "tokens" (BERT)
     input_index: int  # which model input it embeds
-    module: torch.nn.Module  # the token embedding; its forward output is what is attributed
+    # the token embedding: the layers holding its table (a tied copy may be the one called);
+    # the output of the call that embeds this side is what is attributed
+    modules: tuple[torch.nn.Module, ...]
     labels: list[str]
     causal: bool  # a column j can only influence outputs at positions >= j
 
@@ -51,18 +54,25 @@ class AttributionInput:
         return [label for side in self.sides for label in side.labels]
 
 
-def embedding_modules(model) -> list[tuple[str, int, torch.nn.Module]]:
-    """(side, model input index, token-embedding module) in the order the forward pass embeds."""
+def embedding_modules(model) -> list[tuple[str, int, tuple[torch.nn.Module, ...]]]:
+    """(side, model input index, the embedding layers of its table) in the order the forward
+    pass embeds: the tables the activation provider names ("source", "input"; a model that names
+    no source embeds it with its one shared table, as T5 and Marian do)."""
     family = family_of(model)
+    weights = provider_for(model).embeddings(model)
     names = [("source", 0, "source"), ("prefix", 1, "input")] if family.has_source else [
         ("tokens" if family.masked_lm else "prefix", 0, "input")]
-    if family.embeddings:  # our models and the HF architectures built here name their modules
-        return [(side, index, module_at(model, family.embeddings[key])) for side, index, key in names]
-    hf = model.hf  # opened from a Hugging Face folder: the model knows its embeddings
-    if family.has_source:
-        return [("source", 0, hf.get_encoder().get_input_embeddings()),
-                ("prefix", 1, hf.get_decoder().get_input_embeddings())]
-    return [(names[0][0], 0, hf.get_input_embeddings())]
+    return [(side, index, _embeddings_with(model, weights.get(key, weights["input"])))
+            for side, index, key in names]
+
+
+def _embeddings_with(model, weight: torch.Tensor) -> tuple[torch.nn.Module, ...]:
+    """Every embedding layer whose table is `weight` (a tied output head is a Linear: not one)."""
+    found = tuple(module for module in model.modules()
+                  if isinstance(module, torch.nn.Embedding) and module.weight is weight)
+    if not found:
+        raise UserError("this model's token embedding is not an embedding layer: nothing to attribute to")
+    return found
 
 
 def _special_ids(workspace, side: str) -> tuple[int, int]:
@@ -103,9 +113,9 @@ def attribution_input(workspace, source: str, target: str = "") -> AttributionIn
         raise UserError(str(exc)) from None
     labels = encoded.labels
     sides = []
-    for name, index, module in embedding_modules(model):
+    for name, index, modules in embedding_modules(model):
         side_labels = labels["source"] if name == "source" else labels.get("target_in", labels.get("tokens"))
-        sides.append(Side(name, index, module, list(side_labels), causal=name == "prefix"))
+        sides.append(Side(name, index, modules, list(side_labels), causal=name == "prefix"))
     targets = encoded.targets[0].tolist()
     if family.masked_lm:
         rows = _masked_rows(workspace, encoded)

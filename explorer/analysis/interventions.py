@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from explorer.analysis.activations import list_points, run_with
+from explorer.analysis.labels import layer_label
 from explorer.analysis.attribution_input import AttributionInput, attribution_input
 from explorer.errors import UserError
 from explorer.families import family_of
@@ -36,12 +37,22 @@ class AblationEffect:
     attention_change: dict[str, float] = field(default_factory=dict)  # pattern -> max |Δ weight|
 
 
+def point_label(name: str) -> str:
+    """"decoder.blocks.1.cross_attn" -> "decoder layer 2 cross", numbered from 1 as the app does."""
+    match = re.match(r"(.+)\.blocks\.(\d+)(?:\.(\w+))?$", name)
+    if match is None:
+        return name
+    stack, layer, part = match.groups()
+    return f"{stack} {layer_label(int(layer))}" + (" cross" if part == "cross_attn" else "")
+
+
 @dataclass
 class HeadImportance:
-    layers: list[str]  # the z points' layers, e.g. "decoder.blocks.1.cross_attn"
+    layers: list[str]  # the z points' layers, e.g. "decoder.blocks.1.cross_attn" (point_label)
     heads: int
     drop: np.ndarray  # (L, H): log p(outputs) clean minus with that head ablated; NaN: no such head
     mode: str
+    points: list[str] = field(default_factory=list)  # each layer's z point, for `ablate`
 
 
 @dataclass
@@ -173,7 +184,8 @@ def head_importance(workspace, source: str, target: str = "", mode: str = "zero"
             drop[layer, :count] = base - _log_probs(logits, item).sum(1).numpy()
             if progress is not None:
                 progress((layer + 1) / len(names))
-    return HeadImportance([name[: -len(".hook_z")] for name in names], max(counts), drop, mode)
+    return HeadImportance([point_label(name[: -len(".hook_z")]) for name in names], max(counts), drop, mode,
+                          names)
 
 
 def _patched_stack(workspace, clean: AttributionInput, corrupted: AttributionInput) -> int:
@@ -208,10 +220,11 @@ def patch_residual(model, clean: AttributionInput, corrupted: AttributionInput, 
 
 
 def activation_patching(workspace, clean_text: str, corrupted_text: str, target: str = "",
-                        row: int = -1, progress=None) -> PatchingResult:
+                        row: int | None = None, progress=None) -> PatchingResult:
     """Patch each layer's residual stream (into the block) at each position of the input the two
     runs differ in, from the clean run into the corrupted one; the map is the recovered logit
-    difference between the clean run's token and the corrupted run's at output `row`."""
+    difference between the clean run's token and the corrupted run's at output `row` (None: the
+    first output the corruption changes, else the last)."""
     model = workspace.model
     clean = attribution_input(workspace, clean_text, target)
     target = target or _target_text(workspace, clean)
@@ -223,10 +236,15 @@ def activation_patching(workspace, clean_text: str, corrupted_text: str, target:
               if _RESID.match(p.name) and p.name.startswith(stack)]
     if not points:
         raise UserError(f"a {family_of(model).name} model has no residual stream to patch")
-    position = clean.rows[row].position
     with _Eval(model), torch.no_grad():
-        clean_logits = run_with(model, _model_inputs(model, clean)).logits[0, position]
-        corrupted_logits = run_with(model, _model_inputs(model, corrupted)).logits[0, position]
+        clean_all = run_with(model, _model_inputs(model, clean)).logits[0]  # (T, V)
+        corrupted_all = run_with(model, _model_inputs(model, corrupted)).logits[0]
+    if row is None:
+        changed = [r for r in clean.rows if clean_all[r.position].argmax() != corrupted_all[r.position].argmax()]
+        position = (changed[0] if changed else clean.rows[-1]).position
+    else:
+        position = clean.rows[row].position
+    clean_logits, corrupted_logits = clean_all[position], corrupted_all[position]
     answer = int(clean_logits.argmax())
     ranked = corrupted_logits.argsort(descending=True).tolist()
     alternative = ranked[0] if ranked[0] != answer else ranked[1]
@@ -243,9 +261,10 @@ def activation_patching(workspace, clean_text: str, corrupted_text: str, target:
         recovered[layer] = ((difference(logits[:, position]) - corrupted_diff) / scale).numpy()
         if progress is not None:
             progress((layer + 1) / len(points))
-    tokens = workspace.tokenizer.tokens([answer, alternative])
-    return PatchingResult([p[: -len(".hook_resid_pre")] for p in points], list(side.labels), recovered,
-                          str(tokens[0]), str(tokens[1]), clean_diff, corrupted_diff)
+    tokens = [str(t) or f"<id {i}>" for t, i in zip(workspace.tokenizer.tokens([answer, alternative]),
+                                                    (answer, alternative))]
+    return PatchingResult([point_label(p[: -len(".hook_resid_pre")]) for p in points], list(side.labels),
+                          recovered, tokens[0], tokens[1], clean_diff, corrupted_diff)
 
 
 def _target_text(workspace, item: AttributionInput) -> str:

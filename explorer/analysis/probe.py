@@ -184,7 +184,8 @@ def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: i
 def make_probe_fn(workspace, probe_input):
     """A `Trainer.probe_fn`: probe `workspace` on whatever `probe_input.text` (a (source, target)
     tuple, e.g. the attention panel's `ProbeInput`) holds at call time, with a copy of the token
-    embeddings for the embeddings panel.
+    embeddings for the embeddings panel and, when the attribution view asks
+    (`probe_input.explanation`), its attribution every few seconds (explorer.analysis.explain).
     A probe input the model cannot read (e.g. an LM text of one token) is skipped, not fatal."""
 
     from explorer.analysis.explain import LiveSchedule

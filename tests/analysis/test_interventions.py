@@ -97,10 +97,12 @@ def test_head_importance_matches_one_ablation_at_a_time(transformer):
     item = attribution_input(transformer, "abcd", "dcba")
     importance = head_importance(transformer, "abcd", "dcba")
     assert importance.drop.shape == (6, 4)  # 2 encoder, 2 decoder self, 2 cross layers x 4 heads
+    assert importance.layers[:4] == ["encoder layer 1", "encoder layer 2", "decoder layer 1",
+                                     "decoder layer 1 cross"]
     base = transformer.model.eval()(*item.inputs).log_softmax(-1)
     total = sum(base[0, r.position, r.token_id] for r in item.rows).item()
     for layer, head in [(0, 1), (3, 2), (5, 0)]:
-        name = importance.layers[layer] + ".hook_z"
+        name = importance.points[layer]
         logp = ablate(transformer.model, item, heads={name: [head]}).logits.log_softmax(-1)
         expected = total - sum(logp[0, r.position, r.token_id] for r in item.rows).item()
         assert importance.drop[layer, head] == pytest.approx(expected, abs=1e-4)
@@ -116,14 +118,16 @@ def test_patching_every_position_recovers_the_clean_logits(name, request):
     expected = _logits(workspace.model, clean)
     result = activation_patching(workspace, clean_text, corrupted_text, target)
     length = len(result.positions)
-    for layer in result.layers:
-        patched = patch_residual(workspace.model, clean, corrupted, layer + ".hook_resid_pre",
+    stack = "encoder" if name == "transformer" else "decoder"
+    assert result.layers == [f"{stack} layer {k + 1}" for k in range(2)]
+    for k in range(2):
+        patched = patch_residual(workspace.model, clean, corrupted, f"{stack}.blocks.{k}.hook_resid_pre",
                                  [list(range(length))])
         torch.testing.assert_close(patched, expected, rtol=0, atol=1e-6)
     assert result.recovered.shape == (len(result.layers), length)
     # a position the runs share carries nothing at the bottom layer: patching it changes nothing
     same = [t for t in range(length) if clean.inputs[0][0, t] == corrupted.inputs[0][0, t]]
-    patched = patch_residual(workspace.model, clean, corrupted, result.layers[0] + ".hook_resid_pre",
+    patched = patch_residual(workspace.model, clean, corrupted, f"{stack}.blocks.0.hook_resid_pre",
                              [[t] for t in same])
     torch.testing.assert_close(patched, _logits(workspace.model, corrupted).expand_as(patched),
                                rtol=0, atol=1e-5)

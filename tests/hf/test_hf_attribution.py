@@ -4,7 +4,6 @@ Captum, T5's source side on the encoder's input, BERT at a masked position."""
 from __future__ import annotations
 
 import copy
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -19,13 +18,12 @@ pytest.importorskip("captum")
 SOURCE, TARGET = "the cat sat on the mat", "die katze sitzt auf der matte"
 
 
-def _untied(workspace):
+def _untied(model):
     """The same Marian with the decoder's embedding a separate copy of the shared table, so that
     Captum's layer hooks see each side once (its LayerIntegratedGradients hooks a module, not a call)."""
-    model = copy.deepcopy(workspace.model)
+    model = copy.deepcopy(model)
     model.hf.model.decoder.embed_tokens = copy.deepcopy(model.hf.model.encoder.embed_tokens)
-    return SimpleNamespace(model=model, tokenizer=workspace.tokenizer,
-                           src_tokenizer=workspace.src_tokenizer)
+    return model
 
 
 @pytest.mark.parametrize("method", ["saliency", "grad-input", "ig"])
@@ -44,22 +42,22 @@ def test_gpt2_matches_captum(hf_workspace, method):
 @pytest.mark.parametrize("method", ["saliency", "grad-input", "ig"])
 def test_marian_matches_captum_source_on_the_encoder(hf_workspace, method):
     shared = hf_workspace("marian")
-    untied = _untied(shared)
+    untied = _untied(shared.model)
     settings = AttributionSettings(method=method, steps=16, batch_size=8)
-    results = []
-    for workspace in (shared, untied):
-        item = attribution_input(workspace, SOURCE, TARGET)
-        item.rows = item.rows[1:3]
-        results.append(attribute_item(workspace.model, item, settings))
-    np.testing.assert_allclose(results[0].scores, results[1].scores, atol=1e-6)  # one shared table
-    assert [name for name, _ in results[0].sides] == ["source", "prefix"]
-    assert results[0].sides[0][1] == shared.tokenizer.tokens(shared.tokenizer.encode(SOURCE))
-    hf = untied.model.hf.model
-    pad = untied.model.config.pad_id
+    item = attribution_input(shared, SOURCE, TARGET)
+    item.rows = item.rows[1:3]
+    assert [side.name for side in item.sides] == ["source", "prefix"]
+    assert item.sides[0].modules == item.sides[1].modules  # one table, read by both stacks
+    on_shared = attribute_item(shared.model, item, settings)
+    hf = untied.hf.model
+    item.sides[0].modules, item.sides[1].modules = (hf.encoder.embed_tokens,), (hf.decoder.embed_tokens,)
+    on_untied = attribute_item(untied, item, settings)
+    np.testing.assert_allclose(on_shared.scores, on_untied.scores, atol=1e-6)
+    assert on_shared.sides[0][1] == shared.tokenizer.tokens(shared.tokenizer.encode(SOURCE))
+    pad = untied.config.pad_id
     baselines = [torch.full_like(t, pad) for t in item.inputs]
-    assert_matches_captum(results[1], untied.model, item.inputs,
-                          [hf.encoder.embed_tokens, hf.decoder.embed_tokens], item.rows, method,
-                          baselines=baselines, steps=16, batch_size=8)
+    assert_matches_captum(on_untied, untied, item.inputs, [hf.encoder.embed_tokens, hf.decoder.embed_tokens],
+                          item.rows, method, baselines=baselines, steps=16, batch_size=8)
 
 
 @pytest.mark.parametrize("name", ["gpt2", "marian"])

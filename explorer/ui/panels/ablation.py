@@ -11,6 +11,7 @@ input of the same length, "Patch" draws the recovered logit difference, layer ×
 from __future__ import annotations
 
 import numpy as np
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox, QGridLayout, QLabel, QLineEdit, QPushButton, QSizePolicy, QStackedWidget, QVBoxLayout,
@@ -81,7 +82,8 @@ class AblationPanel(Panel):
         self.undo_button.clicked.connect(self.undo)
         self.patch_button.clicked.connect(self.patch)
         self.corrupted_edit.returnPressed.connect(self.patch)
-        QShortcut(QKeySequence.StandardKey.Undo, self, self.undo)
+        QShortcut(QKeySequence.StandardKey.Undo, self, self.undo,
+                  context=Qt.ShortcutContext.WidgetWithChildrenShortcut)  # the panel's own Ctrl+Z
         self.importance_map.scene().sigMouseClicked.connect(self._on_click)
         self.runner.done.connect(self._on_done)
         self.runner.failed.connect(lambda _job, message: self.status.setText(message))
@@ -109,7 +111,7 @@ class AblationPanel(Panel):
     def _heads(self) -> dict[str, list[int]]:
         heads: dict[str, list[int]] = {}
         for layer, head in sorted(self.chosen):
-            heads.setdefault(self.importance.layers[layer] + ".hook_z", []).append(head)
+            heads.setdefault(self.importance.points[layer], []).append(head)
         return heads
 
     def _on_click(self, event) -> None:

@@ -104,7 +104,7 @@ class AttributionPanel(Panel):
         self.follow_box.setChecked(True)
         self.follow_box.setToolTip("Recompute on every probe (every few seconds while training)")
         self.explain_button = QPushButton("Explain")
-        self.explain_button.setToolTip("Compute the map for the probe input (Ctrl+E)")
+        self.explain_button.setToolTip("Compute the map for the probe input (Ctrl+Return)")
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the computation (Esc)")
         self.stop_button.setEnabled(False)
@@ -149,8 +149,9 @@ class AttributionPanel(Panel):
 
         self.explain_button.clicked.connect(self.compute)
         self.stop_button.clicked.connect(self.stop)
-        QShortcut(QKeySequence("Ctrl+E"), self, self.compute)
-        QShortcut(QKeySequence("Escape"), self, self.stop)
+        # panel-local keys: the window's own shortcuts (Ctrl+E: export all) stay the window's
+        for keys, slot in (("Ctrl+Return", self.compute), ("Escape", self.stop)):
+            QShortcut(QKeySequence(keys), self, slot, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self.method_box.currentIndexChanged.connect(self._on_settings_changed)
         self.baseline_box.currentIndexChanged.connect(self._on_settings_changed)
         self.fusion_box.currentIndexChanged.connect(self._on_settings_changed)
