@@ -60,6 +60,10 @@ def import_transformers(name: str):
     except ImportError:
         raise UserError(f"{name}: a Hugging Face model; opening it needs the [hf] extra: "
                         f"{HF_EXTRA}") from None
+    # its own deprecations (5.24: "`past_key_values` is deprecated ... Use `cache` instead", twice
+    # per command) are between transformers and its callers' API, not the user's business
+    warnings.filterwarnings("ignore", category=FutureWarning,
+                            message=r".* is deprecated and will be removed in version")
     transformers.utils.logging.set_verbosity_error()  # its notes would drown our one-line errors
     transformers.utils.logging.disable_progress_bar()
     return transformers

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -177,3 +178,12 @@ def test_a_bad_config_field_and_a_missing_vocabulary_name_the_file(hf_models, tm
     assert main(["decode", "--checkpoint", str(marian), "hello"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "the folder lacks vocab.json" in err and "MarianTokenizer" in err
+
+
+def test_hf_commands_print_no_futurewarning_of_transformers(hf_models):
+    """transformers 5.24 warned twice per decode that `past_key_values` is deprecated."""
+    result = subprocess.run([sys.executable, "-m", "explorer", "decode", "--checkpoint",
+                             str(hf_models("marian")), "--beam", "2", "the cat"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "FutureWarning" not in result.stderr and "deprecated" not in result.stderr
