@@ -47,3 +47,16 @@ def test_smoke_on_a_corrupt_checkpoint_exits_2_at_once(tmp_path):
     (error,) = report["errors"]
     # one line naming the file: the weights' header is checked against the file's length
     assert str(checkpoint) in error and ("truncated or corrupt" in error or "cannot load" in error)
+
+
+def test_gui_and_decode_word_a_missing_checkpoint_alike(tmp_path, capsys):
+    from explorer.cli import main
+
+    for folder, says in ((tmp_path / "nonexistent", "no such checkpoint folder"),
+                         (tmp_path, "not a checkpoint (no config.json)")):
+        errors = []
+        for command in (["gui", "--checkpoint", str(folder)],
+                        ["decode", "--checkpoint", str(folder), "hi"]):
+            assert main(command) == 2
+            errors.append(capsys.readouterr().err.split(": error: ", 1)[1])
+        assert errors[0] == errors[1] == f"{folder}: {says}\n"

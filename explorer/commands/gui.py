@@ -21,13 +21,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from explorer.durable import existing_folder
     from explorer.errors import UserError
     from explorer.hf.detect import is_hf_model  # a model id in the local Hugging Face cache
 
-    if args.checkpoint and not (Path(args.checkpoint) / "config.json").is_file() and not (
-        is_hf_model(args.checkpoint)
-    ):
-        raise UserError(f"{args.checkpoint} is not a checkpoint folder (no config.json in it)")
+    if args.checkpoint and not is_hf_model(args.checkpoint):  # worded as decode words it
+        folder = existing_folder(Path(args.checkpoint))  # as load_checkpoint finds it
+        if not folder.is_dir():
+            raise UserError(f"{folder}: no such checkpoint folder")
+        if not (folder / "config.json").is_file():
+            raise UserError(f"{folder}: not a checkpoint (no config.json)")
     from explorer.ui.app import ensure_display, run_app
 
     ensure_display(args.smoke)  # before Qt loads: no display is a one-line error, not a hang

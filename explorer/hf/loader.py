@@ -16,6 +16,41 @@ from explorer.errors import UserError, first_line
 from explorer.hf.detect import HF_EXTRA, check_folder, hf_model_folder, read_hf_config, weight_files
 
 
+def _one_line(exc: Exception) -> str:
+    """The whole message on one line: pydantic-style errors name the field on their first line
+    and say what is wrong with it on the next ("Field 'n_layer' expected int, got str")."""
+    text = " ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())
+    return text[:300] if text else type(exc).__name__
+
+
+def _check_config(folder: Path) -> None:
+    """transformers' own validation of config.json, so a bad field is reported as the file's
+    (it is read again by the tokenizer, whose error named neither file nor value)."""
+    from transformers import AutoConfig
+
+    try:
+        AutoConfig.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
+    except Exception as exc:  # noqa: BLE001 - a field of the wrong type or value
+        raise UserError(f"{folder / 'config.json'}: {_one_line(exc)}") from None
+
+
+def _missing_tokenizer_files(folder: Path, transformers) -> str:
+    """", missing vocab.json" when the tokenizer class that tokenizer_config.json names reads
+    files the folder lacks (a Marian folder without vocab.json failed on a None path)."""
+    try:
+        import json
+
+        class_name = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")
+                                ).get("tokenizer_class") or ""
+    except (OSError, ValueError, AttributeError):
+        return ""
+    tokenizer_class = getattr(transformers, class_name, None)
+    files = getattr(tokenizer_class, "vocab_files_names", None) or {}
+    missing = [f for f in files.values() if isinstance(f, str) and not (folder / f).exists()]
+    return (f"; the folder lacks {', '.join(missing)}, which {class_name} reads" if missing
+            else "")
+
+
 def import_transformers(name: str):
     """transformers with the hub kept offline; a missing [hf] extra is a one-line UserError."""
     os.environ["HF_HUB_OFFLINE"] = "1"  # never reach the network, even for a cached id
@@ -25,6 +60,10 @@ def import_transformers(name: str):
     except ImportError:
         raise UserError(f"{name}: a Hugging Face model; opening it needs the [hf] extra: "
                         f"{HF_EXTRA}") from None
+    # its own deprecations (5.24: "`past_key_values` is deprecated ... Use `cache` instead", twice
+    # per command) are between transformers and its callers' API, not the user's business
+    warnings.filterwarnings("ignore", category=FutureWarning,
+                            message=r".* is deprecated and will be removed in version")
     transformers.utils.logging.set_verbosity_error()  # its notes would drown our one-line errors
     transformers.utils.logging.disable_progress_bar()
     return transformers
@@ -103,13 +142,15 @@ def open_hf_model(path):
         raise UserError(f"{name}: unknown model_type {config['model_type']!r} (transformers "
                         f"{transformers.__version__} does not know it)")
     family = hf_family_of(config, name)
+    _check_config(folder)
     try:
         with warnings.catch_warnings():  # e.g. Marian's "Recommended: pip install sacremoses"
             warnings.simplefilter("ignore")
             hf_tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True,
                                                          trust_remote_code=False)
     except Exception as exc:  # noqa: BLE001 - broken or missing tokenizer files
-        raise UserError(f"{name}: cannot load the tokenizer ({first_line(exc)})") from None
+        raise UserError(f"{name}: cannot load the tokenizer ({_one_line(exc)})"
+                        f"{_missing_tokenizer_files(folder, transformers)}") from None
     safetensors, _ = weight_files(folder)
     auto_class = getattr(transformers, family.auto_class)
     try:

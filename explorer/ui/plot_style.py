@@ -288,6 +288,10 @@ class SteadyViewBox(pg.ViewBox):
             self._held[axis] = None
             return None
         low, high = data
+        if high - low <= 1e-9 * abs(low) and low != 0:
+            # a constant (a fixed learning rate): ±10% around its value, where pyqtgraph's ±0.5
+            # drew 0.001 as a flat line on an axis whose only tick read "0"
+            low, high = low - 0.1 * abs(low), high + 0.1 * abs(high)
         span = high - low
         # the bounds include the symbols' padding in pixels, which grows with the range: a few
         # pixels past the held bounds is not data leaving them

@@ -257,10 +257,14 @@ class RunSession(QObject):
         step = self.bus.run.step if self.bus.run is not None else None
         if step in steps:
             self.timeline.show_index(steps.index(step))
-        elif steps and step is not None:  # shown from memory: its folder is gone
+        elif steps and step is not None:  # a step with no position: deleted, or never saved
             nearest = min(range(len(steps)), key=lambda i: abs(steps[i] - step))
             self.timeline.show_index(nearest)
-            self.timeline.step_label.setText(f"step {step} (deleted; shown from memory)")
+            deleted = self.shown is not None and self.shown.step == step
+            # (after a training in the app stops, its newest step has no snapshot: nothing was
+            # deleted, so "deleted" would be wrong there)
+            self.timeline.step_label.setText(
+                f"step {step} ({'deleted; ' if deleted else 'no snapshot; '}shown from memory)")
 
     # -- following -------------------------------------------------------------------------------
 

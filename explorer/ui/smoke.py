@@ -146,7 +146,9 @@ def run_smoke(checkpoint: str | None = None) -> int:
         window.controller.shutdown()
         log.uninstall()
         report = run.report
-        report["exported"] = [str(Path(p).relative_to(tmp)) for p in report["exported"]]
+        # names only: the folder they were written to and checked in is deleted with `tmp`
+        report["exported"] = sorted(Path(p).name for p in report["exported"])
+        report["exported_to"] = "a temporary folder, deleted after the check"
         report["qt_warnings"] = list(log.warnings)
     from explorer.ui.panels import panel_ids
 

@@ -28,6 +28,11 @@ class TrainingStatus:
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
         self.progress.setTextVisible(False)  # shown while a run is under way
+        # hidden while idle (an empty bar read as a text box), its room kept: no re-layout
+        policy = self.progress.sizePolicy()
+        policy.setRetainSizeWhenHidden(True)
+        self.progress.setSizePolicy(policy)
+        self.progress.setVisible(False)
         # room for long numbers from the start: a label that widens re-lays out the status bar
         for label, widest in ((self.step_label, "step: 0000000"),
                               (self.speed_label, "tokens/s: 000,000")):
@@ -71,6 +76,7 @@ class TrainingStatus:
         # window, in the middle of starting a run (100+ ms at each trainer restart in the soak)
         self.progress.setUpdatesEnabled(False)
         self.progress.setTextVisible(running)
+        self.progress.setVisible(running)
         if not running:  # no run, no progress: an old percentage would say one is under way
             self.progress.setRange(0, 1)
             self.progress.setValue(0)

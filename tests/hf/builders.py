@@ -26,6 +26,9 @@ def _fast(tokenizer_object, cls=None, **special):
 
 
 def _save(model, tokenizer, folder, generation=None):
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()  # 5.24's "Writing model shards" bar: not the tested command's
     torch.manual_seed(0)
     model.eval()
     if generation is not None:  # no logits processors: the model's raw distribution

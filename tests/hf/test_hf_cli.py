@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -104,9 +105,9 @@ def test_bad_folders_are_one_line_errors(hf_models, tmp_path, capsys):
     assert_one_line_error(code, err, "no tokenizer files")
 
     code, _, err = run_cli(capsys, "decode", "--checkpoint", str(source), "the cat " * 40)
-    assert_one_line_error(code, err, "max_len 64")
+    assert_one_line_error(code, err, "more than the model reads (64 at most)")
     code, _, err = run_cli(capsys, "decode", "--checkpoint", str(hf_models("marian")), "the cat " * 40)
-    assert_one_line_error(code, err, "at most 64 positions")
+    assert_one_line_error(code, err, "more than the model reads (64 at most)")
 
 
 def test_missing_extra_names_the_install(hf_models, monkeypatch, capsys):
@@ -155,3 +156,34 @@ def test_cached_model_id_opens_offline(hf_models, tmp_path, monkeypatch, capsys)
     assert os.environ["HF_HUB_OFFLINE"] == "1"
     code, _, err = run_cli(capsys, "decode", "--checkpoint", "tiny/absent", "hi")
     assert_one_line_error(code, err, "tiny/absent")
+
+
+def test_a_bad_config_field_and_a_missing_vocabulary_name_the_file(hf_models, tmp_path, capsys):
+    """`n_layer: "two"` names config.json and the field; a Marian folder without vocab.json names
+    the file (it said "expected str, bytes or os.PathLike object, not NoneType")."""
+    import json
+    import shutil
+
+    gpt2 = tmp_path / "gpt2"
+    shutil.copytree(hf_models("gpt2"), gpt2)
+    config = json.loads((gpt2 / "config.json").read_text())
+    (gpt2 / "config.json").write_text(json.dumps({**config, "n_layer": "two"}))
+    assert main(["decode", "--checkpoint", str(gpt2), "hello"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert f"{gpt2 / 'config.json'}: " in err and "'n_layer' expected int, got str (value: 'two')" in err
+    marian = tmp_path / "marian"
+    shutil.copytree(hf_models("marian"), marian)
+    (marian / "vocab.json").unlink()
+    assert main(["decode", "--checkpoint", str(marian), "hello"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the folder lacks vocab.json" in err and "MarianTokenizer" in err
+
+
+def test_hf_commands_print_no_futurewarning_of_transformers(hf_models):
+    """transformers 5.24 warned twice per decode that `past_key_values` is deprecated."""
+    result = subprocess.run([sys.executable, "-m", "explorer", "decode", "--checkpoint",
+                             str(hf_models("marian")), "--beam", "2", "the cat"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "FutureWarning" not in result.stderr and "deprecated" not in result.stderr

@@ -176,6 +176,7 @@ def test_a_deleted_snapshot_is_a_one_line_error_and_the_app_goes_on(make_main_wi
     shutil.rmtree(own_run / "snapshots" / "step-000008")
     qtbot.waitUntil(lambda: window.runs.timeline.steps == [0, 12], timeout=10_000)
     assert "step 8 was deleted" in window.runs.timeline.state_label.text()
+    assert window.runs.timeline.step_label.text() == "step 8 (deleted; shown from memory)"
     assert window.controller.workspace.step == 8
     assert window.export_panels(["attention"], str(tmp_path / "export"))
 

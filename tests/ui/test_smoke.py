@@ -28,3 +28,4 @@ def test_smoke_run_draws_and_exports_every_panel_without_qt_warnings():
     for panel_id in panel_ids():
         assert any(os.path.basename(f).startswith(f"{panel_id}_") for f in exported), panel_id
     assert any(f.endswith(".png") for f in exported) and any(f.endswith(".csv") for f in exported)
+    assert not any(os.sep in f for f in exported)  # names: the folder was temporary, now gone

@@ -13,10 +13,11 @@ def test_progress_resets_when_training_stops(make_main_window, qtbot, tiny_works
     window.controller.train(steps=100_000)
     qtbot.waitUntil(lambda: window.status.progress.value() > 0 and window.status.progress.maximum() == 100_000,
                     timeout=30_000)
-    assert window.status.progress.isTextVisible()
+    assert window.status.progress.isTextVisible() and not window.status.progress.isHidden()
     window.controller.stop_training()
     qtbot.waitUntil(lambda: window.controller.state == "stopped")
     assert window.status.progress.value() == 0 and not window.status.progress.isTextVisible()
+    assert window.status.progress.isHidden()  # idle: no empty bar that reads as a text box
     # a throttled update that lands after Stop does not bring the old percentage back
     from explorer.events import StepMetrics
 

@@ -89,6 +89,7 @@ class AttentionPanel(Panel):
         self.stack = QStackedWidget()
         self.stack.addWidget(self.heatmap)
         self.stack.addWidget(self.grid)
+        self.stack.setVisible(False)  # no empty axes before a map: the status line says why
 
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
@@ -120,6 +121,7 @@ class AttentionPanel(Panel):
         self.snapshot, self.maps = None, {}
         if workspace is None:
             self.status.setText("Open or create a model with attention.")
+            self.stack.setVisible(False)
             return
         self.target_edit.setEnabled(workspace.is_seq2seq)
 
@@ -220,6 +222,7 @@ class AttentionPanel(Panel):
 
     def refresh(self) -> None:
         attention, matrix = self.current_map(), self.current_matrix()
+        self.stack.setVisible(attention is not None)
         if attention is None:
             return
         self.heatmap.set_matrix(matrix, attention.rows, attention.cols)
@@ -270,6 +273,7 @@ class AttentionPanel(Panel):
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         attention, matrix = self.current_map(), self.current_matrix()
+        self.stack.setVisible(attention is not None)
         if attention is None:
             return {}
         tables = {"heatmap": matrix_table(matrix, attention.rows, attention.cols, "query \\ key")}

@@ -117,7 +117,8 @@ class TrainingCurvesPanel(Panel):
                 pen=pg.mkPen((200, 60, 60), width=1), name="before clipping"
             ),
             "grad_clipped": self.plots["grad_norm"].plot(
-                pen=pg.mkPen((70, 130, 230), width=1.5), name="after clipping"
+                # not the train loss's blue: the two share the legend row
+                pen=pg.mkPen((20, 150, 150), width=1.5), name="after clipping"
             ),
         }
         # one legend row under all the plots: inside a plot this small it would cover the curves
