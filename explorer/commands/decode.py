@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from explorer.commands.arguments import utf8_text
+from explorer.commands.arguments import add_model_source, check_model_source, model_workspace, utf8_text
 from explorer.errors import UserError
 
 SEQ2SEQ_CHUNK = 16  # sources decoded together in one batched search
@@ -21,7 +21,7 @@ DEFAULT_THREADS = 1  # see benchmarks/RESULTS.md, "Threads under load"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint", required=True, metavar="DIR", help="checkpoint directory")
+    add_model_source(parser)
     strategy = parser.add_mutually_exclusive_group()
     strategy.add_argument("--greedy", action="store_true", help="greedy decoding (the default)")
     strategy.add_argument("--beam", type=int, metavar="K", help="beam search with width K")
@@ -43,6 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "models and collapses when other work shares the cores)")
     parser.add_argument("text", nargs="*", metavar="TEXT", type=utf8_text,
                         help="source sentences (language models: prompts), one per argument")
+
+
+def workspace_from_args(args):
+    """`--checkpoint DIR` or `--model FILE.py:build [--weights] [--tokenizer]`."""
+    if args.model is not None:
+        return model_workspace(args)
+    check_model_source(args)
+    return load_workspace(args.checkpoint)
 
 
 def load_workspace(directory: str):
@@ -223,7 +231,7 @@ def run(args) -> int:
 
     _validate(args)
     torch.set_num_threads(args.threads)
-    workspace = load_workspace(args.checkpoint)
+    workspace = workspace_from_args(args)
     texts = _read_inputs(args)
     out = sys.stdout
     records = _decode_all(workspace, texts, args)

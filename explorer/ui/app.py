@@ -102,9 +102,11 @@ class QtMessageLog:
 
 
 def run_app(
-    argv: list[str] | None = None, smoke: bool = False, checkpoint: str | None = None
+    argv: list[str] | None = None, smoke: bool = False, checkpoint: str | None = None,
+    model: tuple | None = None,
 ) -> int:
-    """Show the main window (opening `checkpoint`, or the built-in demo) and run the event loop."""
+    """Show the main window (opening `checkpoint`, the user's `model` (build, weights,
+    tokenizer), or the built-in demo) and run the event loop."""
     ensure_display(smoke)
     if smoke:
         from explorer.ui.smoke import run_smoke
@@ -115,7 +117,9 @@ def run_app(
     log.install()
     from explorer.ui.main_window import MainWindow
 
-    window = MainWindow(checkpoint=checkpoint, load_demo=checkpoint is None)
+    window = MainWindow(checkpoint=checkpoint, load_demo=checkpoint is None and model is None)
+    if model is not None:
+        window.startup_model = model
     window.show()
     try:
         return app.exec()
