@@ -15,6 +15,9 @@ from seqmodels.scores import SCORES
 
 
 class Alignment(nn.Module):
+    # None, or fn("pattern", weights (B, Tq, Tk)) -> weights used instead (explorer.analysis.activations)
+    activation_hook = None
+
     def __init__(
         self,
         score: str,
@@ -55,6 +58,8 @@ class Alignment(nn.Module):
             weights = torch.softmax(scores, dim=-1).masked_fill(pad, 0.0)
         else:
             weights = torch.softmax(scores, dim=-1)
+        if self.activation_hook is not None:
+            weights = self.activation_hook("pattern", weights)
         context = weights @ keys  # (B, Tq, Hk)
         if single:
             return context.squeeze(1), weights.squeeze(1)

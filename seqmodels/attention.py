@@ -47,7 +47,12 @@ class MultiHeadAttention(nn.Module):
           are appended to cache["k"], cache["v"] (created if absent) and attention runs over all of them.
         - A fixed memory (cross-attention): fill the cache once with `project_kv(memory)` and pass
           key=value=None; the cached keys and values are used as they are.
+    * activation_hook: None, or fn(kind, value) -> value called with the weights ("pattern",
+      (B, H, Tq, Tk)) and every head's output ("z", (B, Tq, H, D)); what it returns is used instead
+      (explorer.analysis.activations sets it for one pass). While set, attention is written out.
     """
+
+    activation_hook = None  # idle: one attribute check per call
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, batch_first: bool = True):
         super().__init__()
@@ -121,7 +126,8 @@ class MultiHeadAttention(nn.Module):
 
         mask = self._merge_masks(key_padding_mask, attn_mask, batch, query_len, key_len, q)
         # SDPA's own causal flag is fastest, but it aligns the mask top-left, so only when Tq == Tk
-        fused_causal = is_causal and mask is None and query_len == key_len and not need_weights
+        fused_causal = (is_causal and mask is None and query_len == key_len and not need_weights
+                        and self.activation_hook is None)
         if is_causal and not fused_causal and query_len > 1:
             causal = _additive(causal_mask(query_len, key_len, q.device), q.dtype)  # (Tq, Tk)
             mask = causal if mask is None else mask + causal
@@ -131,22 +137,28 @@ class MultiHeadAttention(nn.Module):
             mask = mask.clamp(min=torch.finfo(q.dtype).min)
         dropout = self.dropout if self.training else 0.0
 
+        hook = self.activation_hook
         weights = None
-        if need_weights:
+        if need_weights or hook is not None:
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, Tq, Tk)
             if mask is not None:
                 scores = scores + mask
             weights = scores.softmax(dim=-1)
+            if hook is not None:
+                weights = hook("pattern", weights)
             out = F.dropout(weights, dropout, self.training) @ v  # (B, H, Tq, D)
         else:
             out = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=fused_causal
             )  # (B, H, Tq, D)
-        out = out.transpose(1, 2).reshape(batch, query_len, self.embed_dim)  # (B, Tq, E)
+        out = out.transpose(1, 2)  # (B, Tq, H, D)
+        if hook is not None:
+            out = hook("z", out)
+        out = out.reshape(batch, query_len, self.embed_dim)  # (B, Tq, E)
         out = self.out_proj(out)
         if not self.batch_first:
             out = out.transpose(0, 1)
-        return out, weights
+        return out, (weights if need_weights else None)
 
     def _merge_masks(self, key_padding_mask, attn_mask, batch, query_len, key_len, q):
         """One additive float mask broadcastable to (B, H, Tq, Tk), or None."""

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, _VF, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
+from seqmodels.cells import cell_class
 from seqmodels.trace import Trace
 
 
@@ -56,8 +57,9 @@ class RNNCell(nn.Module):
         return (h, h.clone()) if self.has_cell_state else h
 
     @staticmethod
-    def update(gi: Tensor, gh: Tensor, state):
-        """The cell's equations, given gi = W_ih x + b_ih and gh = W_hh h + b_hh. -> (state, gates)."""
+    def update(gi: Tensor, gh: Tensor, state, see=None):
+        """The cell's equations, given gi = W_ih x + b_ih and gh = W_hh h + b_hh. -> (state, gates).
+        `see`: None, or fn(gate name, value) -> the value the equations go on with (a hook)."""
         return torch.tanh(gi + gh), {}
 
 
@@ -71,9 +73,11 @@ class UGRNNCell(RNNCell):
     num_blocks = 2
 
     @staticmethod
-    def update(gi: Tensor, gh: Tensor, h: Tensor):
+    def update(gi: Tensor, gh: Tensor, h: Tensor, see=None):
         u_in, s_in = (gi + gh).chunk(2, dim=-1)  # each (B, H)
         u, s = torch.sigmoid(u_in), torch.tanh(s_in)
+        if see is not None:
+            u, s = see("u", u), see("s", s)
         return u * h + (1 - u) * s, {"u": u, "s": s}
 
 
@@ -86,12 +90,16 @@ class GRUCell(RNNCell):
     num_blocks = 3
 
     @staticmethod
-    def update(gi: Tensor, gh: Tensor, h: Tensor):
+    def update(gi: Tensor, gh: Tensor, h: Tensor, see=None):
         i_r, i_z, i_n = gi.chunk(3, dim=-1)  # each (B, H)
         h_r, h_z, h_n = gh.chunk(3, dim=-1)
         r = torch.sigmoid(i_r + h_r)
         z = torch.sigmoid(i_z + h_z)
+        if see is not None:
+            r, z = see("r", r), see("z", z)
         n = torch.tanh(i_n + r * h_n)
+        if see is not None:
+            n = see("n", n)
         return z * h + (1 - z) * n, {"r": r, "z": z, "n": n}
 
 
@@ -104,16 +112,18 @@ class LSTMCell(RNNCell):
     has_cell_state = True
 
     @staticmethod
-    def update(gi: Tensor, gh: Tensor, state: tuple[Tensor, Tensor]):
+    def update(gi: Tensor, gh: Tensor, state: tuple[Tensor, Tensor], see=None):
         _, c = state
         i_in, f_in, g_in, o_in = (gi + gh).chunk(4, dim=-1)  # each (B, H)
         i, f, g, o = torch.sigmoid(i_in), torch.sigmoid(f_in), torch.tanh(g_in), torch.sigmoid(o_in)
+        if see is not None:
+            i, f, g, o = see("i", i), see("f", f), see("g", g), see("o", o)
         c_next = f * c + i * g
         return (o * torch.tanh(c_next), c_next), {"i": i, "f": f, "g": g, "o": o}
 
 
-CELLS = {"rnn": RNNCell, "ugrnn": UGRNNCell, "gru": GRUCell, "lstm": LSTMCell}
 # torch's fused multi-layer kernels, called with torch.nn.RNN/GRU/LSTM's flat weight list.
+# A cell registered later (seqmodels.cells) has none: it runs step by step.
 FUSED_KERNELS = {"rnn": _VF.rnn_tanh, "gru": _VF.gru, "lstm": _VF.lstm}
 
 
@@ -131,7 +141,13 @@ class RNN(nn.Module):
     seqmodels.Trace is appended. `pad_mask` (B, T), True = padding, makes padded steps carry the state
     through unchanged and output zeros, like a packed sequence: h_n is each row's state after its last
     real token, and the reverse direction starts there.
+
+    `activation_hook`: None, or fn(layer name "l0" / "l0_reverse", quantity "h" / "c" / "gate_<g>",
+    position t, value (B, H)) -> the value the recurrence goes on with, called at every step
+    (explorer.analysis.activations sets it for one pass). While set, the steps run in Python.
     """
+
+    activation_hook = None  # idle: one attribute check per call
 
     def __init__(
         self,
@@ -144,10 +160,8 @@ class RNN(nn.Module):
         dropout: float = 0.0,
     ):
         super().__init__()
-        if cell not in CELLS:
-            raise ValueError(f"unknown cell {cell!r}; choose one of {', '.join(CELLS)}")
         self.cell = cell
-        self.cell_type = CELLS[cell]
+        self.cell_type = cell_class(cell)  # the cell registry, seqmodels.cells
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bidirectional, self.batch_first, self.dropout = bidirectional, batch_first, dropout
         self.num_directions = 2 if bidirectional else 1
@@ -186,7 +200,9 @@ class RNN(nn.Module):
                 pad_mask = None
         h0, c0 = self.initial_state(x, hx, unbatched)
 
-        if not trace and self.cell in FUSED_KERNELS and (pad_mask is None or is_right_padding(pad_mask)):
+        hooked = self.activation_hook is not None
+        if (not trace and not hooked and self.cell in FUSED_KERNELS
+                and (pad_mask is None or is_right_padding(pad_mask))):
             x, h_n, c_n = self.run_fused(x, h0, c0, pad_mask)
             record = None
         else:
@@ -270,14 +286,19 @@ class RNN(nn.Module):
         outputs: list = [None] * x.shape[0]  # indexed by position, whatever the reading direction
         hiddens, cells = list(outputs), list(outputs)
         gates: dict[str, list] = {g: list(outputs) for g in self.cell_type.gate_names}
+        hook, name = self.activation_hook, f"l{layer}{suffix}"
         for t in steps:
             h = state[0] if is_lstm else state
-            new_state, step_gates = self.cell_type.update(gi_all[t], F.linear(h, w_hh, b_hh), state)
+            see = None if hook is None else (lambda gate, value, t=t: hook(name, "gate_" + gate, t, value))
+            new_state, step_gates = self.cell_type.update(gi_all[t], F.linear(h, w_hh, b_hh), state, see)
             if keep is not None:  # a padded step carries the state through unchanged
                 if is_lstm:
                     new_state = tuple(torch.where(keep[t], new, old) for new, old in zip(new_state, state))
                 else:
                     new_state = torch.where(keep[t], new_state, state)
+            if hook is not None:
+                new_state = ((hook(name, "h", t, new_state[0]), hook(name, "c", t, new_state[1])) if is_lstm
+                             else hook(name, "h", t, new_state))
             state = new_state
             h = state[0] if is_lstm else state
             # The output is computed from the very tensor the recurrence carries on, so dL/dh_t is total.
@@ -289,7 +310,6 @@ class RNN(nn.Module):
                 for g, value in step_gates.items():
                     gates[g][t] = value
         if record is not None:
-            name = f"l{layer}{suffix}"
             record.hidden[name] = hiddens
             if is_lstm:
                 record.cell[name] = cells

@@ -122,13 +122,16 @@ class TokenByToken:
         self.distributions[row].append(SampleStep(support.numpy(), probs.numpy(), token))
         return token
 
-    def advance(self) -> bool:
-        """Choose one token per unfinished row; returns False once every row is done."""
+    def advance(self, force: int | None = None) -> bool:
+        """Choose one token per unfinished row, or feed `force` to every one of them (a what-if:
+        its log-probability is still the model's own); returns False once every row is done."""
         if self.done:
             return False
         rows = range(len(self.ids))
         active = [row for row in rows if not self._row_done(row)]
-        if self.sample:
+        if force is not None:
+            choices = {row: int(force) for row in active}
+        elif self.sample:
             choices = {row: self._choose(row) for row in active}
         else:
             best = self.next_logprobs.argmax(dim=-1).tolist()  # (B,) one op for the whole batch

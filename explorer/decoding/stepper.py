@@ -10,6 +10,8 @@ import torch
 from explorer.decoding.scoring import context_labels, encode_context
 from explorer.decoding.search import BeamSearch, TokenByToken
 from explorer.decoding.types import BeamResult, Hypothesis, NextTokens, SampleStep
+from explorer.errors import UserError
+from seqmodels.config import UNK_ID
 from explorer.workspace import Workspace
 
 STRATEGIES = ("greedy", "beam", "sample")
@@ -41,6 +43,8 @@ class StepDecoder:
                              temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
         self.generator = torch.Generator()
         self._history: list[tuple[object, torch.Tensor]] = []
+        self.forced: set[int] = set()  # output positions whose token the user forced
+        self._own: Hypothesis | None = None  # the model's own greedy output, for comparison
         self.reset()
 
     def reset(self) -> None:
@@ -57,18 +61,51 @@ class StepDecoder:
                 top_p=o["top_p"], generator=self.generator,
             )
         self._history.clear()
+        self.forced.clear()
 
     def step(self) -> bool:
         """Generate one more position; False (and nothing changes) once done."""
         if self.done:
             return False
+        self._remember()
+        self._search.advance()
+        return True
+
+    def _remember(self) -> None:
         # the model and tokenizer are shared, not copied; tensors in the cache are cloned
         memo = {id(self.workspace.model): self.workspace.model,
                 id(self.workspace.tokenizer): self.workspace.tokenizer,
                 id(self.generator): self.generator}
         self._history.append((copy.deepcopy(self._search, memo), self.generator.get_state()))
-        self._search.advance()
-        return True
+
+    def force(self, token: int | str) -> None:
+        """What if: put `token` (an id, or a text that is one token) at this position instead of
+        the model's choice; decoding then goes on from it. Greedy and sampling only: a beam holds
+        several hypotheses, none of them "the" output to change."""
+        if self.strategy == "beam":
+            raise UserError("forcing a token works in greedy decoding and sampling, not beam search")
+        if self.done:
+            raise UserError("decoding is done: go back a step to force a token there")
+        token_id = self.token_id(token) if isinstance(token, str) else int(token)
+        vocab = self._search.next_logprobs.shape[-1]
+        if not 0 <= token_id < vocab:
+            raise UserError(f"token id {token_id} is outside the vocabulary (0 to {vocab - 1})")
+        self._remember()
+        self.forced.add(self.steps_taken - 1)
+        self._search.advance(force=token_id)
+
+    def token_id(self, text: str) -> int:
+        """The id of `text` as one output token (a label of the top-k list, or typed)."""
+        tokenizer = self.workspace.tokenizer
+        lookup = getattr(tokenizer, "token_to_id", None)  # a label as shown: "▁dog", "<eos>"
+        found = lookup(text) if callable(lookup) else None
+        if found is not None and (found != UNK_ID or text == "<unk>"):
+            return int(found)
+        ids = list(tokenizer.encode(text)) if text else []
+        if len(ids) != 1:
+            raise UserError(f"{text!r} is {len(ids)} tokens for this model's tokenizer; force one "
+                            "token at a time")
+        return int(ids[0])
 
     def back(self) -> bool:
         """Undo the last step; False when already at the start."""
@@ -76,7 +113,19 @@ class StepDecoder:
             return False
         self._search, generator_state = self._history.pop()
         self.generator.set_state(generator_state)
+        self.forced.discard(self.steps_taken)
         return True
+
+    @property
+    def own_output(self) -> Hypothesis:
+        """The model's own complete greedy output of this source (computed once), to show a
+        forced hypothesis's score beside."""
+        if self._own is None:
+            from explorer.decoding.search import greedy
+
+            self._own = greedy(self.workspace.model, self.context, max_len=self._options["max_len"],
+                               tokenizer=self.workspace.tokenizer)
+        return self._own
 
     @property
     def steps_taken(self) -> int:

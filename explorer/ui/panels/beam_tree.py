@@ -95,6 +95,7 @@ class BeamTreePanel(Panel):
         bus.workspace_changed.connect(self.set_workspace)
         if bus.workspace is not None:
             self.set_workspace(bus.workspace)
+        bus.probe_input_changed.connect(self._follow_probe)
 
     # ---- widgets ---------------------------------------------------------------------------
 
@@ -237,6 +238,11 @@ class BeamTreePanel(Panel):
     def set_source(self, text: str) -> None:
         show_text(self.source_box, text)
         self.decode()
+
+    def _follow_probe(self, source: str, _target: str) -> None:
+        """A new probe (an Examples row, the probe box) is decoded here too."""
+        if source and source != self.source_box.text() and self.workspace is not None:
+            self.set_source(source)
 
     def decode(self) -> int:
         """Decode the source in the worker thread with the current settings; returns the job id."""

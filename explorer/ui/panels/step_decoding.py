@@ -5,7 +5,8 @@ row over the source (any layer and head), the live beam, and for sampling the tr
 renormalised distribution the last token was drawn from. A masked language model does not decode
 left to right: for it the panel shows fill-mask instead (explorer/ui/panels/fill_view.py). The StepDecoder lives on the GUI thread:
 one step is one incremental model call on a small model (milliseconds), and keeping it here means
-its tensors never cross threads.
+its tensors never cross threads. While training runs it decodes a frozen copy of the weights taken
+at Reset (explorer/readers.py), never the weights the trainer is changing.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.errors import first_line
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.decode_form import DecodeSettingsForm
 from explorer.ui.panels.fill_view import FillMaskView
@@ -47,13 +49,15 @@ STRATEGY_FIELDS = {  # the decode settings each strategy reads
     "sample": ("temperature", "top_k", "top_p", "seed", "max_len"),
 }
 SHOW_TOP = 10
+FORCED_COLOR = "#d62728"
 SAMPLE_BARS = 20
 
 
 class StepDecodingPanel(Panel):
     PANEL_ID = "step"
     TITLE = "Step-through decoding"
-    TOOLTIP = "Decode one token at a time: Right = step, Left = back, Space = play, Home = reset"
+    TOOLTIP = ("Decode one token at a time: Right = step, Left = back, Space = play, Home = reset, "
+               "F = force the chosen token (what if)")
 
     stepped = Signal(int)  # steps taken after a step, back or reset
 
@@ -62,7 +66,9 @@ class StepDecodingPanel(Panel):
         self.workspace = None
         self.decoder = None
         self.error = ""
+        self.force_error = ""  # one line: why the last what-if token was refused
         self.masked = False  # a masked LM: the fill-mask view replaces decoding
+        self.training = False  # the trainer writes the weights meanwhile: decode a frozen copy
         self.setFocusPolicy(Qt.StrongFocus)
         self._build_controls()
         self._build_views()
@@ -84,8 +90,10 @@ class StepDecodingPanel(Panel):
         self.timer = QTimer(self)
         self.timer.timeout.connect(self._play_tick)
         bus.workspace_changed.connect(self.set_workspace)
+        bus.training_state.connect(self._on_training_state)
         if bus.workspace is not None:
             self.set_workspace(bus.workspace)
+        bus.probe_input_changed.connect(self._follow_probe)
 
     def _build_controls(self) -> None:
         self.source_box = QLineEdit()
@@ -118,6 +126,16 @@ class StepDecodingPanel(Panel):
             self.button_row.addWidget(widget)
         self.button_row.addWidget(QLabel("Speed (steps/s)"))
         self.button_row.addWidget(self.speed_box)
+        # what if: any of the top-k tokens, or a typed one, instead of the model's choice
+        self.force_box = QComboBox()
+        self.force_box.setEditable(True)
+        self.force_box.setMinimumWidth(110)
+        self.force_box.setToolTip("What if: a token to put at this step instead of the model's "
+                                  "choice (pick one of the most probable, or type one)")
+        self.force_button = self._button("Force ▶", "Put the chosen token at this step and go on "
+                                         "decoding from it (F)", self.force)
+        self.button_row.addWidget(self.force_box)
+        self.button_row.addWidget(self.force_button)
         self.button_row.addStretch(1)
 
     def _button(self, text, tip, slot) -> QPushButton:
@@ -204,29 +222,66 @@ class StepDecodingPanel(Panel):
         show_text(self.source_box, text)
         self.reset()
 
+    def _follow_probe(self, source: str, _target: str) -> None:
+        """A new probe (an Examples row, the probe box) is stepped through here too."""
+        if source and source != self.source_box.text() and not self.masked:
+            self.set_source(source)
+
     def reset(self) -> None:
         """A fresh decoder for the current source and options (the sampler re-seeded)."""
         self.pause()
         self.decoder = None
+        self.force_error = ""
         if self.workspace is not None:
             from explorer.decoding import StepDecoder
 
             s = self.form.settings()
             try:
                 self.decoder = StepDecoder(
-                    self.workspace, self.source_box.text(), self.strategy, beam_size=s.beam_size,
+                    self._decoded_model(), self.source_box.text(), self.strategy, beam_size=s.beam_size,
                     alpha=s.alpha, max_len=s.max_len, temperature=s.temperature, top_k=s.top_k,
                     top_p=s.top_p, seed=s.seed, show_top=SHOW_TOP,
                 )
                 self.error = ""
             except Exception as exc:  # a source the tokenizer cannot encode, an empty prompt...
-                self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                self.error = first_line(exc)
         self._refresh()
 
+    def _decoded_model(self):
+        """While training runs, a frozen copy of this moment's weights: a decode stepped through
+        over seconds sees one set of weights, in eval mode, whatever the trainer does meanwhile."""
+        if not self.training:
+            return self.workspace
+        from explorer.readers import frozen_copy
+
+        workspace = self.workspace
+        return frozen_copy(workspace.model), workspace.tokenizer, workspace.src_tokenizer
+
+    def _on_training_state(self, state: str) -> None:
+        self.training = state in ("running", "paused")
+
     def step(self) -> bool:
+        self.force_error = ""
         moved = self.decoder is not None and self.decoder.step()
         self._refresh()
         return moved
+
+    def force(self) -> bool:
+        """Force the token in the force box (a top-k entry's id, or the typed text) at this step."""
+        if self.decoder is None:
+            return False
+        from explorer.errors import UserError
+
+        text = self.force_box.currentText()
+        index = self.force_box.findText(text)
+        token = self.force_box.itemData(index) if index >= 0 else text
+        try:
+            self.decoder.force(token)
+            self.force_error = ""
+        except UserError as exc:
+            self.force_error = str(exc)
+        self._refresh()
+        return not self.force_error
 
     def back(self) -> bool:
         moved = self.decoder is not None and self.decoder.back()
@@ -254,7 +309,7 @@ class StepDecodingPanel(Panel):
 
     def keyPressEvent(self, event) -> None:
         actions = {Qt.Key_Right: self.step, Qt.Key_Left: self.back, Qt.Key_Space: self.toggle_play,
-                   Qt.Key_Home: self.reset}
+                   Qt.Key_Home: self.reset, Qt.Key_F: self.force}
         action = None if self.masked else actions.get(event.key())
         if action is None:
             super().keyPressEvent(event)
@@ -269,6 +324,9 @@ class StepDecodingPanel(Panel):
         self.back_button.setEnabled(bool(decoder and decoder.steps_taken))
         self.step_button.setEnabled(bool(decoder and not decoder.done))
         self.play_button.setEnabled(bool(decoder and not decoder.done))
+        can_force = bool(decoder and not decoder.done and self.strategy != "beam")
+        self.force_button.setEnabled(can_force)
+        self.force_box.setEnabled(can_force)
         if decoder is None:
             self.output_label.setText(html.escape(self.error) if self.error else
                                       "No model yet: train one or open a checkpoint.")
@@ -280,6 +338,11 @@ class StepDecodingPanel(Panel):
         self.topk_chart.set_title("next tokens after the best hypothesis" if self.strategy == "beam"
                                   else "most probable next tokens")
         topk = decoder.topk
+        self.force_box.clear()
+        if topk is not None:
+            for token_id, token in zip(topk.token_ids, topk.tokens):
+                self.force_box.addItem(token, token_id)
+            self.force_box.setCurrentIndex(min(1, len(topk.tokens) - 1))  # the runner-up
         if topk is None:
             self.topk_chart.clear()
         else:
@@ -322,10 +385,21 @@ class StepDecodingPanel(Panel):
         words = [html.escape(t) for t in output.tokens]
         if words and not decoder.done:
             words[-1] = f'<b style="color:{HIGHLIGHT_COLOR}">{words[-1]}</b>'
+        for position in decoder.forced if self.strategy != "beam" else ():
+            if position < len(words):  # a forced token: underlined, in red, flagged
+                words[position] = (f'<u style="color:{FORCED_COLOR}" title="forced">'
+                                   f'{words[position]}⚑</u>')
         state = "done" if decoder.done else f"step {decoder.steps_taken}"
-        self.output_label.setText(
-            f"<b>Output so far</b> ({state}, log p = {output.score:.3f}): "
-            + (" ".join(words) if words else "<i>nothing yet: press Step (→)</i>"))
+        text = (f"<b>Output so far</b> ({state}, log p = {output.score:.3f}): "
+                + (" ".join(words) if words else "<i>nothing yet: press Step (→)</i>"))
+        if decoder.forced and self.strategy != "beam":
+            own = decoder.own_output
+            text += (f"<br><span style='color:{FORCED_COLOR}'>⚑ forced</span>: this hypothesis "
+                     f"has log p = {output.score:.3f}; the model's own greedy output "
+                     f"“{html.escape(own.text)}” has log p = {own.score:.3f}")
+        if self.force_error:
+            text += f"<br><i>{html.escape(self.force_error)}</i>"
+        self.output_label.setText(text)
 
     def _show_beam(self) -> None:
         live = self.decoder.beam if self.strategy == "beam" else []

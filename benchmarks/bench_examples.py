@@ -1,0 +1,179 @@
+"""Issue 24's speed targets, on Multi30k with a demo-size Transformer checkpoint.
+
+    python benchmarks/bench_examples.py --checkpoint DIR [--data /work/shared/data/multi30k]
+
+1. Evaluating the 1,014 validation pairs (greedy, batched; loss, BLEU, chrF per example): < 10 s,
+   and the GUI timer's p99 lateness while the Examples panel evaluates them: < 50 ms.
+2. Sorting and filtering 100,000 rows in the panel's table model: < 100 ms.
+3. Building the neighbour index over the 29,000 training pairs: < 30 s; one query: < 50 ms.
+
+Each figure is the median of --repeat runs; the load average is printed beside it. The data is
+read where it lies, never copied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def load() -> str:
+    return open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
+
+
+def median_time(fn, repeat: int) -> tuple[float, list[float]]:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), times
+
+
+def bench_evaluate(workspace, pairs, repeat: int) -> None:
+    from explorer.analysis.examples import evaluate_examples
+
+    table = evaluate_examples(workspace, pairs)  # warm-up, and the corpus figure
+    from explorer.analysis.examples import summarize
+
+    print(f"  {summarize(table).format()}")
+    median, times = median_time(lambda: evaluate_examples(workspace, pairs), repeat)
+    print(f"evaluate {len(pairs)} pairs: median {median:.2f} s ({', '.join(f'{t:.2f}' for t in times)}) "
+          f"target < 10 s; load {load()}")
+
+
+def bench_gui_lateness(workspace) -> None:
+    """A 10 ms timer on the GUI thread while the Examples panel evaluates in its runner."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QElapsedTimer, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from explorer.ui.bus import AppBus
+    from explorer.ui.panels.examples import ExamplesPanel
+
+    app = QApplication.instance() or QApplication([])
+    bus = AppBus()
+    panel = ExamplesPanel(bus)
+    panel.resize(1400, 900)
+    panel.show()
+    app.processEvents()
+    gaps, clock, timer = [], QElapsedTimer(), QTimer()
+    timer.setInterval(10)
+    clock.start()
+    last = [clock.elapsed()]
+
+    def tick() -> None:
+        now = clock.elapsed()
+        gaps.append(now - last[0] - 10)
+        last[0] = now
+
+    timer.timeout.connect(tick)
+    finished = []
+    panel.evaluated.connect(lambda: finished.append(True))
+    timer.start()
+    started = time.perf_counter()
+    bus.set_workspace(workspace)
+    while not finished and time.perf_counter() - started < 300:
+        app.processEvents()
+        time.sleep(0.001)
+    timer.stop()
+    gaps.sort()
+    p99 = gaps[int(0.99 * (len(gaps) - 1))] if gaps else float("nan")
+    print(f"GUI timer while the panel evaluates ({time.perf_counter() - started:.1f} s, {len(gaps)} "
+          f"ticks): p99 lateness {p99:.1f} ms, max {gaps[-1] if gaps else 0:.1f} ms (target p99 < 50); "
+          f"load {load()}")
+    panel.shutdown()
+
+
+def bench_table(repeat: int) -> None:
+    import numpy as np
+    from PySide6.QtCore import Qt
+
+    from explorer.analysis.examples import ExampleTable, SliceFilter
+    from explorer.ui.examples_model import ExamplesModel
+
+    rng = np.random.default_rng(0)
+    n = 100_000
+    words = np.array(["a man in a blue shirt", "two dogs play in the snow", "a woman sings",
+                      "people walk down the street", "a child jumps"], dtype=object)
+    columns = {name: words[rng.integers(0, len(words), n)] for name in ("source", "reference", "output")}
+    for name in ("loss", "loss_per_token", "token_accuracy", "bleu", "chrf"):
+        columns[name] = rng.random(n)
+    for name in ("source_length", "reference_length", "output_length"):
+        columns[name] = rng.integers(1, 40, n)
+    model = ExamplesModel()
+    model.set_table(ExampleTable(columns, True))
+    bleu, source = model.names.index("bleu"), model.names.index("source")
+    for label, fn in (
+        ("sort 100k rows by BLEU", lambda: model.sort(bleu, Qt.DescendingOrder)),
+        ("sort 100k rows by source text", lambda: model.sort(source, Qt.AscendingOrder)),
+        ("filter 100k rows (regex + length)", lambda: model.set_filter(SliceFilter({"source": "dog|child"}, min_length=5))),
+        ("clear the filter on 100k rows", lambda: model.set_filter(SliceFilter())),
+    ):
+        median, _ = median_time(fn, repeat)
+        print(f"{label}: median {median * 1000:.1f} ms (target < 100 ms); load {load()}")
+
+
+def bench_neighbours(workspace, train_pairs, repeat: int) -> None:
+    import numpy as np
+
+    from explorer.analysis.neighbours import build_index, nearest
+
+    start = time.perf_counter()
+    index = build_index(workspace, train_pairs)
+    built = time.perf_counter() - start
+    print(f"neighbour index over {len(index)} pairs (encoder state): {built:.1f} s (target < 30 s); "
+          f"load {load()}")
+    rng = np.random.default_rng(0)
+    picks = iter(rng.integers(0, len(train_pairs), repeat * 2))
+    median, _ = median_time(lambda: nearest(workspace, index, *train_pairs[next(picks)]), repeat)
+    print(f"neighbour query (forward pass + search): median {median * 1000:.1f} ms (target < 50 ms); "
+          f"load {load()}")
+    start = time.perf_counter()
+    index = build_index(workspace, train_pairs, "decoder", 3)
+    print(f"neighbour index over {len(index)} pairs (decoder state, step 3): "
+          f"{time.perf_counter() - start:.1f} s; load {load()}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", required=True, help="a Multi30k Transformer checkpoint")
+    parser.add_argument("--data", default="/work/shared/data/multi30k")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--only", default="evaluate,gui,table,neighbours")
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from explorer.commands.decode import load_workspace
+    from explorer.data.readers import read_parallel
+
+    workspace = load_workspace(args.checkpoint)
+    data = Path(args.data)
+    val = read_parallel(data / "val.de.gz", data / "val.en.gz")
+    print(f"{sum(p.numel() for p in workspace.model.parameters()):,} parameters, {args.threads} "
+          f"torch thread(s); load {load()}")
+    only = args.only.split(",")
+    if "evaluate" in only:
+        bench_evaluate(workspace, val, args.repeat)
+    if "gui" in only:
+        workspace.data = type("Data", (), {"val": val, "train": []})()  # the panel's validation set
+        bench_gui_lateness(workspace)
+        workspace.data = None
+    if "table" in only:
+        bench_table(max(args.repeat, 7))
+    if "neighbours" in only:
+        train = read_parallel(data / "train.de.gz", data / "train.en.gz")
+        bench_neighbours(workspace, train, max(args.repeat, 20))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

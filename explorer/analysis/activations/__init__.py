@@ -1,0 +1,9 @@
+"""Named activation points under every analysis (docs/architecture.md, "Activation points")."""
+
+from explorer.analysis.activations.core import (
+    BaseProvider, HookPoint, Provider, Run, input_hook, kind_of, list_points, output_hook,
+    provider_for, register_provider, removing, run_with, set_attribute,
+)
+
+__all__ = ["BaseProvider", "HookPoint", "Provider", "Run", "input_hook", "kind_of", "list_points",
+           "output_hook", "provider_for", "register_provider", "removing", "run_with", "set_attribute"]

@@ -1,0 +1,53 @@
+"""BLEU (seq2seq) or loss per token (language models) by source-length bucket, one line per
+evaluation: the lecture notes' figure of RNNencdec against RNNsearch (Bahdanau et al., 2015), on
+the user's own model, and on a pinned evaluation beside it (another checkpoint or step)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from explorer.analysis.examples import ExampleTable, length_buckets
+from explorer.ui.plot_style import add_legend, readable_axes
+
+SERIES_COLOURS = ("#1f77b4", "#ff7f0e")
+
+
+class LengthPlot:
+    def __init__(self, plot: pg.PlotItem) -> None:
+        self.plot = plot
+        plot.showGrid(x=True, y=True, alpha=0.3)
+        plot.setLabel("bottom", "source length (tokens, bucket start)")
+        self.legend = add_legend(plot)
+        self.series: list[tuple[str, list]] = []  # (name, buckets)
+
+    def set_tables(self, tables: list[tuple[str, ExampleTable]]) -> None:
+        """One line per (name, table); the buckets are the first table's, so lines line up."""
+        self.plot.clear()
+        self.legend.clear()
+        self.series = []
+        if not tables:
+            return
+        seq2seq = tables[0][1].seq2seq
+        self.plot.setLabel("left", "corpus BLEU" if seq2seq else "mean loss per token")
+        self.plot.setTitle("BLEU by source length" if seq2seq else "loss by source length")
+        first = length_buckets(tables[0][1])
+        width = first[0].high - first[0].low + 1
+        for (name, table), colour in zip(tables, SERIES_COLOURS):
+            buckets = length_buckets(table, width=width) if table is not tables[0][1] else first
+            x = np.array([b.low for b in buckets], dtype=float)
+            y = np.array([b.bleu if seq2seq else b.mean_loss for b in buckets], dtype=float)
+            curve = self.plot.plot(x, y, pen=pg.mkPen(colour, width=2), symbol="o",
+                                   symbolBrush=colour, symbolSize=7, name=name)
+            curve.setToolTip(name)
+            self.series.append((name, buckets))
+
+    def rows(self) -> list[list]:
+        """(series, bucket, examples, BLEU, loss/token) rows for CSV."""
+        return [[name, b.label, len(b.rows), b.bleu, b.mean_loss]
+                for name, buckets in self.series for b in buckets]
+
+
+def make_length_widget() -> tuple[pg.PlotWidget, LengthPlot]:
+    widget = pg.PlotWidget(axisItems=readable_axes("left", "bottom"))
+    return widget, LengthPlot(widget.getPlotItem())

@@ -1,0 +1,537 @@
+"""Examples: the whole validation set (or any file) as a table of per-example scores.
+
+Columns: source, reference, the model's greedy output, teacher-forced loss (total and per token),
+token accuracy, sentence BLEU and chrF, lengths (language models: loss and perplexity per line).
+Sort by any column header, filter by regular expressions and length, save filters as named
+slices; the summary line is the current slice's corpus BLEU, mean loss and count. Selecting a row
+makes it the probe of every panel. Below the table: BLEU (or loss) by source-length bucket, the
+tokens the model gets wrong most often (a click shows their examples), the probe's nearest
+training examples by encoder or decoder state, and a pinned evaluation to compare with (the
+"change" column: which examples got better or worse).
+
+Evaluation runs in the panel's job runner, batch by batch with progress, and stops on Stop. It
+runs when a model is opened or a run's snapshot is scrubbed to, on demand (Evaluate, F5),
+and while training at each evaluation if asked (on a copy of the model).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+
+import numpy as np
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableView,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from explorer.analysis.examples import (
+    SliceFilter,
+    evaluate_examples,
+    examples_of,
+    read_examples,
+    summarize,
+    worst_tokens,
+)
+from explorer.errors import UserError
+from explorer.ui.examples_model import ExamplesModel
+from explorer.ui.jobs import one_line
+from explorer.ui.length_plot import make_length_widget
+from explorer.ui.neighbours_view import NeighboursView
+from explorer.ui.panels.base import Panel
+
+SETTINGS_PREFIX = "examples/"
+WORST_TOKENS = 30
+
+
+def _settings() -> QSettings:
+    from explorer.ui.app import APPLICATION, ORGANISATION
+
+    return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORGANISATION, APPLICATION)
+
+
+def _evaluate_job(workspace, pairs, progress, stop: threading.Event):
+    """Runs in the job runner's thread: plain data in (pairs), an ExampleTable out."""
+    table = evaluate_examples(workspace, pairs, progress=progress, should_stop=stop.is_set)
+    if table is None:
+        raise UserError("evaluation stopped")
+    return table
+
+
+class ExamplesPanel(Panel):
+    PANEL_ID = "examples"
+    TITLE = "Examples"
+    TOOLTIP = ("Every example with its output, loss, BLEU and chrF: sort, filter, slice; "
+               "select a row to probe it (F5 evaluates)")
+
+    progressed = Signal(int, int)  # emitted from the runner's thread, delivered on the GUI thread
+    evaluated = Signal()  # a table arrived
+
+    def __init__(self, bus, parent: QWidget | None = None) -> None:
+        super().__init__(bus, parent)
+        self.workspace = None
+        self.pairs: list[tuple[str, str]] | None = None  # None: the workspace's validation set
+        self.data_label = "validation set"
+        self.pinned = None  # an ExampleTable to compare with
+        self.pinned_label = ""
+        self.training = False
+        self.slices: dict[str, dict] = {}
+        self.message = ""
+        self.worst = None  # explorer.analysis.examples.TokenErrors of the table shown
+        self._saved_sort: tuple[str | None, bool] = (None, False)
+        self._stop = threading.Event()
+        self.runner = self.job_runner("evaluate")
+        self.runner.done.connect(self._on_table)
+        self.runner.failed.connect(lambda _job, message: self._say(message))
+        self.runner.busy_changed.connect(self._on_busy)
+        self.progressed.connect(self._on_progress)
+        self.model = ExamplesModel(self)
+        self._build()
+        self._restore_state()
+        bus.workspace_changed.connect(self.set_workspace)
+        bus.eval_metrics.connect(self._on_eval_metrics)
+        bus.training_state.connect(self._on_training_state)
+        if bus.workspace is not None:
+            self.set_workspace(bus.workspace)
+
+    # -- widgets ---------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        self.evaluate_button = self._button("Evaluate", "Evaluate every example now (F5)",
+                                            self.evaluate)
+        self.open_button = self._button("Open file…", "Evaluate a source<TAB>reference file, two "
+                                        "line-aligned files (source, reference) or a text file",
+                                        self.choose_files)
+        self.stop_button = self._button("Stop", "Stop the evaluation", self.stop)
+        self.stop_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(200)
+        self.progress.setToolTip("Examples evaluated")
+        self.auto_box = QCheckBox("at each evaluation while training")
+        self.auto_box.setToolTip("Re-evaluate every example at each of training's evaluations "
+                                 "(on a copy of the model; costs time)")
+        self.pin_button = self._button("Pin for comparison", "Keep this evaluation: later ones "
+                                       "show each example's change against it", self.pin)
+        self.export_button = self._button("Export…", "Write the rows shown to CSV or JSON lines",
+                                          self.choose_export)
+        top = QHBoxLayout()
+        for widget in (self.evaluate_button, self.open_button, self.stop_button, self.progress,
+                       self.auto_box, self.pin_button, self.export_button):
+            top.addWidget(widget)
+        top.addStretch(1)
+
+        self.pattern_boxes = {}
+        filters = QHBoxLayout()
+        for name in ("source", "reference", "output"):
+            box = QLineEdit()
+            box.setPlaceholderText(f"{name} regex")
+            box.setToolTip(f"Show only rows whose {name} matches this regular expression "
+                           "(case-insensitive)")
+            box.editingFinished.connect(self.apply_filter)
+            self.pattern_boxes[name] = box
+            filters.addWidget(box, 1)
+        self.min_length, self.max_length = QSpinBox(), QSpinBox()
+        for box, tip in ((self.min_length, "Shortest source (tokens); 0: no bound"),
+                         (self.max_length, "Longest source (tokens); 0: no bound")):
+            box.setRange(0, 100_000)
+            box.setToolTip(tip)
+            box.editingFinished.connect(self.apply_filter)
+        filters.addWidget(QLabel("src len"))
+        filters.addWidget(self.min_length)
+        filters.addWidget(QLabel("to"))
+        filters.addWidget(self.max_length)
+        self.slice_name = QLineEdit()
+        self.slice_name.setPlaceholderText("slice name")
+        self.slice_name.setMaximumWidth(120)
+        self.save_slice_button = self._button("Save slice", "Save the filters under this name",
+                                              lambda: self.save_slice(self.slice_name.text()))
+        self.slice_box = QComboBox()
+        self.slice_box.setToolTip("Named slices: choose one to apply its filters")
+        self.slice_box.activated.connect(lambda _: self.load_slice(self.slice_box.currentText()))
+        for widget in (self.slice_name, self.save_slice_button, self.slice_box):
+            filters.addWidget(widget)
+
+        self.summary = QLabel()
+        self.summary.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+
+        self.view = QTableView()
+        self.view.setModel(self.model)
+        self.view.setSortingEnabled(True)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.view.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.view.setWordWrap(False)
+        self.view.verticalHeader().setDefaultSectionSize(22)
+        self.view.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
+        self.view.horizontalHeader().setSortIndicatorShown(True)
+        self.view.horizontalHeader().sortIndicatorChanged.connect(lambda *_: self._save_state())
+        self.view.selectionModel().currentRowChanged.connect(self._on_row)
+        self.view.setToolTip("Select a row to make it the probe of every panel")
+
+        self.length_widget, self.length_plot = make_length_widget()
+        self.tokens_table = QTableWidget(0, 4)
+        self.tokens_table.setHorizontalHeaderLabels(["token", "count", "error rate", "mean loss"])
+        self.tokens_table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.tokens_table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.tokens_table.setToolTip("Reference tokens the model predicts worst under teacher "
+                                     "forcing; click one to show its examples")
+        self.tokens_table.cellClicked.connect(lambda row, _col: self.show_token_rows(row))
+        self.neighbours = NeighboursView(self)
+        self.neighbours.chosen.connect(self.bus.probe_requested.emit)
+        self.bus.probe_input_changed.connect(self.neighbours.set_probe)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.length_widget, "By length")
+        self.tabs.addTab(self.tokens_table, "Worst tokens")
+        self.tabs.addTab(self.neighbours, "Neighbours")
+        self.tabs.setToolTip("Where the model fails")
+
+        upper = QWidget()
+        layout = QVBoxLayout(upper)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(top)
+        layout.addLayout(filters)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.status)
+        layout.addWidget(self.view, 1)
+        splitter = QSplitter(Qt.Vertical)
+        splitter.addWidget(upper)
+        splitter.addWidget(self.tabs)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        root = QVBoxLayout(self)
+        root.addWidget(splitter)
+        QShortcut(QKeySequence("F5"), self, self.evaluate, context=Qt.WidgetWithChildrenShortcut)
+
+    def _button(self, text, tip, slot) -> QPushButton:
+        button = QPushButton(text)
+        button.setToolTip(tip)
+        button.clicked.connect(slot)
+        return button
+
+    # -- evaluating ------------------------------------------------------------------------------
+
+    def set_workspace(self, workspace) -> None:
+        from explorer.families import family_of
+
+        self.stop()
+        self.workspace = workspace
+        self.neighbours.set_workspace(workspace)
+        decodes = workspace is not None and family_of(workspace.model).decodes
+        self.evaluate_button.setEnabled(decodes)
+        self.open_button.setEnabled(decodes)
+        if workspace is None:
+            return
+        if not decodes:
+            self._say("a masked language model has no left-to-right loss per example to show")
+            return
+        if self.pairs is not None or getattr(workspace, "data", None) is not None:
+            self.evaluate()  # a new model, or a scrubbed snapshot: its own scores
+
+    def evaluate(self, model_copy: bool = False) -> int:
+        """Evaluate the current examples in the background; -1 when there is nothing to do."""
+        if self.workspace is None:
+            self._say("no model yet: train one or open a checkpoint")
+            return -1
+        try:
+            pairs = self.pairs if self.pairs is not None else examples_of(self.workspace)
+        except UserError as exc:
+            self._say(str(exc))
+            return -1
+        workspace = self.workspace
+        if model_copy:  # training goes on with the original in its own thread
+            workspace = copy.copy(workspace)
+            workspace.model = copy.deepcopy(self.workspace.model)
+        self._stop = threading.Event()
+        self.progress.setRange(0, len(pairs))
+        self.progress.setValue(0)
+        self._say(f"evaluating {len(pairs)} examples of the {self.data_label}…")
+        return self.runner.submit(_evaluate_job, workspace, pairs, self.progressed.emit, self._stop)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.runner.busy:
+            self.runner.cancel()
+            self._say("evaluation stopped; the table keeps what it had")
+
+    def choose_files(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self, "Examples to evaluate", "",
+                                                "Text files (*.txt *.tsv *.gz *.*)")
+        if paths:
+            self.open_files(paths)
+
+    def open_files(self, paths: list[str]) -> int:
+        """One TSV or text file, or two line-aligned files (source, reference); a bad file is a
+        one-line message and the table keeps what it had."""
+        if self.workspace is None:
+            self._say("no model yet: train one or open a checkpoint")
+            return -1
+        try:
+            if len(paths) == 2:
+                pairs = read_examples(self.workspace, src=paths[0], tgt=paths[1])
+            elif len(paths) == 1:
+                pairs = read_examples(self.workspace, data=paths[0])
+            else:
+                raise UserError("choose one file, or two line-aligned files (source, reference)")
+        except UserError as exc:
+            self._say(str(exc))
+            return -1
+        from pathlib import Path
+
+        self.pairs = pairs
+        self.data_label = " + ".join(Path(p).name for p in paths)
+        return self.evaluate()
+
+    def _on_progress(self, done: int, total: int) -> None:
+        if self.runner.busy:
+            self.progress.setRange(0, total)
+            self.progress.setValue(done)
+
+    def _on_busy(self, busy: bool) -> None:
+        self.stop_button.setEnabled(busy)
+
+    def _on_eval_metrics(self, _metrics) -> None:
+        if self.training and self.auto_box.isChecked() and not self.runner.busy:
+            self.evaluate(model_copy=True)
+
+    def _on_training_state(self, state: str) -> None:
+        self.training = state in ("running", "paused")
+
+    def _on_table(self, _job, table) -> None:
+        self.progress.setValue(self.progress.maximum())
+        self.model.set_table(table, self.pinned)
+        self._restore_sort()
+        self._say("" if self.pinned is None or self.model.change is not None else
+                  "the pinned evaluation is of other examples: no change column")
+        self._refresh_views()
+        self.evaluated.emit()
+
+    # -- filtering and slices --------------------------------------------------------------------
+
+    def current_filter(self) -> SliceFilter:
+        return SliceFilter({name: box.text() for name, box in self.pattern_boxes.items() if box.text()},
+                           "source_length", self.min_length.value() or None,
+                           self.max_length.value() or None)
+
+    def apply_filter(self) -> bool:
+        """Show the rows the filter boxes select; a bad expression leaves the table as it was."""
+        try:
+            self.model.set_filter(self.current_filter())
+        except UserError as exc:
+            self._say(str(exc))
+            return False
+        self._say("")
+        self._refresh_summary()
+        self._save_state()
+        return True
+
+    def set_filter_fields(self, slice_filter: SliceFilter) -> None:
+        for name, box in self.pattern_boxes.items():
+            box.setText(slice_filter.patterns.get(name, ""))
+        self.min_length.setValue(slice_filter.min_length or 0)
+        self.max_length.setValue(slice_filter.max_length or 0)
+
+    def save_slice(self, name: str) -> bool:
+        name = name.strip()
+        if not name:
+            self._say("give the slice a name first")
+            return False
+        try:
+            self.current_filter().compiled()
+        except UserError as exc:
+            self._say(str(exc))
+            return False
+        self.slices[name] = self.current_filter().to_dict()
+        self._fill_slice_box(name)
+        self._save_state()
+        return True
+
+    def load_slice(self, name: str) -> None:
+        if name in self.slices:
+            self.set_filter_fields(SliceFilter.from_dict(self.slices[name]))
+            self.apply_filter()
+
+    def _fill_slice_box(self, current: str = "") -> None:
+        self.slice_box.clear()
+        self.slice_box.addItems(sorted(self.slices))
+        if current:
+            self.slice_box.setCurrentText(current)
+
+    def show_token_rows(self, token_row: int) -> None:
+        """Only the examples whose reference holds the token clicked in "Worst tokens"."""
+        if self.model.table is None or token_row >= len(self.worst.rows):
+            return
+        self.model.beginResetModel()
+        self.model.view = self.worst.rows[token_row]
+        self.model._sort_view()
+        self.model.endResetModel()
+        self._refresh_summary()
+        self._say(f"examples with the token {self.worst.labels[token_row]!r} "
+                  "(change a filter to show all again)")
+
+    # -- comparing -------------------------------------------------------------------------------
+
+    def pin(self) -> None:
+        if self.model.table is None:
+            self._say("evaluate first: there is nothing to pin")
+            return
+        self.pinned = self.model.table
+        self.pinned_label = f"step {self.pinned.step} (pinned)"
+        self.model.set_table(self.model.table, self.pinned)
+        self._refresh_views()
+        self._say(f"pinned the evaluation at step {self.pinned.step}: later evaluations show "
+                  "each example's change against it")
+
+    # -- views -----------------------------------------------------------------------------------
+
+    def _refresh_views(self) -> None:
+        table = self.model.table
+        self._refresh_summary()
+        series = [(f"step {table.step}", table)]
+        if self.pinned is not None and self.pinned is not table and self.model.change is not None:
+            series.append((self.pinned_label, self.pinned))
+        self.length_plot.set_tables(series)
+        try:
+            self.worst = worst_tokens(table, top=WORST_TOKENS)
+        except UserError:
+            self.worst = None
+        rows = [] if self.worst is None else list(zip(self.worst.labels, self.worst.counts,
+                                                      self.worst.error_rate, self.worst.mean_loss))
+        self.tokens_table.setRowCount(len(rows))
+        for r, (label, count, rate, loss) in enumerate(rows):
+            for c, text in enumerate((str(label), str(int(count)), f"{rate:.3f}", f"{loss:.3f}")):
+                self.tokens_table.setItem(r, c, QTableWidgetItem(text))
+
+    def _refresh_summary(self) -> None:
+        if self.model.table is None:
+            self.summary.setText("")
+            return
+        try:
+            summary = summarize(self.model.table, self.model.view)
+        except UserError as exc:
+            self.summary.setText(f"{exc} (of {len(self.model.table)} at step {self.model.table.step})")
+            return
+        self.summary.setText(f"<b>Slice:</b> {summary.format()} — of {len(self.model.table)} "
+                             f"examples of the {self.data_label} at step {self.model.table.step}")
+
+    def _on_row(self, current, _previous) -> None:
+        if not current.isValid() or self.model.table is None:
+            return
+        row = self.model.table_row(current.row())
+        columns = self.model.table.columns
+        reference = columns["reference"][row] if "reference" in columns else ""
+        self.bus.probe_requested.emit(str(columns["source"][row]), str(reference))
+
+    def _say(self, message: str) -> None:
+        self.message = message
+        self.status.setText(message)
+        self.status.setVisible(bool(message))
+
+    # -- state -----------------------------------------------------------------------------------
+
+    def _save_state(self) -> None:
+        header = self.view.horizontalHeader()
+        names = self.model.names
+        section = header.sortIndicatorSection()
+        state = {"filter": self.current_filter().to_dict(), "slices": self.slices,
+                 "sort": names[section] if 0 <= section < len(names) else None,
+                 "descending": header.sortIndicatorOrder() == Qt.DescendingOrder}
+        _settings().setValue(SETTINGS_PREFIX + "state", json.dumps(state))
+
+    def _restore_state(self) -> None:
+        try:
+            state = json.loads(str(_settings().value(SETTINGS_PREFIX + "state", "{}")))
+        except ValueError:
+            state = {}
+        self.slices = dict(state.get("slices") or {})
+        self._fill_slice_box()
+        self._saved_sort = (state.get("sort"), bool(state.get("descending")))
+        saved_filter = SliceFilter.from_dict(state.get("filter") or {})
+        self.set_filter_fields(saved_filter)
+        try:
+            saved_filter.compiled()
+            self.model.filter = saved_filter
+        except UserError:
+            pass
+
+    def _restore_sort(self) -> None:
+        name, descending = self._saved_sort
+        if name in self.model.names:
+            header = self.view.horizontalHeader()
+            header.blockSignals(True)
+            header.setSortIndicator(self.model.names.index(name),
+                                    Qt.DescendingOrder if descending else Qt.AscendingOrder)
+            header.blockSignals(False)
+            self.model.sort_by(name, descending)
+
+    # -- export ----------------------------------------------------------------------------------
+
+    def choose_export(self) -> None:
+        if self.model.table is None:
+            self._say("evaluate first: there is nothing to export")
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export examples", "examples.csv",
+                                              "CSV (*.csv);;JSON lines (*.jsonl)")
+        if path:
+            self.export_rows(path)
+
+    def export_rows(self, path: str) -> None:
+        """The rows shown (this slice, this order) to .csv or .jsonl."""
+        try:
+            self.model.table.take(self.model.view).write(path)
+            self._say(f"wrote {len(self.model.view)} rows to {path}")
+        except (UserError, OSError) as exc:
+            self._say(one_line(exc))
+
+    def has_content(self) -> bool:
+        return self.model.table is not None
+
+    def plot_items(self) -> dict[str, object]:
+        return {"length": self.length_widget.getPlotItem()}
+
+    def tables(self) -> dict[str, tuple[list[str], list[list]]]:
+        if self.model.table is None:
+            return {}
+        shown = self.model.table.take(self.model.view)
+        tables = {"rows": (list(shown.names), [list(row.values()) for row in shown.rows()]),
+                  "length": (["series", "bucket", "examples", "bleu", "loss_per_token"],
+                             self.length_plot.rows())}
+        if self.worst is not None:
+            tables["tokens"] = (["token", "count", "error_rate", "mean_loss"],
+                                [[str(a), int(b), float(c), float(d)] for a, b, c, d in zip(
+                                    self.worst.labels, self.worst.counts, self.worst.error_rate,
+                                    self.worst.mean_loss)])
+        return tables
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        super().shutdown()
+
+
+class LengthPanel(ExamplesPanel):
+    """`explorer export --plots length`: the examples' BLEU (or loss) by source length alone."""
+
+    PANEL_ID = "length"
+    TITLE = "BLEU by source length"
+
+    def tables(self) -> dict[str, tuple[list[str], list[list]]]:
+        return {key: value for key, value in super().tables().items() if key == "length"}

@@ -1,0 +1,163 @@
+"""The Examples panel on a real bus: evaluated in its runner, sorted and filtered with numpy, rows
+become the probe, bad input is one line and keeps the table, state survives a new panel."""
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from explorer.analysis.examples import evaluate_examples, examples_of
+from explorer.ui.bus import AppBus
+
+
+@pytest.fixture
+def panel(qtbot, isolated_settings, tiny_workspace):
+    from explorer.ui.panels.examples import ExamplesPanel
+
+    bus = AppBus()
+    panel = ExamplesPanel(bus)
+    qtbot.addWidget(panel)
+    with qtbot.waitSignal(panel.evaluated, timeout=60_000):
+        bus.set_workspace(tiny_workspace)
+    yield panel
+    panel.shutdown()
+
+
+def _column(panel, name):
+    model = panel.model
+    col = model.names.index(name)
+    return [model.data(model.index(r, col)) for r in range(model.rowCount())]
+
+
+def test_evaluates_the_validation_set(panel, tiny_workspace):
+    expected = evaluate_examples(tiny_workspace, examples_of(tiny_workspace))
+    assert panel.model.rowCount() == len(expected)
+    assert list(panel.model.table.columns["output"]) == list(expected.columns["output"])
+    assert panel.summary.text().startswith("<b>Slice:</b> 8 examples")
+    assert panel.progress.value() == panel.progress.maximum() == 8
+    assert panel.tables()["length"][1]  # the length plot has its buckets
+
+
+def test_sorting_by_a_column_header(panel):
+    panel.view.sortByColumn(panel.model.names.index("loss"), Qt.DescendingOrder)
+    losses = [float(v) for v in _column(panel, "loss")]
+    assert losses == sorted(losses, reverse=True)
+    panel.view.sortByColumn(panel.model.names.index("source"), Qt.AscendingOrder)
+    sources = _column(panel, "source")
+    assert sources == sorted(sources, key=str.lower)
+
+
+def test_filter_slice_and_bad_regex(panel, qtbot):
+    panel.pattern_boxes["source"].setText("^[a-m]")
+    assert panel.apply_filter()
+    sources = _column(panel, "source")
+    want = [s for s in panel.model.table.columns["source"] if s[0].lower() <= "m"]
+    assert sorted(sources) == sorted(want)
+    shown = panel.model.rowCount()
+    panel.pattern_boxes["source"].setText("(unclosed")
+    assert not panel.apply_filter()
+    assert "regular expression" in panel.message and "\n" not in panel.message
+    assert panel.model.rowCount() == shown  # the table keeps what it had
+    panel.pattern_boxes["source"].setText("zzzz-no-such")
+    assert panel.apply_filter()
+    assert panel.model.rowCount() == 0 and "empty" in panel.summary.text()
+
+
+def test_selecting_a_row_makes_it_the_probe(panel, qtbot):
+    row = 3
+    source = panel.model.table.columns["source"][panel.model.table_row(row)]
+    with qtbot.waitSignal(panel.bus.probe_requested) as probe:
+        panel.view.selectRow(row)
+    assert probe.args[0] == source
+
+
+def test_pinned_evaluation_gives_a_change_column(panel, qtbot, tiny_workspace):
+    panel.pin()
+    with qtbot.waitSignal(panel.evaluated, timeout=60_000):
+        panel.evaluate()
+    assert "change" in panel.model.names
+    assert np.allclose(panel.model.change, 0)  # the same model: nothing changed
+
+
+def test_state_is_kept_between_sessions(panel, qtbot, tiny_workspace):
+    from explorer.ui.panels.examples import ExamplesPanel
+
+    panel.pattern_boxes["reference"].setText("a")
+    panel.apply_filter()
+    assert panel.save_slice("has a")
+    panel.view.sortByColumn(panel.model.names.index("bleu"), Qt.DescendingOrder)
+    again = ExamplesPanel(AppBus())
+    qtbot.addWidget(again)
+    assert again.pattern_boxes["reference"].text() == "a"
+    assert again.slices == {"has a": panel.current_filter().to_dict()}
+    with qtbot.waitSignal(again.evaluated, timeout=60_000):
+        again.bus.set_workspace(tiny_workspace)
+    bleu = [float(v) for v in _column(again, "bleu")]
+    assert bleu == sorted(bleu, reverse=True)
+    again.shutdown()
+
+
+def test_export_writes_the_rows_shown(panel, tmp_path):
+    import csv
+
+    panel.pattern_boxes["source"].setText("^[a-m]")
+    panel.apply_filter()
+    panel.export_rows(str(tmp_path / "rows.csv"))
+    rows = list(csv.DictReader(open(tmp_path / "rows.csv", encoding="utf-8")))
+    assert [r["source"] for r in rows] == _column(panel, "source")
+
+
+def test_sorting_and_filtering_100k_rows_is_fast(qtbot):
+    import time
+
+    from explorer.analysis.examples import ExampleTable, SliceFilter
+    from explorer.ui.examples_model import ExamplesModel
+
+    rng = np.random.default_rng(0)
+    n = 100_000
+    words = np.array(["a dog runs", "two men", "a woman sings", "the cat"], dtype=object)
+    columns = {"source": words[rng.integers(0, 4, n)], "reference": words[rng.integers(0, 4, n)],
+               "output": words[rng.integers(0, 4, n)]}
+    for name in ("loss", "loss_per_token", "token_accuracy", "bleu", "chrf"):
+        columns[name] = rng.random(n)
+    for name in ("source_length", "reference_length", "output_length"):
+        columns[name] = rng.integers(1, 40, n)
+    model = ExamplesModel()
+    model.set_table(ExampleTable(columns, True))
+    start = time.perf_counter()
+    model.sort(model.names.index("bleu"), Qt.DescendingOrder)
+    model.set_filter(SliceFilter({"source": "dog"}, min_length=5))
+    elapsed = time.perf_counter() - start
+    shown = columns["bleu"][model.view]
+    assert np.all(np.diff(shown) <= 0)
+    assert elapsed < 1.0  # the benchmark (benchmarks/bench_examples.py) measures the real figure
+
+
+def test_a_row_becomes_the_probe_of_the_step_panel(panel, qtbot):
+    from explorer.ui.panels.step_decoding import StepDecodingPanel
+    from explorer.ui.probing import Prober
+
+    Prober(panel.bus)  # the controller's, in the app
+    step = StepDecodingPanel(panel.bus)
+    qtbot.addWidget(step)
+    step.set_workspace(panel.workspace)
+    row = panel.model.rowCount() - 1
+    source = panel.model.table.columns["source"][panel.model.table_row(row)]
+    panel.view.selectRow(row)
+    assert step.source_box.text() == source
+    assert step.decoder is not None and step.decoder.steps_taken == 0
+    step.shutdown()
+
+
+def test_neighbours_of_the_probe_in_the_background(panel, qtbot):
+    view = panel.neighbours
+    with qtbot.waitSignal(view.index_runner.done, timeout=60_000):
+        view.build()
+    assert len(view.index) == len(panel.workspace.data.train)
+    source, target = panel.workspace.data.train[5]
+    with qtbot.waitSignal(view.query_runner.done, timeout=60_000):
+        view.set_probe(source, target)
+    assert view.neighbours[0].index == 5 and view.neighbours[0].distance < 1e-4
+    assert view.table.item(0, 0).text() == source
+    with qtbot.waitSignal(panel.bus.probe_requested) as probe:
+        view.table.cellClicked.emit(1, 0)
+    assert probe.args == [view.neighbours[1].source, view.neighbours[1].target]
