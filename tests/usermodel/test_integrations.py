@@ -57,3 +57,46 @@ def test_hf_trainer_callback_records_the_trainers_losses(tmp_path):
                            last.model.state_dict()["transformer.h.0.attn.c_attn.weight"])
     assert load_checkpoint(folder).step == 20
     assert reader.finished["reason"] == "done"
+
+
+def test_lightning_callback_records_each_training_step(tmp_path):
+    lightning = pytest.importorskip("lightning")
+
+    from explorer.integrations import LightningCallback
+    from explorer.runs.reader import RunReader
+    from tests.usermodel import homework_gpt
+
+    build = f"{homework_gpt.__file__}:build"
+    net, vocab = homework_gpt.build()
+    losses = []
+
+    class Module(lightning.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = net
+
+        def training_step(self, batch, batch_idx):
+            (ids,) = batch
+            logits = self.net(ids[:, :-1])
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten())
+            losses.append(loss.item())
+            return loss
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randint(4, 12, (40, 8)))
+    trainer = lightning.Trainer(
+        max_steps=10, accelerator="cpu", logger=False, enable_checkpointing=False,
+        enable_progress_bar=False, enable_model_summary=False, default_root_dir=str(tmp_path),
+        callbacks=[LightningCallback(tmp_path / "run", tokenizer=vocab, snapshot_every=5,
+                                     model_attr="net", kind="lm", build=build, args={})])
+    trainer.fit(Module(), torch.utils.data.DataLoader(data, batch_size=4))
+    reader = RunReader(tmp_path / "run")
+    reader.read_new()
+    curves = reader.curves()
+    assert curves.train["step"].tolist() == list(range(1, 11))
+    assert curves.train["loss"].tolist() == pytest.approx(losses)
+    assert [s.step for s in reader.snapshots()] == [0, 5, 10]
+    assert reader.open_snapshot(10, load_data=False).step == 10
