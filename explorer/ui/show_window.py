@@ -13,6 +13,12 @@ from explorer.ui.app import create_application
 _window = None  # the open window, if any
 
 
+def new_window():
+    from explorer.ui.main_window import MainWindow
+
+    return MainWindow(load_demo=False)
+
+
 def show_workspace(workspace, block: bool = True):
     global _window
     app = create_application()
@@ -24,9 +30,7 @@ def show_workspace(workspace, block: bool = True):
             window.startup_model = workspace
         window.raise_()
         return window
-    from explorer.ui.main_window import MainWindow
-
-    window = MainWindow(load_demo=False)
+    window = new_window()
     window.startup_model = workspace
     window.show()
     _window = window
