@@ -48,3 +48,10 @@ def test_model_flag_errors_are_one_line(tmp_path, capsys):
     assert "x.pt: no such weights file" in capsys.readouterr().err
     assert main(["score", "--checkpoint", str(tmp_path), "--weights", "w.pt", "--target", "a"]) == 2
     assert "--weights and --tokenizer go with --model" in capsys.readouterr().err
+
+
+def test_attribute_takes_model(capsys):
+    assert main(["attribute", "--model", HOMEWORK, "--source", "a b", "--target", "c",
+                 "--method", "saliency", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document  # per output token, its attributions over the source and the prefix
