@@ -54,4 +54,10 @@ def test_attribute_takes_model(capsys):
     assert main(["attribute", "--model", HOMEWORK, "--source", "a b", "--target", "c",
                  "--method", "saliency", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert document  # per output token, its attributions over the source and the prefix
+    assert document["source"] == ["a", "b", "<eos>"] and document["prefix"] == ["<bos>", "c"]
+    model, vocab = homework_seq2seq.build()
+    src, tgt_in = torch.tensor([[4, 5, 2]]), torch.tensor([[1, 6]])
+    with torch.no_grad():  # each output's target is its log-probability under the model
+        logprobs = torch.log_softmax(model(src, tgt_in), -1)[0]
+    assert [o["token"] for o in document["outputs"]] == ["c", "<eos>"]
+    assert document["outputs"][0]["target"] == pytest.approx(float(logprobs[0, 6]), abs=1e-5)
