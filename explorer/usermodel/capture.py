@@ -30,6 +30,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from explorer.analysis.activations.providers.torch_modules import replay_module
+
 RECURRENT = (nn.RNN, nn.GRU, nn.LSTM)
 BLOCKS = (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
 _CAPTURE_LOCK = threading.RLock()  # hooks live on the module: one capture of a model at a time
@@ -163,20 +165,6 @@ def _replay(record: Record, name: str):
         record.recurrent.append(CapturedRecurrent(name, trace, steps))
         return result, h_n
     return hook
-
-
-def replay_module(module: nn.RNNBase):
-    """A seqmodels.RNN with the module's configuration, sharing its parameters (no copy: the
-    gradients reach the user's own weights)."""
-    from seqmodels.recurrent import RNN
-
-    cell = {"LSTM": "lstm", "GRU": "gru"}.get(module.mode, "rnn")
-    replica = RNN(cell, module.input_size, module.hidden_size, module.num_layers,
-                  module.bidirectional, module.batch_first, module.dropout)
-    replica.train(module.training)
-    for key, parameter in module.named_parameters(recurse=False):
-        setattr(replica, key, parameter)  # the very Parameter objects
-    return replica
 
 
 class _SDPAMode(TorchFunctionMode):

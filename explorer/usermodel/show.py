@@ -1,27 +1,15 @@
-"""`explorer.show(model, tokenizer)`: the app's window on a model the user built in Python.
-
-    explorer.show(model, vocab, kind="seq2seq", source="a b c", data=[("a b c", "c b a")])
-
-From a script it blocks until the window closes. In IPython or Jupyter with the Qt event loop
-integration on (`%gui qt`) it returns at once and the window lives beside the prompt; a second
-call puts the new model (or the same model with new weights) into the open window. The window is
-explorer/ui/show_window.py; this module builds the workspace (no Qt here).
-"""
+"""The core half of `explorer.show` (explorer/ui/show_window.py): the workspace it opens, and
+whether IPython's Qt event loop runs. No Qt here."""
 
 from __future__ import annotations
 
 from explorer.errors import UserError
 
 
-def show(model, tokenizer, kind: str | None = None, source: str | None = None, data=None,
-         adapter=None, src_tokenizer=None, block: bool | None = None):
-    """Open (or update) the explorer's window on `model`.
-
-    kind: "lm" or "seq2seq" (None: from forward's signature); adapter: an explorer.Adapter
-    (encode/step for fast decoding, special tokens, module names); source: the text the panels
-    probe first; data: examples, (source, target) pairs for a seq2seq or texts for an LM, which the
-    panels pick inputs from and BLEU is computed on; block: None decides (blocks unless IPython's
-    Qt event loop runs). Returns the window."""
+def shown_workspace(model, tokenizer, kind: str | None = None, source: str | None = None,
+                    data=None, adapter=None, src_tokenizer=None):
+    """The workspace `explorer.show` opens: the model behind its adapter, `data` as its examples
+    (every split) with `source` first, probed with the model's own greedy output as its target."""
     from dataclasses import replace
 
     from explorer.usermodel.adapter import Adapter
@@ -33,9 +21,7 @@ def show(model, tokenizer, kind: str | None = None, source: str | None = None, d
     workspace = make_workspace(model, tokenizer, adapter, build=_class_path(model), args=None,
                                src_tokenizer=src_tokenizer)
     workspace.data = _splits(workspace, data, source)
-    from explorer.ui.show_window import show_workspace
-
-    return show_workspace(workspace, block=ipython_qt_loop() is None if block is None else block)
+    return workspace
 
 
 def _class_path(model) -> str:

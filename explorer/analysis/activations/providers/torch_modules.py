@@ -48,9 +48,9 @@ class TorchModulesProvider(BaseProvider):
     name = "torch-modules"
 
     def accepts(self, model) -> bool:
-        from explorer.usermodel.adapter import UserModel
-
-        return isinstance(model, UserModel)
+        """explorer.usermodel's adapters (their families are user-*; read, not imported)."""
+        family = getattr(getattr(model, "config", None), "family", "")
+        return isinstance(family, str) and family.startswith("user-") and hasattr(model, "inner")
 
     def attach(self, model, visit):
         pass_ = _Pass(model, visit)
@@ -248,8 +248,6 @@ class _Pass:
 
     def recurrent_forward(self, name: str, module: nn.RNNBase):
         """The module's forward replayed through seqmodels.RNN's hook site (same parameters)."""
-        from explorer.usermodel.capture import replay_module
-
         original = type(module).forward.__get__(module)
 
         def forward(input, hx=None):
@@ -304,6 +302,21 @@ def _projections(module: nn.MultiheadAttention, query, key, value):
         return projected.view(x.shape[0], x.shape[1], heads, dim // heads).transpose(1, 2)
 
     return heads_of(query, w_q, b_q), heads_of(key, w_k, b_k), heads_of(value, w_v, b_v)
+
+
+def replay_module(module: nn.RNNBase):
+    """A seqmodels.RNN with the module's configuration, sharing its parameters (no copy: the
+    gradients reach the user's own weights)."""
+    from seqmodels.recurrent import RNN
+
+    cell = {"LSTM": "lstm", "GRU": "gru"}.get(module.mode, "rnn")
+    replica = RNN(cell, module.input_size, module.hidden_size, module.num_layers,
+                  module.bidirectional, module.batch_first, module.dropout)
+    replica.train(module.training)
+    for key, parameter in module.named_parameters(recurse=False):
+        setattr(replica, key, parameter)  # the very Parameter objects
+    return replica
+
 
 
 def _additive_mask(attn_mask, key_padding_mask, is_causal, q, k, heads, sdpa=False):
