@@ -15,7 +15,7 @@ import explorer.hf.families  # noqa: E402,F401
 # Models the user wrote (explorer.show, --model FILE.py:build, Recorder runs): unlisted, torch-free
 import explorer.usermodel.families  # noqa: E402,F401
 
-_LAZY = {"Recorder": "explorer.recorder", "show": "explorer.usermodel.show",
+_LAZY = {"Recorder": "explorer.recorder", "show": "explorer.ui.show_window",
          "Adapter": "explorer.usermodel.adapter"}
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "explorer"
 # the app's outer layer, which may import the Hugging Face plug-in
-ENTRY_POINTS = {"ui", "commands", "cli", "__main__", "hf"}
+# (usermodel: explorer.show and --model, where a user's Hugging Face tokenizer comes in)
+ENTRY_POINTS = {"ui", "commands", "cli", "__main__", "hf", "usermodel"}
 
 
 def node_of(module: str) -> str | None:

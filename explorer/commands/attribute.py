@@ -7,14 +7,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from explorer.commands.arguments import utf8_text
+from explorer.commands.arguments import add_model_source, utf8_text
 
 METHODS = ("ig", "saliency", "grad-input", "occlusion", "rollout")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint", required=True, metavar="DIR",
-                        help="a checkpoint folder or a Hugging Face model folder")
+    add_model_source(parser, "a checkpoint folder or a Hugging Face model folder")
     parser.add_argument("--source", required=True, metavar="TEXT", type=utf8_text,
                         help="the source (an LM's text; a masked LM's text with [MASK])")
     parser.add_argument("--target", default="", metavar="TEXT", type=utf8_text,
@@ -39,9 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from explorer.commands.decode import load_workspace
+    from explorer.commands.decode import workspace_from_args
 
-    workspace = load_workspace(args.checkpoint)
+    workspace = workspace_from_args(args)
     if args.method == "rollout":
         from explorer.analysis.rollout import rollout
 

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from explorer.commands.arguments import utf8_text
+from explorer.commands.arguments import add_model_source, check_model_source, model_workspace, utf8_text
 from explorer.errors import UserError
 from explorer.runtime import choose_threads
 
@@ -21,7 +21,7 @@ NBEST_HEADER = "source\trank\tscore\tlogprob\thypothesis"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint", required=True, metavar="DIR", help="checkpoint directory")
+    add_model_source(parser)
     strategy = parser.add_mutually_exclusive_group()
     strategy.add_argument("--greedy", action="store_true", help="greedy decoding (the default)")
     strategy.add_argument("--beam", type=int, metavar="K", help="beam search with width K")
@@ -43,6 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "average says other work holds cores)")
     parser.add_argument("text", nargs="*", metavar="TEXT", type=utf8_text,
                         help="source sentences (language models: prompts), one per argument")
+
+
+def workspace_from_args(args):
+    """`--checkpoint DIR` or `--model FILE.py:build [--weights] [--tokenizer]`."""
+    if args.model is not None:
+        return model_workspace(args)
+    check_model_source(args)
+    return load_workspace(args.checkpoint)
 
 
 def load_workspace(directory: str):
@@ -239,7 +247,7 @@ def run(args) -> int:
     if threads.note:
         print(threads.note, file=sys.stderr)
     torch.set_num_threads(threads.threads)
-    workspace = load_workspace(args.checkpoint)
+    workspace = workspace_from_args(args)
     texts = _read_inputs(args)
     out = sys.stdout
     records = _decode_all(workspace, texts, _encode_all(workspace, texts, args), args)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from explorer.commands.arguments import utf8_text
+from explorer.commands.arguments import add_model_source, check_model_source, model_workspace, utf8_text
 from explorer.ui.panels import PANELS, export_ids, find_panel  # the registry only: no Qt
 
 DEFAULT_PLOTS = tuple(entry.panel_id for entry in PANELS if entry.exported_by_default)
@@ -21,7 +21,7 @@ def _csv_list(text: str) -> list[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint", required=True, metavar="DIR", help="checkpoint directory")
+    add_model_source(parser)
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the files")
     parser.add_argument("--input", metavar="TEXT", type=utf8_text, default=None,
                         help="probe/decode this source (or LM text), not a validation example")
@@ -80,10 +80,14 @@ def run(args: argparse.Namespace) -> int:
     from explorer.training.checkpoint import warn_history_cut
     from explorer.ui.headless_export import render_panels
 
-    if not Path(args.checkpoint).is_dir():
-        raise UserError(f"{args.checkpoint}: no such checkpoint directory")
-    workspace = load_checkpoint(args.checkpoint)
-    warn_history_cut(args.checkpoint, workspace)  # the curves end early: said, not hidden
+    if args.model is not None:
+        workspace = model_workspace(args)
+    else:
+        check_model_source(args)
+        if not Path(args.checkpoint).is_dir():
+            raise UserError(f"{args.checkpoint}: no such checkpoint directory")
+        workspace = load_checkpoint(args.checkpoint)
+        warn_history_cut(args.checkpoint, workspace)  # the curves end early: said, not hidden
     check_text(workspace.model, args.input, "--input")
     check_text(workspace.model, args.target, "--target")
     # what the app's first evaluation shows in the BLEU panel (a Hugging Face folder has no data)

@@ -6,11 +6,12 @@ import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--checkpoint", metavar="DIR",
-        help="open this checkpoint folder (or Hugging Face model folder, or model id in the "
-        "local HF cache) instead of the built-in demo",
-    )
+    from explorer.commands.arguments import add_model_source
+
+    add_model_source(
+        parser, required=False,
+        checkpoint_help="open this checkpoint folder (or Hugging Face model folder, or model id in "
+        "the local HF cache) instead of the built-in demo")
     parser.add_argument(
         "--smoke", action="store_true",
         help="start, open the demo, train 20 steps, draw and export every panel, print a JSON "
@@ -21,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from explorer.commands.arguments import check_model_source
     from explorer.durable import existing_folder
     from explorer.errors import UserError
     from explorer.hf.detect import is_hf_model  # a model id in the local Hugging Face cache
@@ -31,8 +33,10 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{folder}: no such checkpoint folder")
         if not (folder / "config.json").is_file():
             raise UserError(f"{folder}: not a checkpoint (no config.json)")
+    check_model_source(args)
+    model = (args.model, args.weights, args.tokenizer) if args.model else None
     from explorer.ui.app import ensure_display, run_app
 
     ensure_display(args.smoke)  # before Qt loads: no display is a one-line error, not a hang
 
-    return run_app(smoke=args.smoke, checkpoint=args.checkpoint)
+    return run_app(smoke=args.smoke, checkpoint=args.checkpoint, model=model)

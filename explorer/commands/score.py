@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-from explorer.commands.arguments import utf8_text
+from explorer.commands.arguments import add_model_source, utf8_text
 from explorer.errors import UserError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint", required=True, metavar="DIR", help="checkpoint directory")
+    add_model_source(parser)
     parser.add_argument("--source", metavar="TEXT", type=utf8_text,
                         help="source sentence (seq2seq models); language models: omit, or a prompt")
     parser.add_argument("--target", required=True, metavar="TEXT", type=utf8_text, help="the text to score")
@@ -19,10 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from explorer.commands.decode import load_workspace
+    from explorer.commands.decode import workspace_from_args
     from explorer.decoding.scoring import score
 
-    workspace = load_workspace(args.checkpoint)
+    workspace = workspace_from_args(args)
     try:
         result = score(workspace, args.source, args.target)
     except ValueError as exc:  # e.g. a text longer than the model's positions

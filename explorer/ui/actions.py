@@ -16,6 +16,10 @@ ACTIONS = {
         "Open &checkpoint…", "Ctrl+Shift+O", None,
         "Open a checkpoint folder",
     ),
+    "open_model_code": (
+        "Open &model code…", "Ctrl+Shift+M", None,
+        "Open your own PyTorch model: a Python file whose build() returns it (the file is imported)",
+    ),
     "save_checkpoint": (
         "&Save checkpoint…", "Ctrl+S", "document-save",
         "Save the model, tokenizers, optimiser and history",

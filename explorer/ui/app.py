@@ -103,9 +103,11 @@ class QtMessageLog:
 
 def run_app(
     argv: list[str] | None = None, smoke: bool = False, checkpoint: str | None = None,
+    model: tuple | None = None,
     lesson: str | None = None,
 ) -> int:
-    """Show the main window (opening `checkpoint`, or the built-in demo) and run the event loop."""
+    """Show the main window (opening `checkpoint`, the user's `model` (build, weights,
+    tokenizer), or the built-in demo) and run the event loop."""
     ensure_display(smoke)
     if smoke:
         from explorer.ui.smoke import run_smoke
@@ -116,7 +118,10 @@ def run_app(
     log.install()
     from explorer.ui.main_window import MainWindow
 
-    window = MainWindow(checkpoint=checkpoint, load_demo=checkpoint is None, lesson=lesson)
+    window = MainWindow(checkpoint=checkpoint, load_demo=checkpoint is None and model is None,
+                        lesson=lesson)
+    if model is not None:
+        window.startup_model = model
     window.show()
     try:
         return app.exec()

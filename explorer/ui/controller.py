@@ -94,6 +94,16 @@ class Controller(QObject):
         self.run_job(_load_checkpoint, str(folder), on_done=lambda workspace: self._opened(
             workspace, folder), label="loading")
 
+    def open_model_code(self, build: str, weights: str | None = None,
+                        tokenizer: str | None = None) -> None:
+        """The user's own model from `FILE.py:function` (imported in a worker; any failure is
+        one line in the error dialog, and the current model stays)."""
+        from explorer.usermodel.loader import open_model_file
+
+        self.stop_training()
+        self.run_job(open_model_file, build, weights, tokenizer, on_done=self.set_workspace,
+                     label="opening your model")
+
     def _opened(self, workspace, folder) -> None:
         if self.runs is not None:
             self.runs.note_origin(workspace, folder)  # a run of it carries on its curves

@@ -79,6 +79,9 @@ class MainWindow(QMainWindow):
         self._restore_settings()
 
         self._startup_checkpoint = checkpoint
+        # a model of the user's: `explorer gui --model` (build, weights, tokenizer), or the
+        # Workspace `explorer.show` made
+        self.startup_model = None
         self._startup_lesson = lesson
         self._load_demo = load_demo and lesson is None
         self.lesson_dock = None  # explorer/ui/lesson_dock.py, made when a lesson opens
@@ -141,6 +144,7 @@ class MainWindow(QMainWindow):
         a, c = self.actions, self.controller
         a.open.triggered.connect(self.open_dialog)
         a.open_checkpoint.triggered.connect(self.open_checkpoint_dialog)
+        a.open_model_code.triggered.connect(self.open_model_code_dialog)
         a.save_checkpoint.triggered.connect(self.save_checkpoint_dialog)
         a.export_all.triggered.connect(lambda: self.export_panels(list(self.panels)))
         a.quit.triggered.connect(self.close)
@@ -199,6 +203,10 @@ class MainWindow(QMainWindow):
             self.open_lesson(self._startup_lesson)
         elif self._startup_checkpoint:
             self.open_path(self._startup_checkpoint)
+        elif isinstance(self.startup_model, tuple):
+            self.controller.open_model_code(*self.startup_model)
+        elif self.startup_model is not None:
+            self.controller.set_workspace(self.startup_model)
         elif self._load_demo:
             from explorer.demo import first_demo
 
@@ -280,6 +288,14 @@ class MainWindow(QMainWindow):
         folder = self._ask_folder("Open a checkpoint folder")
         if folder:
             self.open_path(folder)
+
+    def open_model_code_dialog(self) -> None:
+        """File ▸ Open model code…: a Python file the user names, imported in a worker."""
+        from explorer.ui.dialogs.model_code import ModelCodeDialog
+
+        dialog = ModelCodeDialog(self, self._last_folder())
+        dialog.accepted.connect(lambda: self.controller.open_model_code(*dialog.spec()))
+        dialog.open()
 
     def resume_dialog(self) -> None:
         folder = self._ask_folder("Resume training from a checkpoint")

@@ -15,6 +15,7 @@ def build_menus(window) -> None:
     file_menu = bar.addMenu("&File")
     file_menu.addAction(a.open)
     file_menu.addAction(a.open_checkpoint)
+    file_menu.addAction(a.open_model_code)
     file_menu.addAction(a.open_lesson)
     window.recent_menu = file_menu.addMenu("Open &recent")
     window.recent_menu.setToolTipsVisible(True)

@@ -155,7 +155,7 @@ class UserModel(nn.Module):
         inputs = (state["src"], ids) if "src" in state else (ids,)
         with capture(self.inner, recurrent_replay=False) as record:
             logits = _logits(self.inner(*inputs))[:, -1]  # (B, V): the newest position
-        return logits, {**state, "ids": ids}, _step_attention(record, ids.shape[1] - 1)
+        return logits, {**state, "ids": ids}, _step_attention(record)
 
 
 class UserLM(UserModel):
@@ -296,7 +296,12 @@ def _joined_attention(record, seq2seq: bool, lengths: list[int]):
                                    lengths), call.weights)
 
 
-def _step_attention(record, position: int = -1) -> torch.Tensor | None:
-    """The cross-attention of the newest position, (B, L, H, Tk), from a decoding step's record."""
-    rows = [a.weights[:, :, position] for a in record.attention if not a.self_attention]
-    return torch.stack(rows, dim=1) if rows else None
+def _step_attention(record) -> torch.Tensor | None:
+    """The cross-attention of the newest position, (B, L, H, Tk), from a decoding step's record:
+    per cross-attention module, the last row of its last call (a decoder that loops over positions
+    calls it once per position)."""
+    last: dict[str, torch.Tensor] = {}
+    for call in record.attention:
+        if not call.self_attention:
+            last[call.name] = call.weights[:, :, -1]  # (B, H, Tk)
+    return torch.stack(list(last.values()), dim=1) if last else None

@@ -30,6 +30,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
+from explorer.analysis.activations.providers.torch_modules import replay_module
+
 RECURRENT = (nn.RNN, nn.GRU, nn.LSTM)
 BLOCKS = (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
 _CAPTURE_LOCK = threading.RLock()  # hooks live on the module: one capture of a model at a time
@@ -56,6 +58,12 @@ class Record:
     blocks: list[tuple[str, torch.Tensor]] = field(default_factory=list)  # (name, (B, T, D))
     stack: list[str] = field(default_factory=list)  # dotted names of the modules running now
     attention_modules: set[str] = field(default_factory=set)  # the MultiheadAttention modules
+    # hooks live on the shared module: a forward another thread runs meanwhile (an evaluation, a
+    # decode) passes through them untouched and unrecorded
+    thread: int = field(default_factory=threading.get_ident)
+
+    def mine(self) -> bool:
+        return threading.get_ident() == self.thread
 
 
 @contextlib.contextmanager
@@ -72,7 +80,7 @@ def capture(model: nn.Module, recurrent_replay: bool = True, attention: bool = T
                 handles.append(module.register_forward_hook(_leave(record)))
                 if attention and isinstance(module, nn.MultiheadAttention):
                     record.attention_modules.add(name)
-                    handles.append(module.register_forward_pre_hook(_ask_weights, with_kwargs=True))
+                    handles.append(module.register_forward_pre_hook(_ask_weights(record), with_kwargs=True))
                     handles.append(module.register_forward_hook(
                         _keep_weights(record, name), with_kwargs=True))
                 elif recurrent_replay and isinstance(module, RECURRENT):
@@ -89,18 +97,25 @@ def capture(model: nn.Module, recurrent_replay: bool = True, attention: bool = T
 
 def _enter(record: Record, name: str):
     def hook(module, args):
-        record.stack.append(name)
+        if record.mine():
+            record.stack.append(name)
     return hook
 
 
 def _leave(record: Record):
     def hook(module, args, output):
-        if record.stack:
+        if record.mine() and record.stack:
             record.stack.pop()
     return hook
 
 
-def _ask_weights(module, args, kwargs):
+def _ask_weights(record: Record):
+    def hook(module, args, kwargs):
+        return _per_head(module, args, kwargs) if record.mine() else None
+    return hook
+
+
+def _per_head(module, args, kwargs):
     """Per-head weights, remembering what the caller asked for (torch's defaults: averaged)."""
     asked = (kwargs.get("need_weights", args[4] if len(args) > 4 else True),
              kwargs.get("average_attn_weights", args[6] if len(args) > 6 else True))
@@ -112,6 +127,8 @@ def _ask_weights(module, args, kwargs):
 
 def _keep_weights(record: Record, name: str):
     def hook(module, args, kwargs, output):
+        if not record.mine():
+            return None
         query = args[0] if args else kwargs["query"]
         key = args[1] if len(args) > 1 else kwargs["key"]
         weights = output[1]  # (B, H, Tq, Tk), or (H, Tq, Tk) for an unbatched call
@@ -125,6 +142,8 @@ def _keep_weights(record: Record, name: str):
 
 def _keep_block(record: Record, name: str):
     def hook(module, args, output):
+        if not record.mine():
+            return
         batch_first = getattr(getattr(module, "self_attn", None), "batch_first", False)
         record.blocks.append((name, output if batch_first else output.transpose(0, 1)))
     return hook
@@ -133,6 +152,8 @@ def _keep_block(record: Record, name: str):
 def _replay(record: Record, name: str):
     """The module's output recomputed through seqmodels.RNN with trace=True (same weights)."""
     def hook(module, args, kwargs, output):
+        if not record.mine():
+            return None
         if getattr(module, "proj_size", 0) or getattr(module, "nonlinearity", "tanh") != "tanh":
             return None  # a projection or a ReLU cell: seqmodels.RNN has neither, keep torch's
         if isinstance(args[0], nn.utils.rnn.PackedSequence):
@@ -146,20 +167,6 @@ def _replay(record: Record, name: str):
     return hook
 
 
-def replay_module(module: nn.RNNBase):
-    """A seqmodels.RNN with the module's configuration, sharing its parameters (no copy: the
-    gradients reach the user's own weights)."""
-    from seqmodels.recurrent import RNN
-
-    cell = {"LSTM": "lstm", "GRU": "gru"}.get(module.mode, "rnn")
-    replica = RNN(cell, module.input_size, module.hidden_size, module.num_layers,
-                  module.bidirectional, module.batch_first, module.dropout)
-    replica.train(module.training)
-    for key, parameter in module.named_parameters(recurse=False):
-        setattr(replica, key, parameter)  # the very Parameter objects
-    return replica
-
-
 class _SDPAMode(TorchFunctionMode):
     """Beside each F.scaled_dot_product_attention call, its weights, recomputed."""
 
@@ -169,7 +176,7 @@ class _SDPAMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is F.scaled_dot_product_attention:
+        if func is F.scaled_dot_product_attention and self.record.mine():
             # a MultiheadAttention's own call: its hook keeps the weights it was asked for
             if not (self.record.stack and self.record.stack[-1] in self.record.attention_modules):
                 self.record.attention.append(CapturedAttention(

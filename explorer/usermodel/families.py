@@ -54,8 +54,8 @@ def _register() -> None:
         register_family(Family(
             name, f"Your own PyTorch {'encoder-decoder' if seq2seq else 'language model'}",
             has_source=seq2seq, recurrent=recurrent, has_positions=False,
-            loss=Lazy("explorer.usermodel.probe:not_trainable"),
-            feed=Lazy("explorer.usermodel.probe:not_trainable"),
+            loss=Lazy("explorer.usermodel.feed:user_loss"),
+            feed=Lazy("explorer.usermodel.feed:UserFeed"),
             encode_probe=probe, stacks=stacks, embeddings=embeddings,
             load=Lazy("explorer.usermodel.loader:load_user_checkpoint"),
         ), listed=False)

@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -240,8 +241,9 @@ def build_from_config(config: UserModelConfig):
 
 def _check_named(build: str, where: str) -> None:
     module = build.rpartition(":")[0]
-    if build and (_canonical(build) in _NAMED or (not module.endswith(".py") and module in sys.modules)):
-        return
+    if build and (_canonical(build) in _NAMED or module.startswith("explorer.") or (
+            not module.endswith(".py") and module in sys.modules)):
+        return  # named by the user, the explorer's own code, or already imported
     raise UserError(f"{where or 'this checkpoint'}: its model is built by your code "
                     f"({build or 'not recorded'}); open it with --model FILE.py:build --weights "
                     f"{Path(where or '.') / 'model.safetensors'} (the app imports only code you name)")
@@ -261,6 +263,8 @@ def load_user_checkpoint(directory: Path, load_state: bool = True, metrics_rows=
         raise UserError(f"{directory}: its build arguments were not recorded; open it with "
                         f"--model FILE.py:build --weights {directory / WEIGHTS_FILE}")
     model, tokenizer, adapter = call_build(build, args)
+    if adapter.kind is None:  # the family recorded says what the model reads
+        adapter = replace(adapter, kind="seq2seq" if fields["family"].endswith("seq2seq") else "lm")
     load_weights(model, directory / WEIGHTS_FILE)
     model.eval()
     workspace = make_workspace(model, tokenizer, adapter, build, args)
