@@ -131,7 +131,7 @@ def set_attribute(obj, name: str, value) -> Callable[[], None]:
 _PROVIDERS: list = []  # registered by hand, newest first
 _FALLBACKS: list = []  # tried after the built-ins (catch-alls such as plain torch modules)
 _BUILTIN = ("explorer.analysis.activations.providers.ours:PROVIDER",
-            "explorer.analysis.activations.providers.hf:PROVIDER",
+            "explorer.hf.activations:PROVIDER",  # the Hugging Face plug-in, named, not imported
             "explorer.analysis.activations.providers.torch_modules:PROVIDER")
 _builtins: list | None = None
 
