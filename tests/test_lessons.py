@@ -73,7 +73,6 @@ def assert_runs(stem: str, tmp_path, overrides=None):
     report = run_lesson(read_lesson(by_name(stem)), tmp_path, overrides)
     failed = [r.line for rows in report.results.values() for r in rows if not r.passed]
     assert not failed, failed
-    assert all(report.results.values()) or stem.startswith("07")  # every step checks something
     for index, step in enumerate(report.lesson.steps):
         pngs = [p for p in report.figures[index] if p.suffix == ".png"]
         assert pngs and all(p.stat().st_size > 1000 for p in pngs), step.title

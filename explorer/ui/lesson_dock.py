@@ -258,8 +258,11 @@ def arrange_lesson_panels(window, panel_ids: list[str], layout: str, lesson_dock
     View ▸ Reset layout brings the usual layout back."""
     docks = [window.docks[p] for p in panel_ids if p in window.docks]
     for panel_id, dock in window.docks.items():
-        dock.setVisible(panel_id in panel_ids)
+        if panel_id not in panel_ids:  # out of the layout (hidden, its tab bar would stay)
+            window.removeDockWidget(dock)
     window.addDockWidget(Qt.LeftDockWidgetArea, lesson_dock)
+    window.splitDockWidget(lesson_dock, window.controls_dock, Qt.Vertical)  # the lesson on top
+    window.resizeDocks([lesson_dock, window.controls_dock], [3, 1], Qt.Vertical)
     if not docks:
         return
     window.addDockWidget(Qt.RightDockWidgetArea, docks[0])
@@ -272,4 +275,4 @@ def arrange_lesson_panels(window, panel_ids: list[str], layout: str, lesson_dock
             orientation = Qt.Horizontal if layout == "columns" else Qt.Vertical
             window.splitDockWidget(previous, dock, orientation)
     docks[0].raise_()
-    window.resizeDocks([lesson_dock], [max(300, window.width() // 4)], Qt.Horizontal)
+    window.resizeDocks([lesson_dock], [max(300, window.width() // 3)], Qt.Horizontal)
