@@ -53,7 +53,7 @@ def test_a_broken_lesson_is_one_line_naming_its_line(tmp_path, broken, line, wor
 def test_the_cli_says_one_line_and_exits_2(tmp_path):
     path = write(tmp_path, GOOD.replace("@check shift_residual", "@check nope"))
     done = subprocess.run([sys.executable, "-m", "explorer", "lesson", str(path), "--headless"],
-                          capture_output=True, text=True, timeout=120)
+                          check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and f"{path}:8: unknown check" in done.stderr
 

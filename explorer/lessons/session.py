@@ -7,9 +7,8 @@ checks for stop between steps), `check(directive)` measures one named condition.
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from explorer.errors import UserError
 from explorer.lessons.checks import CheckResult, evaluate_check
@@ -138,6 +137,10 @@ class LessonSession:
 
             return default_probe_input(self.workspace)
         return self._probe
+
+    def weights_changed(self) -> None:
+        """The model trained elsewhere (the app's training thread): measure it anew."""
+        self._cache.clear()
 
     def set_probe(self, source: str, target: str = "") -> None:
         self._probe = (source, target)

@@ -26,9 +26,14 @@ def _plot_items(item) -> list:
 
 
 def _colour_bars(item) -> list:
-    if isinstance(item, pg.GraphicsLayout):
-        return [i for i in item.items if isinstance(i, pg.ColorBarItem)]
-    return [i for i in getattr(item, "items", []) if isinstance(i, pg.ColorBarItem)]
+    """Colour bars beside the item's plots: in a GraphicsLayout, or inserted in a PlotItem's own
+    layout (ColorBarItem.setImageItem(..., insert_in=plot))."""
+    found = [i for i in getattr(item, "items", []) if isinstance(i, pg.ColorBarItem)]
+    for plot in _plot_items(item):
+        layout = plot.layout
+        found += [layout.itemAt(i) for i in range(layout.count())
+                  if isinstance(layout.itemAt(i), pg.ColorBarItem)]
+    return found
 
 
 def _fit_axis(axis) -> None:

@@ -13,9 +13,22 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QPen
-from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QGraphicsRectItem,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+)
 
-from explorer.analysis.architecture import Block, _parent, layout_blocks, symbolic, trace_workspace
+from explorer.analysis.architecture import (
+    Block,
+    _parent,
+    layout_blocks,
+    symbolic,
+    trace_workspace,
+)
 from explorer.ui.export import install_export_menu
 from explorer.ui.panels.base import Panel
 
