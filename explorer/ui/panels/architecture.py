@@ -223,9 +223,13 @@ class ArchitecturePanel(Panel):
         if block is None:
             return
         if event.double():
-            self.bus.show_panel.emit(panel_for(block))
+            self.open_panel_of(block)
         else:
             self.toggle(block)
+
+    def open_panel_of(self, block: Block) -> None:
+        """Ask the window to show the panel that shows this block (its attention, ...)."""
+        self.bus.show_panel.emit(panel_for(block))
 
     # -- the Panel contract ---------------------------------------------------------------------
 
