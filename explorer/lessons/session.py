@@ -170,7 +170,8 @@ class LessonSession:
         from explorer.training import evaluate
 
         workspace = self.workspace_named(name)
-        examples = max(self.workspace.train_config.bleu_examples, 100)
+        # the lesson's train.bleu_examples, else 100 (its training itself decodes none)
+        examples = int(self.settings.get("train.bleu_examples") or 100)
         return self._cached(("eval", name, workspace.step),
                             lambda: evaluate(workspace, bleu_examples=examples))
 
