@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from PySide6.QtCore import QSettings
@@ -20,13 +21,14 @@ LESSONS = {"01": "gradients", "05": "attention"}  # lesson stem prefix -> the pa
 def settle(app, rounds: int = 50) -> None:
     for _ in range(rounds):
         app.processEvents()
+        time.sleep(0.01)
 
 
-def wait_until(app, condition, limit: int = 200_000) -> None:
-    for _ in range(limit):
-        if condition():
-            return
+def wait_until(app, condition, seconds: float = 300.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
         app.processEvents()
+        time.sleep(0.02)  # a script, not a test: let the jobs' threads run
 
 
 def main() -> int:
@@ -50,6 +52,7 @@ def main() -> int:
         dock.do_button.click()
         wait_until(app, lambda: 0 in dock.results and not window.controller.jobs.busy)
         wait_until(app, lambda: window.panels[panel].has_content())
+        wait_until(app, lambda: not window.bus.probing and not window.panels[panel].busy())
         settle(app, 300)
         window.grab().save(str(OUT / f"lesson-{path.stem}.png"))
         window.presentation.enter(panel)

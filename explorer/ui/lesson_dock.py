@@ -264,11 +264,11 @@ class LessonDock(QDockWidget):
 
 
 def arrange_lesson_panels(window, panel_ids: list[str], layout: str, lesson_dock) -> None:
-    """The lesson's panels beside its dock (tabbed, in columns or in rows); the others hidden.
-    View ▸ Reset layout brings the usual layout back."""
+    """The lesson's panels beside its dock (tabbed, in columns or in rows), above the training
+    controls; the other panels leave the layout. View ▸ Reset layout brings the usual one back."""
     docks = [window.docks[p] for p in panel_ids if p in window.docks]
     for panel_id, dock in window.docks.items():
-        if panel_id not in panel_ids:  # out of the layout (hidden, its tab bar would stay)
+        if panel_id not in panel_ids:
             window.removeDockWidget(dock)
     window.addDockWidget(Qt.LeftDockWidgetArea, lesson_dock)
     window.splitDockWidget(lesson_dock, window.controls_dock, Qt.Vertical)  # the lesson on top

@@ -38,6 +38,8 @@ def _colour_bars(item) -> list:
 
 def _fit_axis(axis) -> None:
     """Make room for the axis's label at its new font size (pyqtgraph sizes it on label changes)."""
+    if hasattr(axis, "_room"):
+        axis._room.clear()  # plot_style.TokenAxis caches label widths per font size
     if hasattr(axis, "_adjustSize"):
         axis._adjustSize()
     axis.picture = None
@@ -158,6 +160,10 @@ class Presentation:
             tick.setPointSizeF(max(tick.pointSizeF(), 8.0) * zoom)
             axis.setStyle(tickFont=tick)
             axis.label.setFont(tick)
+            sizes = getattr(axis, "font_sizes", None)  # label axes pick a size that fits
+            if sizes:
+                axis.font_sizes = tuple(size * zoom for size in sizes)
+                self._undo.append(lambda a=axis, old=sizes: setattr(a, "font_sizes", old))
             _fit_axis(axis)
             self._undo.append(lambda a=axis, t=tick_font, f=label_font: (
                 a.setStyle(tickFont=t), a.label.setFont(f), _fit_axis(a)))
