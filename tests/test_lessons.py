@@ -53,7 +53,7 @@ def test_a_broken_lesson_is_one_line_naming_its_line(tmp_path, broken, line, wor
 def test_the_cli_says_one_line_and_exits_2(tmp_path):
     path = write(tmp_path, GOOD.replace("@check shift_residual", "@check nope"))
     done = subprocess.run([sys.executable, "-m", "explorer", "lesson", str(path), "--headless"],
-                          capture_output=True, text=True, timeout=120)
+                          check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and f"{path}:8: unknown check" in done.stderr
 
@@ -73,7 +73,6 @@ def assert_runs(stem: str, tmp_path, overrides=None):
     report = run_lesson(read_lesson(by_name(stem)), tmp_path, overrides)
     failed = [r.line for rows in report.results.values() for r in rows if not r.passed]
     assert not failed, failed
-    assert all(report.results.values()) or stem.startswith("07")  # every step checks something
     for index, step in enumerate(report.lesson.steps):
         pngs = [p for p in report.figures[index] if p.suffix == ".png"]
         assert pngs and all(p.stat().st_size > 1000 for p in pngs), step.title
@@ -83,25 +82,30 @@ def assert_runs(stem: str, tmp_path, overrides=None):
     return report
 
 
-def test_bleu_lesson_gives_the_lectures_numbers(tmp_path):
+def checks_only(stem: str, overrides=None):
+    """The lesson's actions and checks without its figures (the slow tests export those)."""
+    report = run_lesson(read_lesson(by_name(stem)), None, overrides)
+    failed = [r.line for rows in report.results.values() for r in rows if not r.passed]
+    assert not failed, failed
+    return report
+
+
+def test_bleu_lesson_gives_the_lectures_numbers():
     """explorer.metrics.bleu against the notes' worked examples, computed here by hand."""
-    report = assert_runs("08", tmp_path)
-    values = {r.line.split(" (")[0] for rows in report.results.values() for r in rows}
-    assert values  # the lines are there; the numbers below are the formulas themselves
-    by_step = report.results
+    by_step = checks_only("08").results
     geometric = (5 / 8 * 4 / 7 * 3 / 6 * 2 / 5) ** 0.25 * 100
     assert by_step[2][1].value == pytest.approx(geometric, rel=1e-9)
     assert by_step[2][2].value == pytest.approx(math.exp(1 - 8 / 4), rel=1e-9)
     assert by_step[0][0].value == 3 and by_step[0][1].value == 6
 
 
-def test_gradients_lesson_gives_13781(tmp_path):
-    report = assert_runs("01", tmp_path, {"train.batch_size": 8})
+def test_gradients_lesson_gives_13781():
+    report = checks_only("01", {"train.batch_size": 8})
     assert round(report.results[0][0].value) == round(1.1 ** 100) == 13781
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("stem", ["02", "04", "05", "06", "07", "09", "10", "11"])
+@pytest.mark.parametrize("stem", ["01", "02", "04", "05", "06", "07", "08", "09", "10", "11"])
 def test_builtin_lesson_runs_headless(stem, tmp_path):
     assert_runs(stem, tmp_path)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
 from dataclasses import dataclass, field
 
 import torch
@@ -94,13 +95,18 @@ def trace_modules(model: torch.nn.Module, inputs: tuple, **kwargs) -> ModelTrace
     calls: list[ModuleCall] = []
     started: dict[int, list[int]] = {}  # module -> the order numbers of its calls still running
     counter = itertools.count()
+    thread = threading.get_ident()  # another thread's forward (training) runs through the hooks too
     names = {id(module): name for name, module in model.named_modules()}
     handles = []
 
     def before(module, args, kw):
+        if threading.get_ident() != thread:
+            return
         started.setdefault(id(module), []).append(next(counter))
 
     def after(module, args, kw, output):
+        if threading.get_ident() != thread:
+            return
         order = started[id(module)].pop()
         inputs_ = _shapes(list(args) + list(kw.values()))
         calls.append(ModuleCall(names[id(module)], type(module).__name__, inputs_, _shapes(output),
@@ -244,12 +250,14 @@ def symbolic(shape: tuple[int, ...], sizes: dict[str, int]) -> str:
 
 def trace_workspace(workspace, source: str, target: str = "") -> ModelTrace:
     """Trace the workspace's model on the probe input, encoded as the probe encodes it."""
+    from explorer.analysis.probe import _PROBE_LOCK
     from explorer.families import family_of
 
     encoded = family_of(workspace.model).encode_probe(workspace, source, target)
     device = next(workspace.model.parameters()).device
     # a batch of 3: no size-1 dimension is mistaken for the batch in the symbols
     inputs = tuple(t.to(device).repeat(TRACE_BATCH, *[1] * (t.dim() - 1)) for t in encoded.inputs)
-    trace = trace_modules(workspace.model, inputs, trace=True)
+    with _PROBE_LOCK:  # the probe's forward passes must not run through our hooks meanwhile
+        trace = trace_modules(workspace.model, inputs, trace=True)
     trace.sizes = model_sizes(workspace.model.config, inputs)
     return trace

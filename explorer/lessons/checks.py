@@ -8,8 +8,8 @@ compares it: `below=`, `above=`, `at_most=`, `at_least=`, or `approx=` with a re
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from explorer.errors import UserError
 
@@ -362,7 +362,7 @@ def _analogy_rank(session, a, b, c, expect, table="model"):
 
 @check("set_cohesion", "mean cosine similarity inside a token set (digits, months, ...) minus the "
        "mean over all tokens, in the model's input embedding", required=("set",))
-def _set_cohesion(session, set):  # noqa: A002 - the lesson's option name
+def _set_cohesion(session, set):
     import numpy as np
 
     data = session.embeddings()

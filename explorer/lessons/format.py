@@ -47,7 +47,7 @@ class Directive:
     options: dict[str, object]  # key=value words, values parsed as numbers/bools where they are
     line: int
 
-    def where(self, lesson: "Lesson") -> str:
+    def where(self, lesson: Lesson) -> str:
         return f"{lesson.path}:{self.line}"
 
 

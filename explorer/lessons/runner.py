@@ -7,9 +7,9 @@ writes the handout. The report says which checks passed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from explorer.lessons.format import Lesson
 from explorer.lessons.session import LessonSession

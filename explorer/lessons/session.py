@@ -7,9 +7,8 @@ checks for stop between steps), `check(directive)` measures one named condition.
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from explorer.errors import UserError
 from explorer.lessons.checks import CheckResult, evaluate_check
@@ -139,6 +138,10 @@ class LessonSession:
             return default_probe_input(self.workspace)
         return self._probe
 
+    def weights_changed(self) -> None:
+        """The model trained elsewhere (the app's training thread): measure it anew."""
+        self._cache.clear()
+
     def set_probe(self, source: str, target: str = "") -> None:
         self._probe = (source, target)
         self._cache.clear()
@@ -167,7 +170,8 @@ class LessonSession:
         from explorer.training import evaluate
 
         workspace = self.workspace_named(name)
-        examples = max(self.workspace.train_config.bleu_examples, 100)
+        # the lesson's train.bleu_examples, else 100 (its training itself decodes none)
+        examples = int(self.settings.get("train.bleu_examples") or 100)
         return self._cached(("eval", name, workspace.step),
                             lambda: evaluate(workspace, bleu_examples=examples))
 

@@ -6,7 +6,13 @@ its value is set the way its kind of widget takes one.
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QAbstractButton, QComboBox, QLineEdit, QPlainTextEdit, QWidget
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QComboBox,
+    QLineEdit,
+    QPlainTextEdit,
+    QWidget,
+)
 
 from explorer.errors import UserError
 from explorer.lessons.format import parse_value

@@ -8,11 +8,21 @@ as a job when no training runs. The core is explorer.lessons (no Qt).
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QHBoxLayout, QLabel, QListWidget,
-                               QPushButton, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 from explorer.errors import UserError
 from explorer.lessons.format import read_lesson
@@ -50,6 +60,7 @@ class LessonDock(QDockWidget):
         self.index = 0
         self.results: dict[int, list] = {}
         self._training_for: int | None = None  # step whose @train is running
+        self._steps_trained = 0  # its steps, which the `compare.` twin trains afterwards
         self.title = QLabel()
         self.title.setWordWrap(True)
         self.title.setStyleSheet("font-weight: bold; font-size: 14pt;")
@@ -148,16 +159,15 @@ class LessonDock(QDockWidget):
             self._control(directive.args[0], None)
 
     def _show_results(self) -> None:
+        """One row per `@check` of the step: ✓ / ✗ with the measured value, … until checked."""
         self.checks.clear()
-        done = {r.name: r for r in self.results.get(self.index, [])}
+        results = self.results.get(self.index, [])
         for i, directive in enumerate(self.step.of("check")):
-            result = self.results.get(self.index, [None] * (i + 1))
-            result = result[i] if i < len(result) else None
-            mark = "…" if result is None else ("✓" if result.passed else "✗")
-            text = result.line if result else " ".join([directive.args[0]] + [
-                f"{k}={v}" for k, v in directive.options.items()])
-            self.checks.addItem(f"{mark} {text}")
-        del done
+            if i < len(results):
+                self.checks.addItem(f"{'✓' if results[i].passed else '✗'} {results[i].line}")
+            else:
+                options = " ".join(f"{k}={v}" for k, v in directive.options.items())
+                self.checks.addItem(f"… {directive.args[0]} {options}")
 
     def _control(self, target: str, value) -> None:
         """`@set` / `@highlight` on a panel's control (the session's own are applied by it)."""
@@ -186,8 +196,8 @@ class LessonDock(QDockWidget):
         trains = step.of("train")
         if trains:
             self._training_for = self.index
-            self._compare_steps = sum(int(d.args[0]) for d in trains)
-            self.window_.controller.train(steps=self._compare_steps)
+            self._steps_trained = sum(int(d.args[0]) for d in trains)
+            self.window_.controller.train(steps=self._steps_trained)
         else:
             self.check_step()
 
@@ -199,9 +209,9 @@ class LessonDock(QDockWidget):
         if self._training_for is None or state in ("running", "paused"):
             return
         self._training_for = None
-        self.session._cache.clear()
+        self.session.weights_changed()
         if self.session.compare is not None:  # its twin trains the same steps, then the check
-            self.window_.controller.run_job(train_compare, self.session, self._compare_steps,
+            self.window_.controller.run_job(train_compare, self.session, self._steps_trained,
                                             on_done=lambda _s: self.check_step(),
                                             label="training the comparison model")
         else:
@@ -254,17 +264,20 @@ class LessonDock(QDockWidget):
 
 
 def arrange_lesson_panels(window, panel_ids: list[str], layout: str, lesson_dock) -> None:
-    """The lesson's panels beside its dock (tabbed, in columns or in rows); the others hidden.
-    View ▸ Reset layout brings the usual layout back."""
+    """The lesson's panels beside its dock (tabbed, in columns or in rows), above the training
+    controls; the other panels leave the layout. View ▸ Reset layout brings the usual one back."""
     docks = [window.docks[p] for p in panel_ids if p in window.docks]
     for panel_id, dock in window.docks.items():
-        dock.setVisible(panel_id in panel_ids)
+        if panel_id not in panel_ids:
+            window.removeDockWidget(dock)
     window.addDockWidget(Qt.LeftDockWidgetArea, lesson_dock)
+    window.splitDockWidget(lesson_dock, window.controls_dock, Qt.Vertical)  # the lesson on top
+    window.resizeDocks([lesson_dock, window.controls_dock], [3, 1], Qt.Vertical)
     if not docks:
         return
     window.addDockWidget(Qt.RightDockWidgetArea, docks[0])
     docks[0].setFloating(False)
-    for previous, dock in zip(docks, docks[1:]):
+    for previous, dock in itertools.pairwise(docks):
         dock.setFloating(False)
         if layout == "tabs":
             window.tabifyDockWidget(docks[0], dock)
@@ -272,4 +285,4 @@ def arrange_lesson_panels(window, panel_ids: list[str], layout: str, lesson_dock
             orientation = Qt.Horizontal if layout == "columns" else Qt.Vertical
             window.splitDockWidget(previous, dock, orientation)
     docks[0].raise_()
-    window.resizeDocks([lesson_dock], [max(300, window.width() // 4)], Qt.Horizontal)
+    window.resizeDocks([lesson_dock], [max(300, window.width() // 3)], Qt.Horizontal)

@@ -25,6 +25,27 @@ def _plot_items(item) -> list:
     return []
 
 
+def _colour_bars(item) -> list:
+    """Colour bars beside the item's plots: in a GraphicsLayout, or inserted in a PlotItem's own
+    layout (ColorBarItem.setImageItem(..., insert_in=plot))."""
+    found = [i for i in getattr(item, "items", []) if isinstance(i, pg.ColorBarItem)]
+    for plot in _plot_items(item):
+        layout = plot.layout
+        found += [layout.itemAt(i) for i in range(layout.count())
+                  if isinstance(layout.itemAt(i), pg.ColorBarItem)]
+    return found
+
+
+def _fit_axis(axis) -> None:
+    """Make room for the axis's label at its new font size (pyqtgraph sizes it on label changes)."""
+    if hasattr(axis, "_room"):
+        axis._room.clear()  # plot_style.TokenAxis caches label widths per font size
+    if hasattr(axis, "_adjustSize"):
+        axis._adjustSize()
+    axis.picture = None
+    axis.update()
+
+
 class Presentation:
     def __init__(self, window) -> None:
         self.window = window
@@ -125,6 +146,10 @@ class Presentation:
         for item in panel.plot_items().values():
             for plot in _plot_items(item):
                 self._scale_plot(plot, zoom)
+            for bar in _colour_bars(item):  # its images follow the bar's map
+                old_map = bar.colorMap()
+                bar.setColorMap(pg.colormap.get(HIGH_CONTRAST_MAP))
+                self._undo.append(lambda b=bar, m=old_map: b.setColorMap(m))
 
     def _scale_plot(self, plot, zoom: float) -> None:
         for name in ("left", "bottom", "right", "top"):
@@ -135,8 +160,13 @@ class Presentation:
             tick.setPointSizeF(max(tick.pointSizeF(), 8.0) * zoom)
             axis.setStyle(tickFont=tick)
             axis.label.setFont(tick)
+            sizes = getattr(axis, "font_sizes", None)  # label axes pick a size that fits
+            if sizes:
+                axis.font_sizes = tuple(size * zoom for size in sizes)
+                self._undo.append(lambda a=axis, old=sizes: setattr(a, "font_sizes", old))
+            _fit_axis(axis)
             self._undo.append(lambda a=axis, t=tick_font, f=label_font: (
-                a.setStyle(tickFont=t), a.label.setFont(f)))
+                a.setStyle(tickFont=t), a.label.setFont(f), _fit_axis(a)))
         for data in plot.listDataItems():
             pen = data.opts.get("pen") if hasattr(data, "opts") else None
             if pen is None:

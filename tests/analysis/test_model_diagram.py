@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from explorer.analysis.architecture import layout_blocks, symbolic, trace_modules, trace_workspace
+from explorer.analysis.architecture import (
+    layout_blocks,
+    symbolic,
+    trace_modules,
+    trace_workspace,
+)
 from explorer.families import family_names
 from explorer.training import DataSpec, build_workspace
 

@@ -13,9 +13,22 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QPen
-from PySide6.QtWidgets import QCheckBox, QGraphicsRectItem, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QGraphicsRectItem,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+)
 
-from explorer.analysis.architecture import Block, _parent, layout_blocks, symbolic, trace_workspace
+from explorer.analysis.architecture import (
+    Block,
+    _parent,
+    layout_blocks,
+    symbolic,
+    trace_workspace,
+)
 from explorer.ui.export import install_export_menu
 from explorer.ui.panels.base import Panel
 
@@ -210,9 +223,13 @@ class ArchitecturePanel(Panel):
         if block is None:
             return
         if event.double():
-            self.bus.show_panel.emit(panel_for(block))
+            self.open_panel_of(block)
         else:
             self.toggle(block)
+
+    def open_panel_of(self, block: Block) -> None:
+        """Ask the window to show the panel that shows this block (its attention, ...)."""
+        self.bus.show_panel.emit(panel_for(block))
 
     # -- the Panel contract ---------------------------------------------------------------------
 
