@@ -12,6 +12,7 @@ import pytest
 from explorer.errors import UserError
 from explorer.lessons.format import builtin_lessons, read_lesson
 from explorer.lessons.runner import run_lesson
+from explorer.ui.lesson_figures import export_figure
 
 GOOD = """---
 title: A tiny lesson
@@ -70,7 +71,7 @@ def by_name(stem: str):
 
 
 def assert_runs(stem: str, tmp_path, overrides=None):
-    report = run_lesson(read_lesson(by_name(stem)), tmp_path, overrides)
+    report = run_lesson(read_lesson(by_name(stem)), tmp_path, overrides, export_figure=export_figure)
     failed = [r.line for rows in report.results.values() for r in rows if not r.passed]
     assert not failed, failed
     for index, step in enumerate(report.lesson.steps):

@@ -81,12 +81,14 @@ def run(args: argparse.Namespace) -> int:
         ensure_display(False)
         return run_app(lesson=str(paths[0]))
     from explorer.lessons.runner import run_lesson
+    from explorer.ui.lesson_figures import export_figure
 
     failed = 0
     for lesson in lessons:
         out = Path(args.export) / lesson.path.stem if args.export and len(lessons) > 1 else args.export
         print(f"lesson {lesson.path.name}: {lesson.title}", flush=True)
-        report = run_lesson(lesson, Path(out) if out else None, dict(args.overrides))
+        report = run_lesson(lesson, Path(out) if out else None, dict(args.overrides),
+                            export_figure=export_figure)
         for line in report.lines():
             print(line, flush=True)
         failed += not report.passed

@@ -71,21 +71,18 @@ def run_step(session: LessonSession, index: int, progress: Callable[[object], No
     return results
 
 
-def export_figure(session: LessonSession, index: int, folder: Path, formats=("png", "svg")) -> list[Path]:
-    from explorer.ui.headless_export import render_panels
-    from explorer.ui.panels import find_panel
-
-    panel = step_figure(session.lesson, index)
-    source, target = session.probe
-    bleu = session.evaluation() if panel == "bleu" and session.workspace.is_seq2seq else None
-    return render_panels(session.workspace, [find_panel(panel)], folder, tuple(formats),
-                         source=source, target=target, bleu_metrics=bleu,
-                         controls=panel_controls(session.lesson, index, panel))
+# (session, step index, folder, formats) -> the files written: the UI renders a step's figure
+# (explorer.ui.lesson_figures.export_figure), so the caller that asks for figures passes it in
+FigureExporter = Callable[[LessonSession, int, Path, tuple], list]
 
 
 def run_lesson(lesson: Lesson, out: Path | None = None, overrides: dict | None = None,
-               progress: Callable[[object], None] | None = None, formats=("png", "svg")) -> LessonReport:
-    """Run every step; with `out`, export each step's figure to out/step-NN/ and the handout."""
+               progress: Callable[[object], None] | None = None, formats=("png", "svg"),
+               export_figure: FigureExporter | None = None) -> LessonReport:
+    """Run every step; with `out`, export each step's figure to out/step-NN/ (through
+    `export_figure`) and the handout."""
+    if out is not None and export_figure is None:
+        raise ValueError("run_lesson: exporting figures needs export_figure (explorer.ui.lesson_figures)")
     session = LessonSession(lesson, overrides)
     for event in session.open():
         if progress:
@@ -95,7 +92,7 @@ def run_lesson(lesson: Lesson, out: Path | None = None, overrides: dict | None =
         report.results[index] = run_step(session, index, progress)
         if out is not None:
             report.figures[index] = export_figure(session, index, Path(out) / f"step-{index + 1:02d}",
-                                                  formats)
+                                                  tuple(formats))
     if out is not None:
         from explorer.lessons.handout import write_handout
 

@@ -13,7 +13,7 @@ SESSION_CONTROLS = ("probe", "probe_target", "train.clip", "train.lr")
 
 
 def _known_panels() -> list[str]:
-    from explorer.ui.panels import panel_ids  # the registry only: no Qt
+    from explorer.panel_registry import panel_ids
 
     return panel_ids()
 

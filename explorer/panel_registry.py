@@ -1,0 +1,73 @@
+"""The panel registry: every panel of the app, in dock order. Plain data, no Qt, so the core (the
+command line, lessons) can name panels; explorer.ui.panels re-exports it and imports the classes.
+
+Adding a panel = its own module (a `Panel` subclass, explorer/ui/panels/base.py) + one line here.
+The main window builds one dock per entry and places it by its group; `explorer export --plots`
+accepts every id and exports the `exported_by_default` ones when no --plots is given.
+
+An entry names its class as "module:Class" and carries its dock group itself because the window
+builds and places the docks before its first paint, while the panel modules (pyqtgraph, torch)
+are imported only after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# dock group -> where the default layout puts it (explorer/ui/dock_layout.py)
+DOCK_GROUPS = {
+    "training": "left, beside the training controls, one above the other",
+    "inspect": "right, top: tabbed",
+    "decoding": "right, below the inspect group: tabbed",
+}
+
+
+@dataclass(frozen=True)
+class PanelEntry:
+    panel_id: str  # the class's PANEL_ID: dock objectName, export file prefix, --plots name
+    spec: str  # "module:Class"
+    group: str  # a DOCK_GROUPS key
+    tab: str = ""  # the dock's short title: ten tabs must read whole in a 1280 px window
+    exported_by_default: bool = True  # in `explorer export` without --plots
+
+
+PANELS = (
+    PanelEntry("curves", "explorer.ui.panels.curves:TrainingCurvesPanel", "training", "Curves"),
+    PanelEntry("bleu", "explorer.ui.panels.bleu:BleuPanel", "training", "BLEU"),
+    PanelEntry("attention", "explorer.ui.panels.attention:AttentionPanel", "inspect", "Attention"),
+    PanelEntry("positional", "explorer.ui.panels.positional:PositionalPanel", "inspect", "Positions"),
+    PanelEntry("gradients", "explorer.ui.panels.gradients:GradientFlowPanel", "inspect", "Gradients"),
+    # beside the attention; not in a plain `explorer export` (integrated gradients takes a while)
+    PanelEntry("attribution", "explorer.ui.panels.attribution:AttributionPanel", "inspect", "Attribution",
+               exported_by_default=False),
+    PanelEntry("ablation", "explorer.ui.panels.ablation:AblationPanel", "inspect", "Ablation",
+               exported_by_default=False),
+    PanelEntry("beam", "explorer.ui.panels.beam_tree:BeamTreePanel", "decoding", "Beam"),
+    PanelEntry("step", "explorer.ui.panels.step_decoding:StepDecodingPanel", "decoding", "Step", False),
+    PanelEntry("compare", "explorer.ui.panels.compare:ComparePanel", "decoding", "Compare", False),
+    PanelEntry("hidden", "explorer.ui.panels.hidden:HiddenPanel", "inspect", "Hidden"),  # its dock shows gates too
+    PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect", "Embeddings"),
+    PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", "Runs", False),  # Compare runs
+    PanelEntry("examples", "explorer.ui.panels.examples:ExamplesPanel", "decoding", "Examples", False),
+    PanelEntry("architecture", "explorer.ui.panels.architecture:ArchitecturePanel", "inspect", "Diagram",
+               exported_by_default=False),
+)
+# Panels `explorer export --plots` renders that have no dock of their own (group "").
+EXPORT_ONLY_PANELS = (
+    PanelEntry("gates", "explorer.ui.panels.hidden:GatesPanel", "", "Gates", False),
+    PanelEntry("rollout", "explorer.ui.panels.attribution:RolloutPanel", "", "Rollout", False),
+    PanelEntry("length", "explorer.ui.panels.examples:LengthPanel", "", "Length", False),
+)
+
+
+def panel_ids() -> list[str]:
+    return [entry.panel_id for entry in PANELS]
+
+
+def export_ids() -> list[str]:
+    """Every id `explorer export --plots` accepts: the docked panels and the export-only ones."""
+    return [entry.panel_id for entry in PANELS + EXPORT_ONLY_PANELS]
+
+
+def find_panel(panel_id: str) -> PanelEntry | None:
+    return next((entry for entry in PANELS + EXPORT_ONLY_PANELS if entry.panel_id == panel_id), None)
