@@ -24,6 +24,9 @@ import time
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
+THREADS: list[int | None] = [None]  # --threads: None lets the load decide, per run
+
+
 def make_workspace(steps: int):
     import torch
 
@@ -34,7 +37,7 @@ def make_workspace(steps: int):
     workspace = build_workspace(DataSpec(task="reverse", n_train=2000, n_val=64), "transformer",
                                 preset="tiny", seed=0)
     workspace.train_config = TrainConfig(batch_size=32, steps=steps, eval_every=0, bleu_examples=16,
-                                         seed=0, device="cpu")
+                                         seed=0, device="cpu", num_threads=THREADS[0])
     return workspace
 
 
@@ -155,7 +158,11 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="start-up measurements")
     parser.add_argument("--rounds", type=int, default=5,
                         help="in-app runs, each between two headless runs")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="the same CPU thread count on both sides (default: the load decides "
+                        "each run, which on a machine whose load moves can differ between them)")
     args = parser.parse_args()
+    THREADS[0] = args.threads
 
     bare = first_paint_s("bare", args.repeats)
     app_paint = first_paint_s("app", args.repeats)

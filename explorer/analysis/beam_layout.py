@@ -34,6 +34,8 @@ class TreeLayout:
         return float(self.extent[self.parent_index < 0].sum())
 
 
+GHOST_CAPTION = "greedy, outside the beam:"  # left of the greedy tokens the beam dropped
+
 def layout_tree(
     ids: np.ndarray, parents: np.ndarray, steps: np.ndarray, order_key: np.ndarray,
     leaf_height: np.ndarray | None = None,
@@ -155,16 +157,26 @@ def stack_nbest_numbers(ends, px_per_step: float, px_per_row: float, line_px: fl
     return placed, taken
 
 
-def fitted_range(layout: TreeLayout, ghosts, view_height: float, line_px: float):
+def fitted_range(layout: TreeLayout, ghosts, view_height: float, line_px: float,
+                 view_width: float = 0.0, right_px: float = 0.0, left_px: float = 0.0):
     """(x range, y range) showing the whole tree and the greedy ghosts `(x, y)` with one label
-    line of margin in pixels above the top row and below the bottom one."""
+    line of margin in pixels above the top row and below the bottom one. Given the view's width,
+    `right_px` more pixels right of the last step (its labels and the n-best numbers, which a
+    long tree's narrow steps clipped) and `left_px` left of the first ghost (its caption)."""
     bottom = max(float(layout.y.max()), max((y for _, y in ghosts), default=0.0))
-    right = max([float(layout.x.max())] + [x for x, _ in ghosts]) + 1.0
+    last = max([float(layout.x.max())] + [x for x, _ in ghosts])
+    left, right = -1.3, last + 1.0
+    if view_width > right_px + left_px + 40:
+        # steps per pixel of what is left once the margins are taken: pixels become steps
+        steps_per_px = (right - left) / (view_width - right_px - left_px)
+        right = max(right, last + right_px * steps_per_px)
+        if ghosts:
+            left = min(left, ghosts[0][0] - 0.2 - left_px * steps_per_px)
     height = max(view_height, 4 * line_px)
     margin = line_px + 6
     span = max(bottom, 1.0) / max(1 - 2 * margin / height, 0.2)
     pad = margin * span / height
-    return (-1.3, right), (-pad, bottom + pad)
+    return (left, right), (-pad, bottom + pad)
 
 
 def ghost_markers(ghosts, tokens: list[str], px_per_step: float, text_width):
@@ -174,7 +186,7 @@ def ghost_markers(ghosts, tokens: list[str], px_per_step: float, text_width):
     if not ghosts:
         return []
     row = ghosts[0][1]
-    markers = [("greedy, outside the beam:", ghosts[0][0] - 0.2, row, (1, 0.5))]
+    markers = [(GHOST_CAPTION, ghosts[0][0] - 0.2, row, (1, 0.5))]
     if max(text_width(tokens[p]) for p, _ in ghosts) + 8 <= px_per_step:
         markers += [(tokens[p], p, row, (0.5, -0.1)) for p, _ in ghosts]
     return markers

@@ -156,9 +156,12 @@ def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: i
             loss = F.cross_entropy(logits.flatten(0, 1), encoded.targets.to(device).flatten(),
                                    ignore_index=IGNORE_INDEX)
             if recurrent:
-                snapshot.grad_time = gradient_norms_by_name(trace.hidden, loss)
+                # through time: the positions a loss reads (an LM's last token predicts nothing)
+                read = slice(None, -1) if int(encoded.targets[0, -1]) == IGNORE_INDEX else slice(None)
+                snapshot.grad_time = {name: norms[read] for name, norms
+                                      in gradient_norms_by_name(trace.hidden, loss).items()}
                 snapshot.grad_time_labels = {
-                    name: _time_labels(name, encoded.labels) for name in snapshot.grad_time
+                    name: _time_labels(name, encoded.labels)[read] for name in snapshot.grad_time
                 }
             else:
                 names, norms = gradient_norms_per_layer(trace.hidden, loss)

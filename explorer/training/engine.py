@@ -79,6 +79,9 @@ def _is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in str(exc).lower()
 
 
+PROBE_SHARE = 0.03  # the most of the training's wall time the live probes may take
+
+
 class Trainer:
     """Trains `workspace.model` on `workspace.data` under `config`; see the module docstring."""
 
@@ -183,7 +186,7 @@ class Trainer:
     def _loop(self, params, last_good) -> Generator[Event, None, TrainingFinished]:
         workspace, model = self.workspace, self.workspace.model
         step = workspace.step
-        active_s, last_probe = 0.0, -math.inf
+        active_s, last_probe, probe_s = 0.0, -math.inf, 0.0
         out_of_time = self._deadline()
         while True:
             if step >= self.total_steps:
@@ -215,9 +218,13 @@ class Trainer:
                 yield evaluation
             if self.probe_fn is not None:
                 now = time.perf_counter()
-                if now - last_probe >= config.probe_every_s or last_step:
+                # probe_every_s, or less often when a probe costs more than PROBE_SHARE of the
+                # time (a big model, a busy machine): in the app probes took 15% of training
+                wait = max(config.probe_every_s, probe_s / PROBE_SHARE)
+                if now - last_probe >= wait or last_step:
                     last_probe = now
                     snapshot = self.probe_fn(model, step)
+                    probe_s = time.perf_counter() - now
                     if snapshot is not None:
                         yield snapshot
             if self.on_step_end is not None:

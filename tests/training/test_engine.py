@@ -239,6 +239,34 @@ def test_probe_is_throttled_by_time_and_epochs_set_the_length(tiny_workspace, ti
     assert [e.step for e in events if isinstance(e, ProbeSnapshot)] == [1, total]
 
 
+def test_probes_take_at_most_their_share_of_the_time(tiny_workspace, tiny_config, monkeypatch):
+    """A probe as slow as on a loaded machine (half a second against ~0.1 s steps) comes less
+    often than probe_every_s asks: the probes' share of the wall time stays near PROBE_SHARE."""
+    import explorer.training.engine as engine
+
+    clock = {"now": 0.0}
+
+    def perf_counter():  # every reading is 50 ms later: the steps' time
+        clock["now"] += 0.05
+        return clock["now"]
+
+    monkeypatch.setattr(engine.time, "perf_counter", perf_counter)
+    calls = []
+
+    def probe(model, step):
+        calls.append(step)
+        clock["now"] += 0.5  # the probe's own time
+        return ProbeSnapshot(step=step, source="abc", target="abc")
+
+    trainer = Trainer(tiny_workspace("seq2seq"), tiny_config(steps=300, probe_every_s=0.0),
+                      probe_fn=probe)
+    run_all(trainer)
+    assert len(calls) >= 3 and calls[0] == 1 and calls[-1] == 300  # the panels stay live
+    probes_s = 0.5 * len(calls)
+    # the first and the last step's probes come whatever they cost
+    assert probes_s / clock["now"] <= engine.PROBE_SHARE + 2 * 0.5 / clock["now"]
+
+
 def test_seq2seq_evaluation_reports_bleu(tiny_workspace, tiny_config):
     workspace = tiny_workspace("seq2seq")
     events, _ = run_all(Trainer(workspace, tiny_config(steps=4, eval_every=2, bleu_examples=8)))

@@ -84,7 +84,7 @@ def test_gpt_masked_self_attention_rows_sum_to_one_and_upper_triangle_is_zero(qt
             assert np.abs(np.triu(matrix, k=1)).max() < 1e-7
     source = workspace.data.val[0][0]
     assert panel.source_edit.text() == source
-    assert panel.heatmap.row_labels == list(source[:-1])  # an LM predicts token t+1 from tokens ≤ t
+    assert panel.heatmap.row_labels == list(source)  # every token typed, the last one too
 
 
 def test_transformer_kinds_and_cross_attention_labels(qtbot):
@@ -242,7 +242,7 @@ def test_editing_the_probe_input_reruns_the_probe(qtbot):
     load(qtbot, bus, panel, char_workspace("gpt"))
     panel.source_edit.setText("abcab")
     panel.source_edit.editingFinished.emit()
-    qtbot.waitUntil(lambda: panel.heatmap.row_labels == list("abca") and not panel.busy(), timeout=10_000)
+    qtbot.waitUntil(lambda: panel.heatmap.row_labels == list("abcab") and not panel.busy(), timeout=10_000)
     assert panel.probe_input() == ("abcab", panel.target_edit.text())
 
 

@@ -227,3 +227,26 @@ def test_node_detail_opens_on_click_and_is_fully_visible(panel, qtbot):
         assert chart.rows_that_fit() >= len(panel.result.source_tokens)  # every source token
     panel.details_button.click()  # collapses again
     assert not panel.detail_open()
+
+
+def test_a_long_tree_keeps_its_labels_and_numbers_inside_and_the_greedy_path_on_top(panel, qtbot):
+    """At max length 30 the steps are narrow: the labels of the last step and the n-best numbers
+    right of it stayed clipped at the right edge; finished nodes no longer pile up "<eos>" labels;
+    the greedy path is drawn over the edges and the n-best paths."""
+    with qtbot.waitSignal(panel.decoded, timeout=10000):
+        panel.form.boxes["max_len"].setValue(30)
+    assert len(panel.result.greedy.token_ids) > 0
+    panel.resize(830, 420)
+    view = panel.plot.getViewBox()
+    qtbot.waitUntil(lambda: view.width() < 820, timeout=3000)
+    panel.fit()
+    view.updateMatrix()
+    area = view.sceneBoundingRect().adjusted(-1, -1, 1, 1)
+    numbers = [t for t in panel.markers.items if t.isVisible() and t.toPlainText().startswith("#")]
+    assert numbers
+    for text in [t for t in panel.labels.items + panel.markers.items if t.isVisible()]:
+        assert area.contains(text.mapRectToScene(text.boundingRect())), text.toPlainText()
+    assert not any(t.isVisible() and t.toPlainText().startswith("<eos>") for t in panel.labels.items)
+    edges = [panel.edge_items[s].zValue() for s in ("pruned", "kept", "finished")]
+    assert panel.greedy_line.zValue() > max(edges + [panel.nbest_line.zValue()])
+    assert panel.greedy_line.opacity() == 1.0

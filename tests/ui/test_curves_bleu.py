@@ -74,6 +74,13 @@ def test_curves_show_loss_perplexity_lr_and_norms_with_the_clip_line(qtbot, bus)
     assert before.tolist() == [s.grad_norm for s in batch]
     assert after.max() <= 0.5 < before.max()  # clipped norms never exceed tau
     assert panel.tau_line.isVisible() and panel.tau_line.value() == pytest.approx(math.log10(0.5))
+    # "τ = 0.5" is named beside the plot, on its right axis, not over the curves
+    grad_plot = panel.plots["grad_norm"]
+    assert grad_plot.getAxis("right").isVisible()
+    assert grad_plot.getAxis("right")._tickLevels == [[(math.log10(0.5), "τ = 0.5")], []]
+    axis = grad_plot.getAxis("right")
+    placed = axis.parentItem().mapRectToScene(axis.geometry())
+    assert placed.left() >= grad_plot.getViewBox().sceneBoundingRect().right() - 1
 
     bus.eval_metrics.emit(EvalMetrics(step=50, val_loss=0.7, perplexity=math.exp(0.7),
                                       token_accuracy=0.81))

@@ -39,7 +39,7 @@ def probe_inputs(workspace, source, target):
         return {"input_ids": torch.tensor([tokenizer(source)["input_ids"]]),
                 "decoder_input_ids": torch.tensor([[config.start_id] + tgt_out[:-1]])}
     ids = tokenizer(source)["input_ids"]
-    return {"input_ids": torch.tensor([ids[:-1] if workspace.family == "hf-causal-lm" else ids])}
+    return {"input_ids": torch.tensor([ids])}  # a causal LM's probe reads every token typed
 
 
 def eager_outputs(workspace, **inputs):

@@ -27,8 +27,8 @@ from PySide6.QtWidgets import (
 from superqt.utils import qdebounced, qthrottled
 
 from explorer.analysis.beam_layout import (
-    TreeLayout, edge_segments, fitted_range, ghost_markers, layout_tree, pick_labels,
-    stack_nbest_numbers,
+    GHOST_CAPTION, TreeLayout, edge_segments, fitted_range, ghost_markers, layout_tree,
+    pick_labels, stack_nbest_numbers,
 )
 from explorer.analysis.beam_tree import BeamTreeIndex, beam_tables
 from explorer.analysis.beam_text import describe_greedy_token, describe_node, summarize_result
@@ -148,9 +148,11 @@ class BeamTreePanel(Panel):
         self.edge_items = {s: item.plot([], [], connect="pairs",
                                         pen=pg.mkPen(STATUS_STYLE[s][0], width=STATUS_STYLE[s][3]))
                            for s in ("pruned", "kept", "finished")}
-        self.greedy_line = item.plot([], [], pen=pg.mkPen(GREEDY_COLOR, width=7))
-        self.greedy_line.setOpacity(0.45)
-        self.greedy_line.setZValue(-2)
+        # the greedy path dashed over the edges and the n-best paths (a faint band under them was
+        # lost where they ran together), below the nodes
+        self.greedy_line = item.plot([], [], pen=pg.mkPen(GREEDY_COLOR, width=3.5,
+                                                          style=Qt.PenStyle.DashLine))
+        self.greedy_line.setZValue(0.5)
         self.nbest_line = item.plot([], [], connect="pairs", pen=pg.mkPen(NBEST_COLOR, width=4))
         self.nbest_line.setZValue(-1)
         self.node_items = {}
@@ -163,6 +165,7 @@ class BeamTreePanel(Panel):
                                          brush=pg.mkBrush(color), hoverable=True, tip=self._tip,
                                          hoverPen=pg.mkPen(SELECTED_COLOR, width=2))
             scatter.sigClicked.connect(self._on_click)
+            scatter.setZValue(1)
             item.addItem(scatter)
             self.node_items[status] = scatter
         self.greedy_ghosts = pg.ScatterPlotItem(symbol="o", size=9, brush=pg.mkBrush("w"),
@@ -346,7 +349,12 @@ class BeamTreePanel(Panel):
         view = self.plot.getViewBox()
         if self.layout_ is None or not len(self.layout_.x):
             return
-        x_range, y_range = fitted_range(self.layout_, self._ghosts, view.height(), self.line_px)
+        width = self._metrics.horizontalAdvance
+        # room right of the last step for "<eos> -12.34  #3", left of the ghosts for their caption
+        x_range, y_range = fitted_range(
+            self.layout_, self._ghosts, view.height(), self.line_px, view_width=view.width(),
+            right_px=width("<eos> -12.34") + width("#10") + 16,
+            left_px=width(GHOST_CAPTION) + 8 if self._ghosts else 0.0)
         view.setRange(xRange=x_range, yRange=y_range, padding=0)
         self._update_labels()
 
@@ -386,6 +394,10 @@ class BeamTreePanel(Panel):
             ids = self.visible_ids[in_view]
             if PRUNED_ROW * px_per_row < self.line_px:  # pruned rows too close for their labels
                 in_view, ids = in_view[self.tree.status[ids] != "pruned"], ids[self.tree.status[ids] != "pruned"]
+            # a finished node's green square says <eos> (the legend names it, hover gives the
+            # score): a column of "<eos>" labels piled up at the tree's right end
+            unfinished = self.tree.status[ids] != "finished"
+            in_view, ids = in_view[unfinished], ids[unfinished]
             if px_per_step >= MIN_LABEL_PX and len(in_view):
                 status = self.tree.status[ids]  # node ids index the node list
                 on_path = np.isin(ids, self.tree.path_ids)

@@ -129,11 +129,13 @@ class TrainingCurvesPanel(Panel):
         ], text_size="8pt")
         self.columns = 3
         self.tau_line = pg.InfiniteLine(
-            angle=0, movable=False, pen=pg.mkPen((120, 120, 120), style=pg.QtCore.Qt.DashLine),
-            label="τ", labelOpts={"position": 0.6, "anchors": [(0, 1), (0, 1)]},
-        )
+            angle=0, movable=False, pen=pg.mkPen((120, 120, 120), style=pg.QtCore.Qt.DashLine))
         self.tau_line.setVisible(False)
         self.plots["grad_norm"].addItem(self.tau_line, ignoreBounds=True)
+        # "τ = 1" is named on the right axis, beside the plot: inside it sat over the curve
+        self.tau_axis = self.plots["grad_norm"].getAxis("right")
+        self.tau_axis.setStyle(tickLength=0)
+        self.tau_axis.setPen(pg.mkPen(None))
         self.clip: float | None = None
         self.step_lines = {name: step_marker() for name in self.plots}
         for name, line in self.step_lines.items():
@@ -225,9 +227,10 @@ class TrainingCurvesPanel(Panel):
         clip = getattr(train_config, "clip", None) if train_config is not None else None
         self.clip = float(clip) if clip else None
         self.tau_line.setVisible(self.clip is not None)
+        self.plots["grad_norm"].showAxis("right", self.clip is not None)
         if self.clip is not None:
             self.tau_line.setValue(math.log10(self.clip))  # the axis is in log10 units
-            self.tau_line.label.setFormat(f"τ = {self.clip:.3g}")
+            self.tau_axis.setTicks([[(math.log10(self.clip), f"τ = {self.clip:.3g}")], []])
 
     def on_training_state(self, state: str) -> None:
         if state != "running":  # the curves stopped growing: draw the last batches, no headroom
