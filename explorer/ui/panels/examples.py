@@ -45,6 +45,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.analysis.examples import (
+    TEXT_COLUMNS,
     SliceFilter,
     evaluate_examples,
     examples_of,
@@ -60,6 +61,7 @@ from explorer.ui.neighbours_view import NeighboursView
 from explorer.ui.panels.base import Panel
 
 SETTINGS_PREFIX = "examples/"
+TEXT_WIDTH, NUMBER_WIDTH = 280, 78  # column widths in pixels
 WORST_TOKENS = 30
 
 
@@ -153,6 +155,7 @@ class ExamplesPanel(Panel):
         for box, tip in ((self.min_length, "Shortest source (tokens); 0: no bound"),
                          (self.max_length, "Longest source (tokens); 0: no bound")):
             box.setRange(0, 100_000)
+            box.setSpecialValueText("any")  # 0: no bound
             box.setToolTip(tip)
             box.editingFinished.connect(self.apply_filter)
         filters.addWidget(QLabel("src len"))
@@ -318,7 +321,12 @@ class ExamplesPanel(Panel):
 
     def _on_table(self, _job, table) -> None:
         self.progress.setValue(self.progress.maximum())
+        first = self.model.table is None
         self.model.set_table(table, self.pinned)
+        if first:  # the texts get the room; the numbers fit their values
+            header = self.view.horizontalHeader()
+            for column, name in enumerate(self.model.names):
+                header.resizeSection(column, TEXT_WIDTH if name in TEXT_COLUMNS else NUMBER_WIDTH)
         self._restore_sort()
         self._say("" if self.pinned is None or self.model.change is not None else
                   "the pinned evaluation is of other examples: no change column")
