@@ -194,6 +194,7 @@ class ExamplesPanel(Panel):
         self.length_widget, self.length_plot = make_length_widget()
         self.tokens_table = QTableWidget(0, 4)
         self.tokens_table.setHorizontalHeaderLabels(["token", "count", "error rate", "mean loss"])
+        self.tokens_table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
         self.tokens_table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.tokens_table.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.tokens_table.setToolTip("Reference tokens the model predicts worst under teacher "
