@@ -65,9 +65,15 @@ TEXT_WIDTH, NUMBER_WIDTH = 280, 78  # column widths in pixels
 WORST_TOKENS = 30
 
 
-def _settings() -> QSettings:
+def _settings() -> QSettings | None:
+    """The app's settings; None outside the app (`explorer export`, scripts), whose tables show
+    every row whatever filter the user last left in the app."""
+    from PySide6.QtCore import QCoreApplication
+
     from explorer.ui.app import APPLICATION, ORGANISATION
 
+    if QCoreApplication.applicationName() != APPLICATION:
+        return None
     return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORGANISATION, APPLICATION)
 
 
@@ -464,11 +470,14 @@ class ExamplesPanel(Panel):
         state = {"filter": self.current_filter().to_dict(), "slices": self.slices,
                  "sort": names[section] if 0 <= section < len(names) else None,
                  "descending": header.sortIndicatorOrder() == Qt.DescendingOrder}
-        _settings().setValue(SETTINGS_PREFIX + "state", json.dumps(state))
+        settings = _settings()
+        if settings is not None:
+            settings.setValue(SETTINGS_PREFIX + "state", json.dumps(state))
 
     def _restore_state(self) -> None:
+        settings = _settings()
         try:
-            state = json.loads(str(_settings().value(SETTINGS_PREFIX + "state", "{}")))
+            state = json.loads(str(settings.value(SETTINGS_PREFIX + "state", "{}"))) if settings else {}
         except ValueError:
             state = {}
         self.slices = dict(state.get("slices") or {})
