@@ -186,3 +186,13 @@ def test_neighbours_of_the_probe_in_the_background(panel, qtbot):
     with qtbot.waitSignal(panel.bus.probe_requested) as probe:
         view.table.cellClicked.emit(1, 0)
     assert probe.args == [view.neighbours[1].source, view.neighbours[1].target]
+
+
+def test_evaluation_leaves_the_shared_model_alone(panel, qtbot):
+    model = panel.workspace.model
+    model.train()  # as the training thread has it
+    before = {name: value.clone() for name, value in model.state_dict().items()}
+    with qtbot.waitSignal(panel.evaluated, timeout=60_000):
+        panel.evaluate()
+    assert model.training  # never switched to eval mode under the trainer's feet
+    assert all((before[name] == value).all() for name, value in model.state_dict().items())

@@ -257,7 +257,7 @@ class ExamplesPanel(Panel):
         if self.pairs is not None or getattr(workspace, "data", None) is not None:
             self.evaluate()  # a new model, or a scrubbed snapshot: its own scores
 
-    def evaluate(self, model_copy: bool = False) -> int:
+    def evaluate(self) -> int:
         """Evaluate the current examples in the background; -1 when there is nothing to do."""
         if self.workspace is None:
             self._say("no model yet: train one or open a checkpoint")
@@ -267,10 +267,10 @@ class ExamplesPanel(Panel):
         except UserError as exc:
             self._say(str(exc))
             return -1
-        workspace = self.workspace
-        if model_copy:  # training goes on with the original in its own thread
-            workspace = copy.copy(workspace)
-            workspace.model = copy.deepcopy(self.workspace.model)
+        # the runner works on its own copy: training may start (or go on) with the original in
+        # its thread, and `inference` would otherwise flip the shared model's train/eval mode
+        workspace = copy.copy(self.workspace)
+        workspace.model = copy.deepcopy(self.workspace.model)
         self._stop = threading.Event()
         self.progress.setRange(0, len(pairs))
         self.progress.setValue(0)
@@ -321,7 +321,7 @@ class ExamplesPanel(Panel):
 
     def _on_eval_metrics(self, _metrics) -> None:
         if self.training and self.auto_box.isChecked() and not self.runner.busy:
-            self.evaluate(model_copy=True)
+            self.evaluate()
 
     def _on_training_state(self, state: str) -> None:
         self.training = state in ("running", "paused")
