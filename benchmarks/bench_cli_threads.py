@@ -1,9 +1,10 @@
-"""`explorer train` and `explorer decode` with 1 and 2 torch threads, side by side, on a machine with
-other work on its cores; and where `explorer decode` spends its start-up.
+"""`explorer train` and `explorer decode` with 1 and 2 torch threads and with no --threads (the
+default: explorer.runtime.choose_threads), side by side, on a machine with or without other work
+on its cores; and where `explorer decode` spends its start-up.
 
     python benchmarks/bench_cli_threads.py [--rounds 3] [--hog 1] [--startup-only --before DIR]
 
-Each round runs both thread counts back to back (the order alternates), so the machine's drift
+Each round runs the three settings back to back (the order rotates), so the machine's drift
 falls on both alike; medians are reported. --hog N keeps N busy Python loops running meanwhile
 (`python -c 'while 1: pass'`), as a shared machine would. Train: a small Transformer on `reverse`,
 60 steps, tokens/s from its summary line. Decode: greedy, 64 translate-toy sources, on the shipped
@@ -44,15 +45,25 @@ def explorer(*args: str, root: Path = ROOT) -> tuple[float, float, str]:
     return wall, cpu, result.stderr
 
 
-def train_tokens_per_s(threads: int, out: Path) -> float:
+SETTINGS = ("1", "2", "default")  # --threads 1, --threads 2, no --threads
+
+
+def thread_flag(setting: str) -> list[str]:
+    return [] if setting == "default" else ["--threads", setting]
+
+
+def train_tokens_per_s(setting: str, out: Path) -> tuple[float, str]:
+    """tokens/s, and the default's note (the thread count it chose) if it printed one."""
     _, _, stderr = explorer("train", "--task", "reverse", "--arch", "transformer", "--d-model",
                             "64", "--steps", "60", "--eval-every", "0", "--device", "cpu",
-                            "--threads", str(threads), "--out", str(out))
-    return float(re.search(r"\(([\d,]+) tok/s\)", stderr).group(1).replace(",", ""))
+                            *thread_flag(setting), "--out", str(out))
+    note = re.search(r"using (\d+) CPU thread", stderr)
+    speed = float(re.search(r"\(([\d,]+) tok/s\)", stderr).group(1).replace(",", ""))
+    return speed, note.group(1) if note else "all"
 
 
-def decode_seconds(threads: int, sources: Path) -> float:
-    wall, _, _ = explorer("decode", "--checkpoint", str(DEMO), "--threads", str(threads),
+def decode_seconds(setting: str, sources: Path) -> float:
+    wall, _, _ = explorer("decode", "--checkpoint", str(DEMO), *thread_flag(setting),
                           "--input", str(sources))
     return wall
 
@@ -93,15 +104,23 @@ def main() -> None:
             sources = Path(tmp) / "sources.txt"
             pairs = make_task("translate-toy", n_train=0, n_val=64, n_test=0).val
             sources.write_text("\n".join(source for source, _ in pairs) + "\n")
-            train = {1: [], 2: []}
-            decode = {1: [], 2: []}
+            train = {setting: [] for setting in SETTINGS}
+            decode = {setting: [] for setting in SETTINGS}
+            chosen = []  # what the default chose each round
             for round_ in range(args.rounds):
-                for threads in ((1, 2) if round_ % 2 == 0 else (2, 1)):
-                    train[threads].append(train_tokens_per_s(threads, Path(tmp) / "ck"))
-                    decode[threads].append(decode_seconds(threads, sources))
-                print(f"round {round_ + 1}: train tok/s {train[1][-1]:,.0f} (1) "
-                      f"{train[2][-1]:,.0f} (2); decode s {decode[1][-1]:.1f} (1) "
-                      f"{decode[2][-1]:.1f} (2); load {os.getloadavg()[0]:.1f}", flush=True)
+                order = SETTINGS[round_ % 3:] + SETTINGS[:round_ % 3]
+                for setting in order:
+                    out = Path(tempfile.mkdtemp(dir=tmp))  # a fresh run folder each time
+                    speed, note = train_tokens_per_s(setting, out / "ck")
+                    train[setting].append(speed)
+                    if setting == "default":
+                        chosen.append(note)
+                    decode[setting].append(decode_seconds(setting, sources))
+                print(f"round {round_ + 1}: train tok/s " + " ".join(
+                    f"{train[s][-1]:,.0f} ({s})" for s in SETTINGS) + "; decode s " + " ".join(
+                    f"{decode[s][-1]:.1f} ({s})" for s in SETTINGS)
+                    + f"; default chose {chosen[-1]} thread(s); load {os.getloadavg()[0]:.1f}",
+                    flush=True)
             startups = [explorer("decode", "--checkpoint", str(DEMO), "the cat sees the dog")[:2]
                         for _ in range(args.rounds)]
             parts = startup_parts()
@@ -111,12 +130,16 @@ def main() -> None:
             hog.wait()
     median = statistics.median
     print()
-    print(f"| {args.hog} busy loop(s), {args.rounds} rounds | --threads 1 | --threads 2 | 2 / 1 |")
-    print("|---|---:|---:|---:|")
-    t1, t2 = median(train[1]), median(train[2])
-    print(f"| train tokens/s (median) | {t1:,.0f} | {t2:,.0f} | {t2 / t1:.2f} |")
-    d1, d2 = median(decode[1]), median(decode[2])
-    print(f"| decode 64 sources, s (median) | {d1:.1f} | {d2:.1f} | {d2 / d1:.2f} |")
+    print(f"| {args.hog} busy loop(s), {args.rounds} rounds | --threads 1 | --threads 2 | "
+          "default | default / best fixed |")
+    print("|---|---:|---:|---:|---:|")
+    t = {s: median(train[s]) for s in SETTINGS}
+    print(f"| train tokens/s (median) | {t['1']:,.0f} | {t['2']:,.0f} | {t['default']:,.0f} | "
+          f"{t['default'] / max(t['1'], t['2']):.2f} |")
+    d = {s: median(decode[s]) for s in SETTINGS}
+    print(f"| decode 64 sources, s (median) | {d['1']:.1f} | {d['2']:.1f} | {d['default']:.1f} | "
+          f"{min(d['1'], d['2']) / d['default']:.2f} |")
+    print(f"default's choice per round: {', '.join(chosen)} thread(s)")
     print()
     print(f"decode start-up, one sentence: wall {median(w for w, _ in startups):.2f} s, "
           f"CPU {median(c for _, c in startups):.2f} s (medians); "

@@ -12,6 +12,8 @@ Each round times `--calls` forward passes of A then B (the order alternating bet
 the result is the median over rounds of B / A, so machine load that drifts affects both alike.
 
     python benchmarks/bench_hook_cost.py [--rounds 30] [--calls 5] [--before 65a1809]
+    python benchmarks/bench_hook_cost.py --export-before build/before   # for a machine without git
+    python benchmarks/bench_hook_cost.py --before-dir build/before      # ... and then there
 """
 
 from __future__ import annotations
@@ -38,10 +40,10 @@ MODELS = {  # name -> (family, preset overrides, input shapes)
 }
 
 
-def export_before(commit: str) -> pathlib.Path:
-    """The seqmodels package of `commit` as `seqmodels_before` in a temporary folder."""
-    root = pathlib.Path(tempfile.mkdtemp()) / "seqmodels_before"
-    root.mkdir()
+def export_before(commit: str, folder: pathlib.Path | None = None) -> pathlib.Path:
+    """The seqmodels package of `commit` as `seqmodels_before` in `folder` (default: a temporary one)."""
+    root = (folder or pathlib.Path(tempfile.mkdtemp())) / "seqmodels_before"
+    root.mkdir(parents=True, exist_ok=True)
     files = subprocess.run(["git", "ls-tree", "--name-only", commit, "seqmodels/"], check=True,
                            capture_output=True, text=True).stdout.split()
     for name in files:
@@ -77,30 +79,70 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--before", default="65a1809")
+    parser.add_argument("--before-dir", type=pathlib.Path, help="a folder --export-before wrote")
+    parser.add_argument("--export-before", type=pathlib.Path, help="only export the old package there")
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
+    if args.export_before:
+        export_before(args.before, args.export_before)
+        return
     torch.set_num_threads(1)
-    sys.path.insert(0, str(export_before(args.before)))
+    sys.path.insert(0, str(args.before_dir.resolve() if args.before_dir else export_before(args.before)))
     before = importlib.import_module("seqmodels_before")
     import seqmodels
 
     from explorer.analysis.activations import run_with
 
     print(f"load {open('/proc/loadavg').read().split()[:3]}, torch {torch.__version__}, one thread, "
-          f"{args.rounds} rounds x {args.calls} calls")
-    print(f"| model | before (ms) | idle sites (ms) | idle / before | run_with nothing / bare |")
-    print("|---|---:|---:|---:|---:|")
+          f"{args.rounds} rounds x {args.calls} calls, device {args.device}")
+    sync = torch.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
+
+    def timed(fn):
+        return lambda: (fn(), sync())
+
+    print("| model | before (ms) | idle sites (ms) | idle / before | same code, another copy | run_with nothing / bare |")
+    print("|---|---:|---:|---:|---:|---:|")
     for label, (family, overrides, shapes) in MODELS.items():
         vocab = dict(vocab_size=500, src_vocab_size=500) if family in ("transformer", "seq2seq") else dict(vocab_size=500)
         torch.manual_seed(0)
         now = seqmodels.build_model(seqmodels.make_config(family, "tiny", **vocab, **overrides)).eval()
         old = before.build_model(before.make_config(family, "tiny", **vocab, **overrides)).eval()
         old.load_state_dict(now.state_dict())
-        inputs = tuple(torch.randint(5, 500, shape) for shape in shapes)
+        twin = seqmodels.build_model(now.config).eval()  # the noise floor: same code, another instance
+        twin.load_state_dict(now.state_dict())
+        now, old, twin = now.to(args.device), old.to(args.device), twin.to(args.device)
+        inputs = tuple(torch.randint(5, 500, shape, device=args.device) for shape in shapes)
+
         with torch.no_grad():
             assert torch.equal(old(*inputs), now(*inputs))
-            t_old, t_now, idle = paired(lambda: old(*inputs), lambda: now(*inputs), args.rounds, args.calls)
-            _, _, nothing = paired(lambda: now(*inputs), lambda: run_with(now, inputs), args.rounds, args.calls)
-        print(f"| {label} | {t_old:.2f} | {t_now:.2f} | {idle:.3f} | {nothing:.3f} |")
+            t_old, t_now, idle = paired(timed(lambda: old(*inputs)), timed(lambda: now(*inputs)),
+                                        args.rounds, args.calls)
+            _, _, same = paired(timed(lambda: twin(*inputs)), timed(lambda: now(*inputs)), args.rounds, args.calls)
+            _, _, nothing = paired(timed(lambda: now(*inputs)), timed(lambda: run_with(now, inputs)),
+                                   args.rounds, args.calls)
+        print(f"| {label} | {t_old:.2f} | {t_now:.2f} | {idle:.3f} | {same:.3f} | {nothing:.3f} |")
+    # the hook sites alone, where they weigh most: one small module call (~tens of microseconds)
+    modules = {
+        "MultiHeadAttention (1, 4, 16)": (lambda pkg: pkg.attention.MultiHeadAttention(16, 2), (1, 4, 16),
+                                          lambda m, x: m(x, x, x)),
+        "RNN ugrnn steps (1, 4, 16)": (lambda pkg: pkg.recurrent.RNN("ugrnn", 16, 16, batch_first=True),
+                                       (1, 4, 16), lambda m, x: m(x)),
+    }
+    importlib.import_module("seqmodels_before.attention")
+    importlib.import_module("seqmodels_before.recurrent")
+    import seqmodels.attention
+    import seqmodels.recurrent
+
+    for label, (build, shape, call) in modules.items():
+        torch.manual_seed(0)
+        now = build(seqmodels).eval().to(args.device)
+        old = build(before).eval().to(args.device)
+        old.load_state_dict(now.state_dict())
+        x = torch.randn(shape, device=args.device)
+        with torch.no_grad():
+            t_old, t_now, idle = paired(timed(lambda: call(old, x)), timed(lambda: call(now, x)),
+                                        args.rounds, args.calls * 100)
+        print(f"| {label} | {t_old * 1e3:.1f} us | {t_now * 1e3:.1f} us | {idle:.3f} | | |")
     print(f"load at the end {open('/proc/loadavg').read().split()[:3]}")
 
 

@@ -25,7 +25,7 @@ from explorer.commands.train_options import extra_fields, load_recipe  # noqa: E
 from explorer.data.readers import read_parallel  # noqa: E402
 from explorer.events import EvalMetrics, StepMetrics  # noqa: E402
 from explorer.training import DataSpec, TrainConfig, Trainer, build_workspace  # noqa: E402
-from explorer.training.evaluation import greedy_bleu  # noqa: E402
+from explorer.decoding.file_bleu import greedy_bleu  # noqa: E402
 from seqmodels.config import count_parameters  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "multi30k"

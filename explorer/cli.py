@@ -24,9 +24,11 @@ COMMANDS = {
     "score": "teacher-forced log-probability of a target under a checkpoint",
     "decode": "decode with greedy, beam or sampling search; print text or JSON",
     "fill": "a masked language model's top-k tokens for every [MASK] in a text",
+    "attribute": "why each output token: attributions over source and prefix, or attention rollout",
     "bleu": "corpus BLEU with its n-gram breakdown (sacreBLEU-compatible)",
     "evaluate": "every example's output, loss, BLEU and chrF; the summary and BLEU by length",
     "export": "render the app's panels headless to PNG, SVG and CSV",
+    "lesson": "open a lesson (or a folder of them) in the app, or run it headless with its checks",
 }
 
 

@@ -11,6 +11,25 @@ class UserError(Exception):
     """Bad input or a request that cannot be met. The message is one line and names the culprit."""
 
 
+def first_line(exc: BaseException, default: str | None = None) -> str:
+    """The first line of an exception's message (tracebacks and details below it left out); for
+    an empty message `default`, or the exception's type name."""
+    text = str(exc).strip()
+    if text:
+        return text.splitlines()[0]
+    return type(exc).__name__ if default is None else default
+
+
+def read_json_object(path: str | Path) -> dict | None:
+    """The JSON object in `path`, or None when it is missing, unreadable or holds anything else
+    (a folder that may or may not be a run: no error to report)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def read_json(path: str | Path, missing: str | None = None) -> Any:
     """The JSON value in `path`; a UserError when the file is missing (`missing`, or "no such
     file") or does not hold valid JSON."""

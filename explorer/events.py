@@ -72,6 +72,9 @@ class ProbeSnapshot:
     # a training probe's copy of the token embeddings (kind -> (V, D) float32, a tied output the
     # input's array), for the embeddings panel, which must not read the weights being trained
     embeddings: dict[str, np.ndarray] = field(default_factory=dict)
+    # explorer.analysis.explain.LiveExplanation: attribution or rollout computed by a training
+    # probe when the attribution view asked for it (ProbeInput.explanation); else None
+    explanation: object | None = None
 
 
 @dataclass
@@ -80,11 +83,3 @@ class TrainingFinished:
     reason: str  # "done", "stopped", "time" (the time limit), "nan", "oom" or "error"
     message: str = ""
 
-
-@dataclass
-class Progress:
-    """Long non-training work (evaluation, decoding a file): done out of total."""
-
-    label: str
-    done: int
-    total: int

@@ -4,7 +4,6 @@ probes and decodes it. The model side (config class, presets, builder) is `seqmo
     family = family_of(workspace.model)      # or get_family("gpt")
     family.is_lm, family.has_source, family.recurrent, family.masked_lm, family.decodes
     family.stacks, family.lm_stack, family.embeddings, family.logit_lens,   # what analysis reads
-    family.residual_streams
     output = family.loss(model, batch, label_smoothing, state, bptt)   # training.objectives
     feed = family.feed(workspace, train_config, max_eval, train)       # training.feeds
     encoded = family.encode_probe(workspace, source, target)           # analysis.probe
@@ -64,7 +63,8 @@ class Family:
     masked_lm: bool = False  # predicts masked tokens: no left-to-right distribution to decode
     # config field that caps a sequence's length (positions, location attention), or None
     max_len_field: str | None = None
-    # Where analysis finds things inside the model (module paths are dotted attribute names):
+    # Where the activation providers (explorer/analysis/activations/providers/) find things inside
+    # the model (module paths are dotted attribute names); analyses read activation names instead:
     # stack -> (module that embeds its tokens, index of the model input it reads). The stacks are
     # the first part of the trace's names ("encoder.l0", "decoder.layer1", "lm.l0"); an LM has one.
     stacks: Mapping[str, tuple[str, int]] = field(default_factory=dict, hash=False)
@@ -73,10 +73,6 @@ class Family:
     embeddings: Mapping[str, str] | None = field(default=None, hash=False)
     # modules from the decoder's residual stream to logits (final norm, head); empty: no logit lens
     logit_lens: tuple[str, ...] = ()
-    # (model, probe inputs) -> explorer.hf.inside.ResidualStreams (stack -> the residual stream
-    # after the embedding and each block, and the decoder's readout to logits), for models whose
-    # modules `stacks` and `logit_lens` cannot name (Hugging Face); None: read the trace
-    residual_streams: Callable | None = None
     # Models opened from elsewhere (Hugging Face folders), not built from a config of ours:
     # (workspace, DataSpec) -> the same model with that data to fine-tune on; None: new data
     # builds a new model of the family
@@ -84,6 +80,16 @@ class Family:
     # (workspace, directory) -> Path: saved in the family's own format (save_pretrained); None:
     # an explorer checkpoint (explorer.training.checkpoint)
     save: Callable | None = None
+    # and read back: (path) -> whether the path is a model of this family's format (a Hugging
+    # Face folder or cached model id); load_checkpoint asks them first
+    opens: Callable | None = None
+    # (path) -> Workspace: a folder of the family's own format (with `opens`), or a checkpoint of
+    # the family's that load_checkpoint cannot build from the config alone (a user model: its own
+    # code rebuilds it); None: load_checkpoint's own way
+    load: Callable | None = None
+    # (model, num_positions) -> analysis.positional.ModelPositions or None, for models whose
+    # positional modules are not ours (Hugging Face); None: analysis finds our own modules
+    positions: Callable | None = None
 
     @property
     def is_lm(self) -> bool:
@@ -213,6 +219,10 @@ def family_of(model_or_config) -> Family:
     return get_family(config.family)
 
 
-# Hugging Face architectures built from scratch (hf-gpt2, hf-bert, hf-marian, hf-t5) register
-# themselves, listed when transformers is installed (explorer/hf/architectures.py; torch-free)
-import explorer.hf.architectures  # noqa: E402,F401
+def family_opening(path) -> Family | None:
+    """The family whose own format `path` is (its `opens` says so), or None: an explorer
+    checkpoint. Plug-ins register such families (explorer/__init__.py loads them)."""
+    for family in {**_FAMILIES, **_UNLISTED}.values():
+        if family.opens is not None and family.load is not None and family.opens(path):
+            return family
+    return None

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
+import os
 import sys
+import time
+from dataclasses import dataclass
 
 # glibc serves allocations above its mmap threshold with fresh mmap()s, and the threshold moves
 # with what was freed last. Decoding grows its key/value caches a little every step, so each new
@@ -25,3 +29,64 @@ def tune_allocator(size: int = HEAP_SERVED_BYTES) -> bool:
     except (OSError, AttributeError):  # musl and other C libraries have no mallopt
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, size)) and bool(mallopt(M_TRIM_THRESHOLD, size))
+
+
+# -- CPU threads ---------------------------------------------------------------------------------
+# torch's default (one intra-op thread per core) is the fastest on free cores, but a thread whose
+# core is taken by other work makes every parallel op wait for it: with one busy loop beside it,
+# two threads trained at a third of one thread's speed (benchmarks/RESULTS.md, "Threads under
+# load"). So the default is torch's, unless the load average says cores are taken.
+
+
+@dataclass(frozen=True)
+class ThreadChoice:
+    threads: int
+    note: str | None = None  # one line when the default was lowered for a busy machine
+
+
+@functools.cache
+def torch_default_threads() -> int:
+    """torch's own default, read before anything in this process changes it."""
+    import torch
+
+    return torch.get_num_threads()
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS and Windows have no affinity masks
+        return os.cpu_count() or 1
+
+
+_own_sample = (time.monotonic(), time.process_time())  # (wall, CPU) seconds, see _own_load
+
+
+def _own_load() -> float:
+    """About how much of the load average is this process itself (an app that trained a minute
+    ago put its own threads there): its CPU seconds since the last look, over at least a minute
+    (the load average's window)."""
+    global _own_sample
+    wall, cpu = time.monotonic(), time.process_time()
+    last_wall, last_cpu = _own_sample
+    _own_sample = (wall, cpu)
+    return (cpu - last_cpu) / max(60.0, wall - last_wall)
+
+
+def choose_threads(requested: int | None = None) -> ThreadChoice:
+    """`requested` (--threads N) if given; else torch's default, or as many threads as the load
+    average leaves cores free (at least one) when other work holds some."""
+    if requested:
+        return ThreadChoice(requested)
+    wanted = torch_default_threads()
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # Windows has no load average
+        return ThreadChoice(wanted)
+    others = max(0.0, load - _own_load())
+    free = max(1, int(usable_cores() - others + 0.5))
+    if free >= wanted:
+        return ThreadChoice(wanted)
+    return ThreadChoice(free, f"load average {load:.1f} on {usable_cores()} cores: using {free} "
+                              f"CPU thread{'s' * (free > 1)} instead of {wanted} "
+                              "(--threads N to choose)")

@@ -11,33 +11,81 @@ import json
 from dataclasses import asdict, dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Union
 
+from seqmodels.cells import cell_names, cell_tips
 from seqmodels.families import model_family
 from seqmodels.scores import SCORES
+from seqmodels.settings import MAX_SIZE, setting
 
 if TYPE_CHECKING:
     from torch import nn
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID = 0, 1, 2, 3, 4
-CELLS = ("rnn", "ugrnn", "gru", "lstm")
 ATTENTION_SCORES = tuple(SCORES)  # "none" and every score in seqmodels.scores
-POSITIONAL = ("sinusoidal", "learned", "rope")
+POSITIONAL_TIPS = {
+    "sinusoidal": "Fixed sines and cosines of geometric wavelengths (Vaswani 2017)",
+    "learned": "A trained embedding per position, up to max_len",
+    "rope": "Rotary: rotates query/key pairs by position-dependent angles",
+}
+POSITIONAL = tuple(POSITIONAL_TIPS)
+
+
+def _score_tips() -> dict[str, str]:
+    return {name: score.tip for name, score in SCORES.items()}
 
 
 def _check_cell(cell: str) -> None:
-    if cell not in CELLS:
-        raise ValueError(f"unknown cell {cell!r}; choose one of {', '.join(CELLS)}")
+    if cell not in cell_names():
+        raise ValueError(f"unknown cell {cell!r}; choose one of {', '.join(cell_names())}")
+
+
+# The fields several families share, declared once (seqmodels.settings: label, tip, range).
+def vocab_size(default: int = 64, tip: str = "Output vocabulary (the target's, or the LM's)"):
+    return setting(default, "vocabulary", tip, low=1, high=MAX_SIZE, sized_by_data=True)
+
+
+def src_vocab_size(default: int = 64):
+    return setting(default, "source vocabulary", "The encoder's vocabulary", low=1, high=MAX_SIZE,
+                   sized_by_data=True)
+
+
+def size(default: int, label: str, tip: str, **details: Any):
+    return setting(default, label, tip, low=1, high=MAX_SIZE, **details)
+
+
+def dropout(default: float):
+    return setting(default, "dropout", "Probability of zeroing an activation while training",
+                   low=0.0, high=1.0, high_open=True, advanced=True)
+
+
+def num_layers(default: int, tip: str = "Stacked layers (per stack for encoder-decoder models)"):
+    return size(default, "layers", tip)
+
+
+def cell(default: str):
+    return setting(default, "cell", "The recurrent cell of RNN models", choices=cell_tips)
+
+
+def tie_weights(default: bool, tip: str = "The output projection reuses the embedding matrix"):
+    return setting(default, "tie input and output embeddings", tip, advanced=True)
+
+
+EMBED_TIP = "Size of the token embeddings"
+HIDDEN_TIP = "Size of the recurrent state h_t"
+HEADS_TIP = "Attention heads; each sees d_model / heads dimensions"
+MAX_LEN_TIP = "Longest sequence the positions (and GPT context) cover"
 
 
 @dataclass
 class RNNLMConfig:
     family: str = "rnn-lm"
-    vocab_size: int = 64
-    cell: str = "lstm"
-    embed_dim: int = 64
-    hidden_size: int = 128
-    num_layers: int = 1
-    dropout: float = 0.0
-    tie_weights: bool = False  # needs embed_dim == hidden_size
+    vocab_size: int = vocab_size()
+    cell: str = cell("lstm")
+    embed_dim: int = size(64, "embedding size", EMBED_TIP)
+    hidden_size: int = size(128, "hidden size", HIDDEN_TIP)
+    num_layers: int = num_layers(1)
+    dropout: float = dropout(0.0)
+    tie_weights: bool = tie_weights(False, "The output projection reuses the embedding matrix "
+                                           "(needs embedding size == hidden size)")
 
     def validate(self) -> None:
         _check_cell(self.cell)
@@ -46,17 +94,25 @@ class RNNLMConfig:
 @dataclass
 class Seq2SeqConfig:
     family: str = "seq2seq"
-    src_vocab_size: int = 64
-    vocab_size: int = 64  # target vocabulary
-    cell: str = "gru"
-    attention: str = "additive"  # one of ATTENTION_SCORES; "none" is the thought-vector bottleneck
-    embed_dim: int = 64
-    hidden_size: int = 128
-    num_layers: int = 1
-    bidirectional_encoder: bool = True
-    reverse_source: bool = False  # Sutskever et al.'s trick, useful without attention
-    dropout: float = 0.0
-    max_src_len: int = 128  # location-based attention scores a fixed number of source positions
+    src_vocab_size: int = src_vocab_size()
+    vocab_size: int = vocab_size(tip="The target vocabulary")
+    cell: str = cell("gru")
+    # "none" is the thought-vector bottleneck
+    attention: str = setting("additive", "attention",
+                             "How the decoder scores encoder states (seq2seq only)",
+                             choices=_score_tips)
+    embed_dim: int = size(64, "embedding size", EMBED_TIP)
+    hidden_size: int = size(128, "hidden size", HIDDEN_TIP)
+    num_layers: int = num_layers(1)
+    bidirectional_encoder: bool = setting(True, "bidirectional encoder",
+                                          "The encoder reads both ways: h_i = [→h_i; ←h_i]",
+                                          advanced=True)
+    reverse_source: bool = setting(False, "reverse the source",
+                                   "Read the source backwards (Sutskever et al.'s trick, useful "
+                                   "without attention)", advanced=True)
+    dropout: float = dropout(0.0)
+    max_src_len: int = size(128, "longest source", "Source positions a location-based attention "
+                                                    "score covers", advanced=True)
 
     def validate(self) -> None:
         _check_cell(self.cell)
@@ -69,17 +125,20 @@ class Seq2SeqConfig:
 @dataclass
 class TransformerConfig:
     family: str = "transformer"  # "transformer" (encoder-decoder), "gpt" (decoder-only) or "bert"
-    src_vocab_size: int = 64  # encoder-decoder only
-    vocab_size: int = 64  # output vocabulary (target, or the LM's)
-    d_model: int = 128
-    num_heads: int = 4
-    num_layers: int = 2  # per stack: encoder and decoder each have this many
-    d_ff: int = 512
-    dropout: float = 0.1
-    positional: str = "sinusoidal"  # one of POSITIONAL
-    max_len: int = 256  # longest sequence (GPT context, positional table size)
-    norm_first: bool = True  # pre-norm; False is the original post-norm
-    tie_weights: bool = True  # output projection shares the target embedding
+    src_vocab_size: int = src_vocab_size()  # encoder-decoder only
+    vocab_size: int = vocab_size()
+    d_model: int = size(128, "d_model", "Width of every Transformer layer (a multiple of heads)")
+    num_heads: int = size(4, "heads", HEADS_TIP)
+    num_layers: int = num_layers(2)  # per stack: encoder and decoder each have this many
+    d_ff: int = size(512, "feed-forward size", "Hidden size of each position-wise feed-forward net")
+    dropout: float = dropout(0.1)
+    positional: str = setting("sinusoidal", "positional", "How Transformers see token order",
+                              choices=POSITIONAL_TIPS)
+    # longest sequence (GPT context, positional table size)
+    max_len: int = size(256, "max length", MAX_LEN_TIP, advanced=True)
+    norm_first: bool = setting(True, "pre-norm", "Normalise before each sublayer; off is the "
+                                                 "original post-norm", advanced=True)
+    tie_weights: bool = tie_weights(True)  # output projection shares the target embedding
 
     def validate(self) -> None:
         if self.positional not in POSITIONAL:

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, _VF, nn
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
+from seqmodels.cells import cell_class
 from seqmodels.trace import Trace
 
 
@@ -121,8 +122,8 @@ class LSTMCell(RNNCell):
         return (o * torch.tanh(c_next), c_next), {"i": i, "f": f, "g": g, "o": o}
 
 
-CELLS = {"rnn": RNNCell, "ugrnn": UGRNNCell, "gru": GRUCell, "lstm": LSTMCell}
 # torch's fused multi-layer kernels, called with torch.nn.RNN/GRU/LSTM's flat weight list.
+# A cell registered later (seqmodels.cells) has none: it runs step by step.
 FUSED_KERNELS = {"rnn": _VF.rnn_tanh, "gru": _VF.gru, "lstm": _VF.lstm}
 
 
@@ -159,10 +160,8 @@ class RNN(nn.Module):
         dropout: float = 0.0,
     ):
         super().__init__()
-        if cell not in CELLS:
-            raise ValueError(f"unknown cell {cell!r}; choose one of {', '.join(CELLS)}")
         self.cell = cell
-        self.cell_type = CELLS[cell]
+        self.cell_type = cell_class(cell)  # the cell registry, seqmodels.cells
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bidirectional, self.batch_first, self.dropout = bidirectional, batch_first, dropout
         self.num_directions = 2 if bidirectional else 1

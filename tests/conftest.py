@@ -1,4 +1,7 @@
+import atexit
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -7,6 +10,17 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # One intra-op thread: on a small shared machine, torch's thread pool spinning against other
 # processes makes tiny models 30x slower. Set before any test imports torch.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Tests never write into the real home folder: a window built without isolated settings (the soak
+# benchmark's) saved its runs under QStandardPaths' test-mode ~/.qttest, 14 MB a run. HOME and the
+# XDG folders point into a temporary folder for the whole session, child processes included, set
+# before Qt or anything else reads them. tests/test_home_isolated.py checks where they lead.
+os.environ.setdefault("EXPLORER_TESTS_REAL_HOME", os.path.expanduser("~"))
+_SESSION_HOME = tempfile.mkdtemp(prefix="explorer-tests-home-")
+atexit.register(shutil.rmtree, _SESSION_HOME, ignore_errors=True)
+os.environ["HOME"] = _SESSION_HOME
+for _name, _sub in (("XDG_DATA_HOME", ".local/share"), ("XDG_CONFIG_HOME", ".config"),
+                    ("XDG_CACHE_HOME", ".cache"), ("XDG_STATE_HOME", ".local/state")):
+    os.environ[_name] = os.path.join(_SESSION_HOME, _sub)
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
 """`explorer export --plots hidden,gates,embeddings` on a 2-layer LSTM LM: the CSV holds the model's
-own h_t, one row per layer and unit, one column per input token."""
+own h_t, one row per layer and unit, one column per input token (the last one's too)."""
 
 import csv
+import threading
 
 import numpy as np
 import pytest
@@ -11,8 +12,20 @@ from explorer.cli import main
 pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 
 
-def test_export_hidden_gates_embeddings(qapp, tmp_path, capsys):
+def test_export_hidden_gates_embeddings(qapp, tmp_path, capsys, monkeypatch):
     import torch
+
+    import explorer.analysis.probe as probe_module
+
+    # a probe as slow as on a loaded machine: every panel that shows it must wait for it (the
+    # hidden panel was exported before it arrived, and skipped, when it came first in --plots)
+    quick_probe = probe_module.probe
+
+    def slow_probe(*args, **kwargs):
+        threading.Event().wait(1.0)
+        return quick_probe(*args, **kwargs)
+
+    monkeypatch.setattr(probe_module, "probe", slow_probe)
 
     from explorer.analysis.hidden import hidden_snapshot
     from explorer.training import DataSpec, build_workspace, load_checkpoint, save_checkpoint
@@ -38,3 +51,11 @@ def test_export_hidden_gates_embeddings(qapp, tmp_path, capsys):
     assert [r[0] for r in rows[1:]] == [f"l{k}:{u}" for k in (0, 1) for u in range(6)]
     values = np.array([[float(v) for v in r[1:]] for r in rows[1:]], dtype=np.float32)
     np.testing.assert_array_equal(values, np.concatenate([layer.hidden for layer in layers]))
+    # one column per token typed, equal to the model's own trace on all of them
+    model = load_checkpoint(checkpoint).model.eval()
+    ids = workspace.tokenizer.encode("the (cat) sat")
+    assert len(rows[0]) == 1 + len(ids)
+    with torch.no_grad():
+        trace = model(torch.tensor([ids]), trace=True)[-1]
+    by_layer = [torch.cat(trace.hidden[f"lm.l{k}"]).T.numpy() for k in (0, 1)]  # (H, T) each
+    np.testing.assert_allclose(values, np.concatenate(by_layer), atol=1e-6)

@@ -21,3 +21,7 @@ def test_readme_opens_with_the_two_commands_after_the_cpu_note_and_ci_runs_the_s
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert test in ci.splitlines()
     assert "torch==2.13.0" in ci.split(test)[0]  # the CPU wheel goes in first
+    # on the public index the CPU wheel needs PyTorch's own index; the note must say so
+    assert "--index-url https://download.pytorch.org/whl/cpu" in readme[:install_at]
+    # a fresh venv, so the ranges resolve to the newest releases as a newcomer's install does
+    assert "python3 -m venv" in ci.split(test)[0] and "--system-site-packages" not in ci

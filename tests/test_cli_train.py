@@ -212,8 +212,11 @@ def test_on_a_terminal_progress_is_a_bar_redrawn_in_place():
     assert "\nstep 2: val loss 1.2500" in text and text.endswith("time limit of 2 min reached at step 2\n")
 
 
-def test_one_thread_unless_asked_for_more():
+def test_threads_are_chosen_at_start_unless_asked_for():
     from explorer.commands.train import _train_config
+    from explorer.training import TrainConfig
 
-    assert _train_config({}, None).num_threads == 1  # torch's one per core collapses under load
+    assert _train_config({}, None).num_threads is None  # explorer.runtime.choose_threads
     assert _train_config({"threads": 2}, None).num_threads == 2
+    # a resumed checkpoint's count was the load when it trained, not now
+    assert _train_config({}, TrainConfig(num_threads=1)).num_threads is None

@@ -73,11 +73,13 @@ def test_language_models(family):
     snapshot = probe(workspace, "abcabc")
     if family == "rnn-lm":
         assert snapshot.attention == [] and list(snapshot.grad_time) == ["lm.l0"]
-        assert len(snapshot.grad_time["lm.l0"]) == 5  # predicts tokens 2..6 from tokens 1..5
+        # every token typed is read; tokens 2..6 are predicted, so no loss reads the last h_t
+        grads = snapshot.grad_time["lm.l0"]
+        assert len(grads) == 6 and grads[-1] == 0 and (grads[:-1] > 0).all()
     else:
         kind = "decoder" if family == "gpt" else "encoder"
         assert {a.kind for a in snapshot.attention} == {kind}
-        expected = list("abcab") if family == "gpt" else list("abcabc")
+        expected = list("abcabc")  # every token typed, the last one too
         assert snapshot.attention[0].rows == expected
         assert len(snapshot.grad_depth) == 2
 
@@ -94,7 +96,7 @@ def test_probe_fn_reads_the_current_input_and_skips_unusable_text():
     holder.text = ("a", "")  # one token: nothing for a language model to predict
     assert probe_fn(workspace.model, 2) is None
     holder.text = ("abca", "")
-    assert probe_fn(workspace.model, 3).attention[0].rows == ["a", "b", "c"]
+    assert probe_fn(workspace.model, 3).attention[0].rows == ["a", "b", "c", "a"]
     assert default_probe_input(workspace) == workspace.data.val[0]
 
 

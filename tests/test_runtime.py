@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from explorer import cli
+from explorer import cli, runtime
 from explorer.runtime import tune_allocator
 
 
@@ -29,3 +29,61 @@ def test_every_command_applies_it_before_it_runs(monkeypatch, tmp_path, capsys):
     assert cli.main(["bleu", str(hypotheses), str(references)]) == 0
     assert calls == ["tuned"]
     assert "BLEU = 100.00" in capsys.readouterr().out
+
+
+@pytest.fixture
+def machine(monkeypatch):
+    """An 8-core machine whose load average the test sets; this process adds nothing to it."""
+    state = {"load": 0.0}
+    monkeypatch.setattr(runtime, "torch_default_threads", lambda: 8)
+    monkeypatch.setattr(runtime, "usable_cores", lambda: 8)
+    monkeypatch.setattr(runtime, "_own_load", lambda: state.get("own", 0.0))
+    monkeypatch.setattr(runtime.os, "getloadavg", lambda: (state["load"], 0.0, 0.0))
+    return state
+
+
+def test_free_cores_get_torchs_default(machine):
+    machine["load"] = 0.3
+    assert runtime.choose_threads() == runtime.ThreadChoice(8)
+
+
+def test_taken_cores_get_fewer_threads_and_one_line(machine):
+    machine["load"] = 5.8  # about six cores busy: two are left
+    choice = runtime.choose_threads()
+    assert choice.threads == 2
+    assert choice.note.startswith("load average 5.8 on 8 cores: using 2 CPU threads instead of 8")
+    machine["load"] = 30.0  # never fewer than one
+    assert runtime.choose_threads().threads == 1
+
+
+def test_threads_asked_for_win_over_the_load(machine):
+    machine["load"] = 30.0
+    assert runtime.choose_threads(6) == runtime.ThreadChoice(6)
+
+
+def test_this_process_own_load_is_not_other_work(machine):
+    machine["load"], machine["own"] = 7.9, 7.5  # our last training's threads, still in the average
+    assert runtime.choose_threads() == runtime.ThreadChoice(8)
+
+
+def test_own_load_is_cpu_seconds_over_at_least_a_minute(monkeypatch):
+    clock = {"wall": 100.0, "cpu": 10.0}
+    monkeypatch.setattr(runtime.time, "monotonic", lambda: clock["wall"])
+    monkeypatch.setattr(runtime.time, "process_time", lambda: clock["cpu"])
+    runtime._own_load()  # the sample to measure from
+    clock["wall"], clock["cpu"] = 110.0, 16.0  # 6 CPU s in 10 s: small against a minute's average
+    assert runtime._own_load() == pytest.approx(6.0 / 60)
+    clock["wall"], clock["cpu"] = 230.0, 256.0  # two threads busy for two minutes
+    assert runtime._own_load() == pytest.approx(2.0)
+
+
+def test_train_says_once_why_it_took_fewer_threads(machine, tmp_path, capsys):
+    machine["load"] = 7.5
+    assert cli.main(["train", "--task", "copy", "--steps", "3", "--device", "cpu",
+                     "--batch-size", "8", "--out", str(tmp_path / "run")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("using 1 CPU thread instead of 8 (--threads N to choose)") == 1
+    machine["load"] = 0.0
+    assert cli.main(["train", "--task", "copy", "--steps", "3", "--device", "cpu", "--threads",
+                     "1", "--batch-size", "8", "--out", str(tmp_path / "run2")]) == 0
+    assert "CPU thread" not in capsys.readouterr().err

@@ -1,7 +1,9 @@
 """Token embeddings: a 2-D PCA projection, nearest neighbours by cosine, analogies, token sets.
 
-Works on every family's input (and source) embedding and its output embedding (the unembedding
-rows), found where its registry entry says (`embeddings` in explorer.families), and on Hugging Face models through `get_input_embeddings` / `get_output_embeddings`.
+Works on every model's input (and source) embedding and its output embedding (the unembedding
+rows), as its activation provider hands them out (`explorer.analysis.activations`: our families
+where their registry entry says, Hugging Face models through `get_input_embeddings` /
+`get_output_embeddings`).
 Everything is numpy: no projector dependency.
 
 Analogies follow word2vec / gensim's `most_similar(positive=[a, c], negative=[b])` ("3CosAdd"):
@@ -19,7 +21,7 @@ import numpy as np
 from explorer.data.tasks.dates import MONTHS, WEEKDAYS
 from explorer.data.tasks.symbols import BRACKETS
 from explorer.data.tasks.translate_toy import ADJECTIVES, NOUNS, PLACES, VERBS
-from explorer.families import families, module_at
+from explorer.analysis.activations import provider_for
 
 EMBEDDING_KINDS = ("input", "output", "source")
 EXACT_PCA_LIMIT = 4e8  # V * D * D multiply-adds below which the covariance is formed exactly
@@ -27,15 +29,7 @@ EXACT_PCA_LIMIT = 4e8  # V * D * D multiply-adds below which the covariance is f
 
 def _weights(model, which: str):
     """The (V, D) parameter behind `which`, or None when the model has no such embedding."""
-    family = families().get(getattr(getattr(model, "config", None), "family", None))
-    if family is not None and family.embeddings is not None:
-        path = family.embeddings.get(which)
-        return None if path is None else module_at(model, path).weight
-    # a Hugging Face model, bare or behind explorer.hf.adapter (which holds it as `.hf`)
-    model = getattr(model, "hf", model)
-    getter = {"input": "get_input_embeddings", "output": "get_output_embeddings"}.get(which)
-    module = getattr(model, getter)() if getter and hasattr(model, getter) else None
-    return None if module is None else module.weight
+    return provider_for(model).embeddings(model).get(which)
 
 
 def available_embeddings(model) -> list[str]:
@@ -142,8 +136,8 @@ def analogy(matrix: np.ndarray, a: int, b: int, c: int, k: int = 10, normalized:
 
 
 def _core(token: str) -> str:
-    """A token without subword markers and spacing: "Ġ12" -> "12", "▁march" -> "march"."""
-    return token.lstrip(string.whitespace + "Ġ▁#@").rstrip(string.whitespace + "@#")
+    """A token without subword markers and spacing: "Ġ12" and "␣12" -> "12", "▁march" -> "march"."""
+    return token.lstrip(string.whitespace + "Ġ▁␣#@").rstrip(string.whitespace + "@#")
 
 
 WORD_CLASSES = {

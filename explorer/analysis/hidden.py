@@ -6,13 +6,16 @@
 * recurrent models (`rnn-lm`, `seq2seq`): one `RecurrentLayer` per stream, layer and direction with
   h_t (units x time steps), the LSTM cell state c_t, and every gate as its own matrix
   (LSTM i, f, g, o; GRU r, z, n; UGRNN u, s), the tokens on the time axis;
-* Transformers (`transformer`, `gpt`, `bert`, and Hugging Face models through their family's
-  `residual_streams`): one `TransformerStack` per stack (encoder, decoder) with the residual
-  stream's norm per layer and position, each block's output (d_model x positions), and for the
-  decoder side the logit lens (`explorer.analysis.logit_lens`).
+* Transformers (`transformer`, `gpt`, `bert`, Hugging Face models): one `TransformerStack` per
+  stack (encoder, decoder) with the residual stream's norm per layer and position, each block's
+  output (d_model x positions), and for the decoder side the logit lens
+  (`explorer.analysis.logit_lens`). The residual stream is read by name
+  (`{stack}.hook_embed`, `{stack}.blocks.{k}.hook_resid_post`, explorer.analysis.activations), and
+  the lens through the model's provider's `readout`, so no model kind is named here.
 
 Every value is the model's own: the trace's tensors, detached and copied. Row labels name the layer
-and unit as `l0:5` (layer 0, unit 5; `l0_reverse:5` for a bidirectional encoder's backward half).
+and unit as `l1:5` (layer 1, unit 5: layers count from 1 everywhere; `l1_reverse:5` for a
+bidirectional encoder's backward half).
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from explorer.analysis.labels import layer_label
-from explorer.analysis.logit_lens import LogitLens, lens_layers, model_readout, summarize_lens
-from explorer.analysis.probe import _PROBE_LOCK
-from explorer.families import family_of, module_at
+from explorer.analysis.activations import provider_for, run_with
+from explorer.analysis.labels import layer_label, unit_label
+from explorer.analysis.logit_lens import LogitLens, lens_layers, summarize_lens
+from explorer.analysis.probe import _PROBE_LOCK, encode_probe_input
+from explorer.families import family_of
+from explorer.readers import reading
 
 
 @dataclass
@@ -42,16 +47,11 @@ class RecurrentLayer:
     gates: dict[str, np.ndarray] = field(default_factory=dict)  # gate letter -> (units, T)
 
     @property
-    def short_name(self) -> str:
-        """`l0` or `l0_reverse`: the row-label prefix."""
-        return self.name.split(".", 1)[-1]
-
-    @property
     def units(self) -> int:
         return self.hidden.shape[0]
 
     def row_labels(self) -> list[str]:
-        return [f"{self.short_name}:{unit}" for unit in range(self.units)]
+        return [unit_label(self.name, unit) for unit in range(self.units)]
 
     def quantities(self) -> list[str]:
         """What this layer can show: "h", then "c" for LSTMs, then its gates."""
@@ -133,29 +133,14 @@ def _recurrent_layers(trace, labels: dict[str, list[str]], reverse_source: bool)
     return layers
 
 
-def _embedded(model, stream: str, inputs: tuple) -> torch.Tensor:
-    """The residual stream before the first block: token embedding plus positions, (1, T, D)."""
-    path, index = family_of(model).stacks[stream]
-    return module_at(model, path)(inputs[index])
-
-
-def _residual_streams(model, trace, inputs: tuple):
-    """stack -> its residual stream [(1, T, D)]: the embedding, then after each block; and the
-    decoder's readout to logits (None: no logit lens). Our models: the trace and the modules the
-    family names; a family with its own `residual_streams` (Hugging Face) reads them itself."""
-    family = family_of(model)
-    if family.residual_streams is not None:
-        read = family.residual_streams(model, inputs)
-        return read.streams, read.readout
-    streams = {}
-    for stream in ("encoder", "decoder"):
-        if stream not in family.stacks:
-            continue
-        names = sorted((n for n in trace.hidden if n.startswith(f"{stream}.layer")),
-                       key=lambda n: int(n.rsplit("layer", 1)[1]))
-        if names:
-            streams[stream] = [_embedded(model, stream, inputs)] + [trace.hidden[n][0] for n in names]
-    return streams, model_readout(model) if family.logit_lens else None
+def _residual_streams(model, inputs: tuple):
+    """stack -> its residual stream [(1, T, D)]: the embedding, then after each block (before any
+    final norm); and the decoder's readout to logits (None: no logit lens)."""
+    run = run_with(model, inputs, read=["*.hook_embed", "*.blocks.*.hook_resid_post"])
+    streams: dict[str, list[torch.Tensor]] = {}
+    for name, value in run.values.items():  # in the order the pass reached them: embedding first
+        streams.setdefault(name.split(".", 1)[0], []).append(value)
+    return streams, provider_for(model).readout(model)
 
 
 def _transformer_stack(stream: str, residuals: list[torch.Tensor], labels: dict[str, list[str]]) -> TransformerStack:
@@ -172,11 +157,11 @@ def _transformer_stack(stream: str, residuals: list[torch.Tensor], labels: dict[
 def hidden_snapshot(workspace, source: str, target: str = "", step: int = 0, lens: bool = True) -> HiddenSnapshot:
     """Hidden states, cell states and gates (RNNs) or the residual stream (Transformers) of
     `workspace.model` on one probe input. Language models read `source` (or `target`)."""
-    encoded = family_of(workspace.model).encode_probe(workspace, source, target)
+    encoded = encode_probe_input(workspace, source, target)
     model = workspace.model
     device = next(model.parameters()).device
     inputs = tuple(t.to(device) for t in encoded.inputs)
-    with _PROBE_LOCK:
+    with _PROBE_LOCK, reading(model):
         was_training = model.training
         model.eval()  # no dropout: show what the model computes
         try:
@@ -199,7 +184,7 @@ def snapshot_from_trace(workspace, encoded, inputs: tuple, trace, source: str, t
             reverse = bool(getattr(model.config, "reverse_source", False))
             snapshot.layers = _recurrent_layers(trace, encoded.labels, reverse)
         else:
-            streams, readout = _residual_streams(model, trace, inputs)
+            streams, readout = _residual_streams(model, inputs)
             snapshot.stacks = [_transformer_stack(name, x, encoded.labels) for name, x in streams.items()]
             if lens and readout is not None and "decoder" in streams:  # the side that predicts tokens
                 snapshot.lens = summarize_lens(
@@ -210,7 +195,7 @@ def snapshot_from_trace(workspace, encoded, inputs: tuple, trace, source: str, t
 
 
 def hidden_table(layers: list[RecurrentLayer], quantity: str = "h") -> tuple[list[str], list[list]]:
-    """One row per layer and unit (label `l0:5`), one column per input token (the token as header):
+    """One row per layer and unit (label `l1:5`), one column per input token (the token as header):
     the model's own h_t (or c_t, or one gate). All `layers` must share their tokens (one stream)."""
     if not layers:
         raise ValueError("no recurrent layers to tabulate")

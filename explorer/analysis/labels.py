@@ -17,6 +17,17 @@ def layer_label(index: int) -> str:
     return f"layer {index + 1}"
 
 
+def unit_label(trace_name: str, unit: int) -> str:
+    """A recurrent unit's row label, its layer counted from 1 like every layer: the trace's
+    "lm.l0" and unit 5 -> "l1:5"; "encoder.l0_reverse" -> "l1_reverse:5" (units are indices
+    into h_t, from 0)."""
+    layer = trace_name.split(".", 1)[-1]
+    match = re.fullmatch(r"l(\d+)(.*)", layer)
+    if match:
+        layer = f"l{int(match.group(1)) + 1}{match.group(2)}"
+    return f"{layer}:{unit}"
+
+
 def head_label(index: int) -> str:
     """0-based head index -> "head 1"."""
     return f"head {index + 1}"

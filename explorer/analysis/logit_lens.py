@@ -4,12 +4,11 @@ Each layer's residual stream x_l (the embedding, then each block's output) goes 
 final norm and unembedding, softmax(W_U · norm(x_l)), so a student sees the next-token prediction
 form layer by layer. At the last layer this is exactly the model's own next-token distribution.
 
-The model-specific part is an iterator of (layer label, logits (T, V)), one layer at a time so a
-50k-token vocabulary never holds every layer's distribution at once:
-
-* `model_lens_layers(model, trace, embedded)` for our GPT and the Transformer's decoder;
-* `lens_layers(readout, residuals)` for any residual streams and readout, such as a Hugging Face
-  GPT-2's (explorer.hf.inside, through its family's `residual_streams`).
+`lens_layers(readout, residuals)` is an iterator of (layer label, logits (T, V)), one layer at a
+time so a 50k-token vocabulary never holds every layer's distribution at once. The residual streams
+are the activation points `{stack}.hook_embed` and `{stack}.blocks.{k}.hook_resid_post`, the readout
+the model's provider's (`explorer.analysis.activations.provider_for(model).readout(model)`), for
+our models and Hugging Face ones alike (explorer.analysis.hidden).
 
 `summarize_lens(layers, tokens, target_ids, tokenizer)` turns either into a `LogitLens` table.
 """
@@ -24,7 +23,6 @@ import torch
 from torch import Tensor
 
 from explorer.analysis.labels import layer_label
-from explorer.families import family_of, module_at
 
 
 @dataclass
@@ -52,19 +50,11 @@ class LogitLens:
         return tables
 
 
-def model_readout(model):
-    """The model's own path from the residual stream to logits (`logit_lens` in explorer.families)."""
-    family = family_of(model)
-    if not family.logit_lens:
-        raise ValueError(f"the logit lens reads a decoder; a {family.name} model has none")
-    modules = [module_at(model, path) for path in family.logit_lens]
-
-    def readout(x: Tensor) -> Tensor:
-        for module in modules:
-            x = module(x)
-        return x
-
-    return readout
+def _target_labels(target_ids: list[int], tokenizer) -> list[str]:
+    """The true next tokens; "" where there is none (a negative id: the text's last token)."""
+    known = [t for t in target_ids if t >= 0]
+    labels = iter(str(t) for t in tokenizer.tokens(known))
+    return [next(labels) if t >= 0 else "" for t in target_ids]
 
 
 def lens_layers(readout, residuals: list[Tensor]) -> Iterator[tuple[str, Tensor]]:
@@ -72,14 +62,6 @@ def lens_layers(readout, residuals: list[Tensor]) -> Iterator[tuple[str, Tensor]
     after each block ("layer 1", ...), read through `readout` (final norm and unembedding)."""
     for k, x in enumerate(residuals):
         yield ("embed" if k == 0 else layer_label(k - 1)), readout(x)[0]
-
-
-def model_lens_layers(model, trace, embedded: Tensor) -> Iterator[tuple[str, Tensor]]:
-    """Our GPT / Transformer decoder: `trace` from forward(..., trace=True) on a batch of one and
-    `embedded` (1, T, D), the residual stream before the first block. Yields (label, logits (T, V))."""
-    names = sorted((n for n in trace.hidden if n.startswith("decoder.layer")),
-                   key=lambda n: int(n.rsplit("layer", 1)[1]))
-    return lens_layers(model_readout(model), [embedded] + [trace.hidden[name][0] for name in names])
 
 
 def summarize_lens(
@@ -96,8 +78,10 @@ def summarize_lens(
         top_ids.append(index.cpu().numpy())
         top_probs.append(p.cpu().numpy())
         if targets is not None:
-            picked = probs[torch.arange(len(targets)), targets.to(probs.device)]  # (T,)
-            target_probs.append(picked.cpu().numpy())
+            # a language model's last token has no next token (a negative id): NaN there
+            known = targets >= 0
+            picked = probs[torch.arange(len(targets)), targets.clamp(min=0).to(probs.device)]  # (T,)
+            target_probs.append(torch.where(known.to(probs.device), picked, torch.nan).cpu().numpy())
     top_ids_array = np.stack(top_ids).astype(np.int64)
     return LogitLens(
         layer_labels=labels,
@@ -105,6 +89,6 @@ def summarize_lens(
         top_ids=top_ids_array,
         top_tokens=[[str(t) for t in tokenizer.tokens(row.tolist())] for row in top_ids_array],
         top_probs=np.stack(top_probs).astype(np.float32),
-        targets=[str(t) for t in tokenizer.tokens(list(target_ids))] if target_ids is not None else None,
+        targets=_target_labels(target_ids, tokenizer) if target_ids is not None else None,
         target_probs=np.stack(target_probs).astype(np.float32) if target_probs else None,
     )

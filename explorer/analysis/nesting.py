@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from explorer.analysis.labels import unit_label
 from explorer.analysis.selection import StateStream
 from explorer.data.tasks.symbols import BRACKETS
 
@@ -65,8 +66,8 @@ class DepthUnit:
 
     @property
     def label(self) -> str:
-        """`l0:5`, the hidden-state table's row label."""
-        return f"{self.name.split('.', 1)[-1]}:{self.unit}"
+        """`l1:5`, the hidden-state table's row label."""
+        return unit_label(self.name, self.unit)
 
 
 def depth_units(streams: dict[str, StateStream], top: int = 10) -> list[DepthUnit]:

@@ -87,6 +87,19 @@ class ModelPositions:
     note: str = ""  # one line for the status: what was checked (a Hugging Face model's table)
 
 
+def _family_positions(model):
+    """The family's own positions reader (explorer.families: Hugging Face models), or None."""
+    from explorer.errors import UserError
+    from explorer.families import family_of
+
+    if not hasattr(getattr(model, "config", None), "family"):
+        return None  # a torch module of no family: look for our positional modules
+    try:
+        return family_of(model).positions
+    except UserError:  # a family the registry does not know
+        return None
+
+
 def model_positions(model, num_positions: int | None = None) -> ModelPositions | None:
     """The positional table a Transformer-family model actually uses, or None if it has none.
 
@@ -96,10 +109,9 @@ def model_positions(model, num_positions: int | None = None) -> ModelPositions |
     """
     from seqmodels.positional import LearnedPositional, RotaryEmbedding, SinusoidalPositional
 
-    if hasattr(model, "hf"):  # a Hugging Face model: its own modules (explorer.hf.positions)
-        from explorer.hf.positions import hf_model_positions
-
-        return hf_model_positions(model, num_positions)
+    own_reader = _family_positions(model)
+    if own_reader is not None:  # a Hugging Face model: its own modules (explorer.hf.positions)
+        return own_reader(model, num_positions)
     for module in model.modules():
         if isinstance(module, LearnedPositional):
             table = module.weight.detach().cpu().double().numpy()[:num_positions].copy()

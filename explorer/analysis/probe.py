@@ -26,9 +26,12 @@ import torch.nn.functional as F
 
 from explorer.analysis.gradients import gradient_norms_by_name, gradient_norms_per_layer
 from explorer.analysis.param_gradients import parameter_gradient_norms
+from explorer.data.batching import IGNORE_INDEX
 from explorer.events import AttentionSnapshot, ProbeSnapshot
 from explorer.families import family_of
-from seqmodels.config import BOS_ID, CELLS, EOS_ID, make_config
+from explorer.readers import reading
+from seqmodels.cells import cell_names
+from seqmodels.config import BOS_ID, EOS_ID, make_config
 
 # Panels probe from worker threads; one probe at a time, so no probe sees another's model.eval()
 # half-undone (each puts back the train/eval mode it found).
@@ -82,18 +85,18 @@ def encode_masked(workspace, source: str, target: str) -> Encoded:
 
 
 def encode_next_token(workspace, source: str, target: str) -> Encoded:
-    """Language models: predict token t+1 from tokens up to t, as in training."""
+    """Language models: predict token t+1 from tokens up to t, as in training. Every token typed
+    is read (its h_t is shown); the last one has no next token to predict (IGNORE_INDEX)."""
     config = workspace.model.config
     ids = workspace.tokenizer.encode(source or target)
     limit = family_of(config).max_len(config)
-    ids = ids[: limit + 1] if limit else ids
+    ids = ids[:limit] if limit else ids
     if len(ids) < 2:
         raise ValueError("the probe text needs at least two tokens for a language model")
-    inputs = ids[:-1]
     return Encoded(
-        (torch.tensor([inputs]),),
-        torch.tensor([ids[1:]]),
-        {"tokens": _tokens(workspace.tokenizer, inputs)},
+        (torch.tensor([ids]),),
+        torch.tensor([ids[1:] + [IGNORE_INDEX]]),
+        {"tokens": _tokens(workspace.tokenizer, ids)},
     )
 
 
@@ -115,13 +118,27 @@ def _time_labels(name: str, labels: dict[str, list[str]]) -> list[str]:
     return labels["source"] if name.startswith("encoder") else labels["target_in"]
 
 
+def encode_probe_input(workspace, source: str, target: str) -> Encoded:
+    """The family's probe encoding of (source, target); text longer than the model reads is a
+    one-line UserError before it is tokenized or run (explorer.decoding.limits)."""
+    from explorer.decoding.limits import check_ids, check_text
+
+    model = workspace.model
+    check_text(model, source, "the probe source" if target else "the probe text")
+    check_text(model, target, "the probe target")
+    encoded = family_of(model).encode_probe(workspace, source, target)
+    for name, labels in encoded.labels.items():  # families with positions cut to them already
+        check_ids(model, labels, f"the probe's {name.replace('_', ' ')}")
+    return encoded
+
+
 def probe(workspace, source: str, target: str = "", step: int = 0) -> ProbeSnapshot:
     """Attention maps and gradient norms of `workspace.model` on one (source, target) pair.
 
     Language models (`rnn-lm`, `gpt`, `bert`) read `source` (or `target` when source is empty).
     """
-    encoded = family_of(workspace.model).encode_probe(workspace, source, target)
-    with _PROBE_LOCK:
+    encoded = encode_probe_input(workspace, source, target)
+    with _PROBE_LOCK, reading(workspace.model):  # whole weights, even while training runs
         return _probe_locked(workspace, encoded, source, target, step)
 
 
@@ -136,7 +153,8 @@ def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: i
         with torch.enable_grad():
             output = model(*[t.to(device) for t in encoded.inputs], trace=True)
             logits, trace = output[0], output[-1]  # rnn-lm may put its state in between
-            loss = F.cross_entropy(logits.flatten(0, 1), encoded.targets.to(device).flatten())
+            loss = F.cross_entropy(logits.flatten(0, 1), encoded.targets.to(device).flatten(),
+                                   ignore_index=IGNORE_INDEX)
             if recurrent:
                 snapshot.grad_time = gradient_norms_by_name(trace.hidden, loss)
                 snapshot.grad_time_labels = {
@@ -169,6 +187,10 @@ def make_probe_fn(workspace, probe_input):
     embeddings for the embeddings panel.
     A probe input the model cannot read (e.g. an LM text of one token) is skipped, not fatal."""
 
+    from explorer.analysis.explain import LiveSchedule
+
+    live_explanation = LiveSchedule()
+
     def probe_fn(model, step: int) -> ProbeSnapshot | None:
         from explorer.analysis.embeddings import embedding_matrices
 
@@ -180,6 +202,7 @@ def make_probe_fn(workspace, probe_input):
         except ValueError:
             return None
         snapshot.embeddings = embedding_matrices(workspace.model)  # copied between steps, here
+        snapshot.explanation = live_explanation(workspace, probe_input, source, target)
         return snapshot
 
     return probe_fn
@@ -200,20 +223,21 @@ def compare_cells(
     token_ids: list[int],
     vocab_size: int,
     hidden_size: int = 32,
-    cells: tuple[str, ...] = CELLS,
+    cells: tuple[str, ...] | None = None,
     seed: int = 0,
     trained: dict | None = None,
 ) -> dict[str, np.ndarray]:
     """||dl_T/dh_t|| for every t: how much the loss at the last step reaches back to each earlier
     hidden state, for RNN language models of every cell type with the same size and data, so the
     plain RNN's vanishing can be set beside the gated cells. Fresh weights, except for cells in
-    `trained` (cell name -> an already trained rnn-lm model)."""
+    `trained` (cell name -> an already trained rnn-lm model). `cells`: every registered one
+    (seqmodels.cells) unless given."""
     from seqmodels import build_model
 
     inputs = torch.tensor([token_ids[:-1]])  # (1, T)
     targets = torch.tensor([token_ids[1:]])
     curves = {}
-    for cell in cells:
+    for cell in cells or cell_names():
         if trained and cell in trained:
             model = trained[cell]
         else:

@@ -12,6 +12,9 @@ from __future__ import annotations
 class ProbeInput:
     def __init__(self, source: str = "", target: str = "") -> None:
         self.text = (source, target)
+        # an explorer.analysis.explain.ExplainRequest the training probe also computes (the
+        # attribution view sets it while it is shown and following); None: nothing more
+        self.explanation = None
 
     def set(self, source: str, target: str = "") -> None:
         self.text = (source, target)

@@ -15,6 +15,7 @@ import torch
 from explorer.analysis.probe import _PROBE_LOCK
 from explorer.analysis.selection import StateStream
 from explorer.families import family_of
+from explorer.readers import reading
 from seqmodels.config import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -103,7 +104,7 @@ def state_streams(workspace, pairs, max_tokens: int = 100_000, batch_size: int =
     labels: dict[str, list[str]] = {"encoder": [], "decoder": [], "lm": []}
     lengths: dict[str, list[int]] = {"encoder": [], "decoder": [], "lm": []}
     fused = _fused_layers(model.rnn) if family.recurrent and family.is_lm else None
-    with _PROBE_LOCK:
+    with _PROBE_LOCK, reading(model):
         was_training = model.training
         model.eval()
         try:

@@ -14,10 +14,10 @@ import sys
 
 from explorer.commands.arguments import utf8_text
 from explorer.errors import UserError
+from explorer.runtime import choose_threads
 
 SEQ2SEQ_CHUNK = 16  # sources decoded together in one batched search
 NBEST_HEADER = "source\trank\tscore\tlogprob\thypothesis"
-DEFAULT_THREADS = 1  # see benchmarks/RESULTS.md, "Threads under load"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,9 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="sampling seed")
     parser.add_argument("--json", action="store_true", help="print JSON with scores, tree, attention")
     parser.add_argument("--input", metavar="FILE", help="read sources (or prompts), one per line")
-    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
-                        help=f"CPU threads (default: {DEFAULT_THREADS}; more rarely helps small "
-                        "models and collapses when other work shares the cores)")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="CPU threads (default: torch's, one per core, or fewer when the load "
+                        "average says other work holds cores)")
     parser.add_argument("text", nargs="*", metavar="TEXT", type=utf8_text,
                         help="source sentences (language models: prompts), one per argument")
 
@@ -49,7 +49,7 @@ def load_workspace(directory: str):
     """A checkpoint's workspace without its training data or optimizer state (decoding and
     scoring need neither: a task's thousands of examples or a corpus's files, and Adam's moments,
     twice the model's size); a missing or broken checkpoint is a UserError."""
-    from explorer.training.checkpoint import load_checkpoint
+    from explorer.training.checkpoint import load_checkpoint, warn_history_cut
 
     try:
         workspace = load_checkpoint(directory, load_data=False, load_state=False)
@@ -57,6 +57,7 @@ def load_workspace(directory: str):
         raise
     except (OSError, ValueError, KeyError) as exc:
         raise UserError(f"cannot load checkpoint {directory}: {exc}") from exc
+    warn_history_cut(directory, workspace)
     workspace.model.eval()
     return workspace
 
@@ -82,7 +83,7 @@ def _validate(args) -> None:
         raise UserError(f"--top-p must be in (0, 1], got {args.top_p}")
     if args.top_k < 0:
         raise UserError(f"--top-k must be 0 or more, got {args.top_k}")
-    if args.threads < 1:
+    if args.threads is not None and args.threads < 1:
         raise UserError(f"--threads must be at least 1, got {args.threads}")
 
 
@@ -126,17 +127,29 @@ def _attention_entries(workspace, context, hypothesis) -> list[dict]:
     return entries
 
 
-def _decode_all(workspace, texts, args):
+def _encode_all(workspace, texts, args) -> list[list[int]]:
+    """Every input's ids, before the first is decoded: one too long for the model is refused at
+    once, naming its line (explorer.decoding.limits), not midway through the output."""
+    from explorer.decoding.scoring import encode_context
+
+    def where(i: int) -> str:
+        if args.input:
+            return f"{args.input}:{i + 1}"
+        return f"TEXT {i + 1}" if len(texts) > 1 else "TEXT"
+
+    return [encode_context(workspace, text, where(i)) for i, text in enumerate(texts)]
+
+
+def _decode_all(workspace, texts, contexts, args):
     """One record per text, yielded a chunk at a time: hypotheses (best first), the tree, and
     what the best attended to."""
     import torch
 
     from explorer.decoding import beam_search_batch, greedy_batch, sample
-    from explorer.decoding.scoring import context_labels, encode_context
+    from explorer.decoding.scoring import context_labels
     from explorer.decoding.search import is_language_model
 
     model, tokenizer = workspace.model, workspace.tokenizer
-    contexts = [encode_context(workspace, text) for text in texts]
     # prompts of different lengths cannot share a batch, so language models go one by one
     chunk = 1 if is_language_model(model) else SEQ2SEQ_CHUNK
     generator = torch.Generator().manual_seed(args.seed)
@@ -222,11 +235,14 @@ def run(args) -> int:
     import torch
 
     _validate(args)
-    torch.set_num_threads(args.threads)
+    threads = choose_threads(args.threads)
+    if threads.note:
+        print(threads.note, file=sys.stderr)
+    torch.set_num_threads(threads.threads)
     workspace = load_workspace(args.checkpoint)
     texts = _read_inputs(args)
     out = sys.stdout
-    records = _decode_all(workspace, texts, args)
+    records = _decode_all(workspace, texts, _encode_all(workspace, texts, args), args)
     progress = Progress(len(texts))
     # several JSON records make a list, written an element at a time
     as_list = args.json and len(texts) > 1

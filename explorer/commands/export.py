@@ -74,13 +74,18 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     specs = _check(args)
+    from explorer.decoding.limits import check_text
     from explorer.errors import UserError
     from explorer.training import evaluate, load_checkpoint
+    from explorer.training.checkpoint import warn_history_cut
     from explorer.ui.headless_export import render_panels
 
     if not Path(args.checkpoint).is_dir():
         raise UserError(f"{args.checkpoint}: no such checkpoint directory")
     workspace = load_checkpoint(args.checkpoint)
+    warn_history_cut(args.checkpoint, workspace)  # the curves end early: said, not hidden
+    check_text(workspace.model, args.input, "--input")
+    check_text(workspace.model, args.target, "--target")
     # what the app's first evaluation shows in the BLEU panel (a Hugging Face folder has no data)
     evaluates = workspace.is_seq2seq and "bleu" in args.plots and workspace.data is not None
     bleu = evaluate(workspace, bleu_examples=32) if evaluates else None

@@ -39,6 +39,11 @@ def _recorded(reader):
     losses = {row["step"]: row["loss"] for row in live_rows(reader.rows)[0]}
     if not losses:
         raise UserError(f"{reader.folder}: the run recorded no steps; nothing to replay")
+    step = config.get("step")
+    if isinstance(step, int) and max(losses) < step:  # a cut metrics.jsonl: nothing to compare to
+        raise UserError(f"{reader.metrics_path}: history cut at step {max(losses)} while the "
+                        f"checkpoint is at step {step}; steps {max(losses) + 1}-{step} have no "
+                        "recorded losses to replay against, so nothing was replayed")
     return config, run, segments, losses
 
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 
 from explorer.families import family_names
+from seqmodels.cells import cell_names
 from seqmodels.scores import SCORES
 
 ARCHS = family_names()
-DEFAULT_THREADS = 1  # see benchmarks/RESULTS.md, "Threads under load"
 # option name -> the model config field it sets; it applies to the families whose config has one
 MODEL_FLAGS = {
     "cell": "cell", "attention": "attention", "layers": "num_layers", "hidden": "hidden_size",
@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model = parser.add_argument_group("model")
     model.add_argument("--arch", help=f"{' | '.join(ARCHS)} (default: seq2seq for pairs, gpt "
                        "for text)")
-    model.add_argument("--cell", help="rnn | ugrnn | gru | lstm (RNN models)")
+    model.add_argument("--cell", help=f"{' | '.join(cell_names())} (RNN models)")
     model.add_argument("--attention", help=f"{' | '.join(SCORES)} (seq2seq)")
     model.add_argument("--preset", help="tiny or small (default: tiny)")
     model.add_argument("--layers", type=int, help="layers (per stack)")
@@ -78,8 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--seed", type=int, help="random seed (default: 0)")
     train.add_argument("--device", help="auto | cpu | cuda | mps (default: auto)")
     train.add_argument("--precision", help="fp32 | bf16 | fp16 (autocast, CUDA only)")
-    train.add_argument("--threads", type=int, help="CPU threads (default: 1; more can help a big "
-                       "model on an idle machine, and collapses when other work shares the cores)")
+    train.add_argument("--threads", type=int, help="CPU threads (default: torch's, one per core, "
+                       "or fewer when the load average says other work holds cores)")
 
     checkpoint = parser.add_argument_group("checkpoint")
     checkpoint.add_argument("--out", metavar="DIR", help="write the checkpoint here")
@@ -97,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "(a run killed later resumes from there); SIGINT and SIGTERM save, "
                             "then stop")
     checkpoint.add_argument("--snapshot-every", type=int, metavar="N", help="also keep a full "
-                            "checkpoint of every N-th step in DIR/snapshots/step-NNNNNN")
+                            "checkpoint of every N-th step in DIR/snapshots/step-NNNNNN (0: none)")
 
     # a wall-clock budget and the published recipes (explorer/commands/train_options.py)
     train.add_argument("--time-limit", type=float, metavar="MINUTES", help="stop cleanly after "
@@ -190,9 +190,9 @@ def _train_config(options: dict, base):
         changes["clip"] = None
     if "epochs" in changes and "steps" not in changes:
         changes["steps"] = None  # --epochs replaces a step count saved in a resumed checkpoint
-    # one thread unless --threads: with other work on the cores, torch's default (one per core)
-    # trained at a third to a thirtieth of one thread's speed (benchmarks/RESULTS.md)
-    changes.setdefault("num_threads", DEFAULT_THREADS)
+    # no --threads: explorer.runtime.choose_threads decides when training starts (a resumed
+    # checkpoint's count was the machine's load then, not now)
+    changes.setdefault("num_threads", None)
     if base is None:
         return TrainConfig(**changes)
     return dataclasses.replace(base, **changes)
@@ -409,7 +409,7 @@ def _train(options: dict, out, parallel, writer) -> int:
         "family": workspace.family, "preset": options.get("preset", "tiny"),
         "seed": options.get("seed") or 0, "overrides": _all_overrides(options, workspace.family)}
     finished = None
-    # the checkpoint keeps the app's background thread count unless --threads was given
+    # the checkpoint keeps the automatic choice unless --threads was given
     threads = options.get("threads", TrainConfig.num_threads)
     # --save-every, SIGINT/SIGTERM and the folder's lock: explorer/training/autosave.py; its saves
     # go through the run's writer, which keeps metrics.jsonl and snapshots/
@@ -420,6 +420,9 @@ def _train(options: dict, out, parallel, writer) -> int:
         if writer is not None:
             writer.start(workspace, trainer, build=build, resumed_from=options.get("resume"))
         for event in trainer.run():
+            if trainer.threads_note and not quiet:
+                print(trainer.threads_note, file=sys.stderr)
+                trainer.threads_note = None  # one line
             if writer is not None:
                 writer.record(event)
             finished = printer.show(event) or finished

@@ -16,7 +16,6 @@ import argparse
 import json
 import types
 import typing
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ RECIPES = Path(__file__).resolve().parent.parent / "training" / "recipes"
 # model config field -> the flag that sets it, where one does
 FIELD_TO_FLAG = {"num_layers": "layers", "hidden_size": "hidden", "num_heads": "heads",
                  "num_threads": "threads"}
-DATA_SIZED = ("family", "vocab_size", "src_vocab_size")  # set by the data, never by hand
 NOT_OPTIONS = ("config", "recipe", "command", "_module")  # argparse destinations that are not options
 
 
@@ -38,14 +36,16 @@ def train_fields() -> dict[str, Any]:
 
 
 def model_fields() -> dict[str, Any]:
-    """Every model family's config fields (but those the data sizes) -> type."""
-    from explorer.hf.architectures import HFSeq2SeqArchitectureConfig
-    from seqmodels.config import RNNLMConfig, Seq2SeqConfig, TransformerConfig
+    """Every buildable family's config fields that declare a setting (but those the data sizes)
+    -> type (seqmodels.settings)."""
+    from explorer.families import families
+    from seqmodels.settings import config_settings
 
     types: dict[str, Any] = {}
-    for cls in (RNNLMConfig, Seq2SeqConfig, TransformerConfig, HFSeq2SeqArchitectureConfig):
-        hints = typing.get_type_hints(cls)
-        types.update({f.name: hints[f.name] for f in fields(cls) if f.name not in DATA_SIZED})
+    for family in families().values():
+        for name, (kind, spec) in config_settings(family.model.config_class).items():
+            if not spec.sized_by_data:
+                types[name] = kind
     return types
 
 

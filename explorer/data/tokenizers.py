@@ -20,12 +20,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from explorer.errors import UserError
+from explorer.errors import UserError, first_line
 
 # The ids must agree with seqmodels.config (PAD_ID, ...); kept here so data code need not import torch.
 # tests/data/test_data_tokenizers.py checks that they do.
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>", "<mask>")
 PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID = range(len(SPECIAL_TOKENS))
+MASK_MARKERS = ("[MASK]", "<mask>")  # what people type; read as the model's own mask token
 NUM_SPECIAL = len(SPECIAL_TOKENS)
 KINDS = ("char", "word", "bpe")
 
@@ -270,5 +271,5 @@ def load_tokenizer(directory: str | Path, prefix: str):
         # (a Rust panic arrives as pyo3's PanicException, a BaseException)
         if isinstance(exc, (KeyboardInterrupt, SystemExit, MemoryError)):
             raise
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = first_line(exc)
         raise UserError(f"{path}: not a valid tokenizer file ({reason})") from None

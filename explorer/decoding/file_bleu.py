@@ -1,4 +1,5 @@
-"""BLEU of an encoder-decoder against a parallel file: greedy translations of every source of a
+"""Corpus BLEU of greedy decodes (`greedy_bleu`: training's evaluation reads it too), and BLEU of an
+encoder-decoder against a parallel file: greedy translations of every source of a
 `source<TAB>reference` file, scored with sacreBLEU-compatible corpus BLEU (explorer.metrics.bleu).
 The BLEU panel runs it in a worker for any encoder-decoder, Hugging Face Marian, T5 and BART
 included; sources are encoded exactly as `explorer decode` encodes them."""
@@ -29,10 +30,45 @@ class FileBleu:
         return f"BLEU {self.result.score:.2f} of greedy translations of {shown} sentences of {Path(self.path).name}"
 
 
+def bleu_tokenization(workspace) -> str:
+    """sacreBLEU's tokenizer for this workspace's targets: characters for a character-level model,
+    whose targets ("rgeebgr", "12+35") are single words to 13a, so that one wrong letter would
+    score the whole sentence 0; sacreBLEU's default 13a for anything else."""
+    return "char" if getattr(workspace.tokenizer, "kind", "") == "char" else "13a"
+
+
+def greedy_bleu(workspace, pairs, batch_size: int, max_len: int | None = None,
+                hypotheses: list | None = None):
+    """Corpus BLEU of greedy decodes of `pairs` (source, reference), and one example sentence.
+    The decoded texts are appended to `hypotheses` when it is given."""
+    from explorer.decoding.search import greedy_batch
+    from explorer.decoding.scoring import encode_context
+    from explorer.metrics.bleu import IncrementalBleu, sentence_example
+
+    tokenize = bleu_tokenization(workspace)
+    bleu = IncrementalBleu(tokenize=tokenize)
+    example = None
+    for start in range(0, len(pairs), batch_size):
+        chunk = pairs[start : start + batch_size]
+        contexts = [encode_context(workspace, src) for src, _ in chunk]  # HF: the tokenizer's own
+        longest = max(len(workspace.tokenizer.encode(ref)) for _, ref in chunk)
+        hyps = greedy_batch(
+            workspace.model, contexts, max_len=max_len or 2 * longest + 10,
+            tokenizer=workspace.tokenizer,
+        )
+        texts = [h.text for h in hyps]
+        if hypotheses is not None:
+            hypotheses.extend(texts)
+        refs = [ref for _, ref in chunk]
+        bleu.add(texts, refs)
+        if example is None:
+            example = sentence_example(texts[0], refs[0], tokenize=tokenize)
+    return bleu.result(), example
+
+
 def parallel_file_bleu(workspace, path: str | Path, limit: int = MAX_PAIRS,
                        batch_size: int = BATCH_SIZE) -> FileBleu:
     from explorer.data.readers import read_tsv
-    from explorer.training.evaluation import greedy_bleu
 
     if workspace is None or not family_of(workspace.model).has_source:
         raise UserError("BLEU of a parallel file needs an encoder-decoder (it translates each "
@@ -40,5 +76,8 @@ def parallel_file_bleu(workspace, path: str | Path, limit: int = MAX_PAIRS,
     pairs = read_tsv(path)
     chosen = pairs[:limit]
     hypotheses: list[str] = []
-    result, example = greedy_bleu(workspace, chosen, batch_size, hypotheses=hypotheses)
+    try:
+        result, example = greedy_bleu(workspace, chosen, batch_size, hypotheses=hypotheses)
+    except UserError as exc:  # e.g. a source longer than the model reads (decoding.limits)
+        raise UserError(f"{path}: {exc}") from None
     return FileBleu(str(path), len(chosen), len(pairs), result, example, hypotheses)

@@ -12,10 +12,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from explorer.data.tokenizers import MASK_MARKERS
 from explorer.decoding.search import inference
 from explorer.errors import UserError
 from explorer.families import family_of
-from explorer.hf.tokenizer import MASK_MARKERS
 
 
 @dataclass

@@ -17,20 +17,15 @@ import torch
 import torch.nn.functional as F
 
 from explorer.families import family_of
+from explorer.readers import reading
 from seqmodels.config import BOS_ID, EOS_ID, PAD_ID
 
 @contextlib.contextmanager
 def inference(model):
-    """No gradients and no dropout; the model's training flag is restored afterwards."""
-    was_training = model.training
-    if was_training:  # Module.train() walks every submodule: only pay for it when needed
-        model.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        if was_training:
-            model.train()
+    """No gradients and no dropout, on whole weights (explorer.readers: training in another thread
+    waits); the model's training flag is restored afterwards."""
+    with reading(model), torch.no_grad():
+        yield
 
 
 def is_language_model(model) -> bool:

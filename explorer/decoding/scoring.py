@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from explorer.decoding.limits import check_ids, check_text
 from explorer.decoding.search import inference, is_language_model, labels, special_ids
 from explorer.decoding.types import ScoreResult
 from explorer.errors import UserError
@@ -17,14 +18,18 @@ from explorer.families import family_of
 from seqmodels.config import EOS_ID
 
 
-def encode_context(workspace, source: str | None) -> list[int]:
-    """Source ids `tokens + [<eos>]` for seq2seq models; prompt ids (maybe empty) for LMs."""
+def encode_context(workspace, source: str | None, what: str = "the input") -> list[int]:
+    """Source ids `tokens + [<eos>]` for seq2seq models; prompt ids (maybe empty) for LMs.
+    A text longer than the model reads is a UserError naming `what` (explorer.decoding.limits)."""
     family = family_of(workspace.model)
     if not family.decodes:  # a masked LM has no left-to-right distribution to search or score
         raise UserError(f"a {family.name} model is a masked language model: it fills in masked "
                         "tokens (explorer fill), it does not decode or score text left to right")
+    check_text(workspace.model, source, what)
     if is_language_model(workspace.model):
-        return list(workspace.tokenizer.encode(source)) if source else []
+        ids = list(workspace.tokenizer.encode(source)) if source else []
+        check_ids(workspace.model, ids, what)
+        return ids
     if source is None:
         raise UserError(f"a {workspace.family} model needs a source text")
     tokenizer = workspace.src_tokenizer or workspace.tokenizer
@@ -32,7 +37,9 @@ def encode_context(workspace, source: str | None) -> list[int]:
     if not ids:
         raise UserError("the source text is empty after tokenization")
     # a Hugging Face tokenizer adds the model's own special tokens itself: nothing is added
-    return ids if getattr(tokenizer, "adds_special_tokens", False) else ids + [EOS_ID]
+    ids = ids if getattr(tokenizer, "adds_special_tokens", False) else ids + [EOS_ID]
+    check_ids(workspace.model, ids, what)
+    return ids
 
 
 def context_labels(workspace, context: list[int]) -> list[str]:
@@ -70,10 +77,12 @@ def score(workspace, source: str | None, target: str) -> ScoreResult:
 
     For language models `source` is None (the text is scored from <bos>) or a prompt to condition on.
     """
-    context = encode_context(workspace, source)
+    context = encode_context(workspace, source, "the source")
+    check_text(workspace.model, target, "the target")
     encode_target = getattr(workspace.tokenizer, "encode_target", None)  # HF: labels with eos
     target_ids = (encode_target(target) if encode_target is not None
                   else list(workspace.tokenizer.encode(target)) + [EOS_ID])
+    check_ids(workspace.model, target_ids, "the target")
     return score_ids(workspace.model, context, target_ids, workspace.tokenizer)
 
 

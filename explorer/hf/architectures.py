@@ -22,6 +22,8 @@ from typing import Any, Callable
 from explorer.data.tokenizers import BOS_ID, EOS_ID, MASK_ID, PAD_ID
 from explorer.errors import UserError
 from explorer.families import Family, Lazy, register_family
+from seqmodels import config as seqconfig
+from seqmodels.settings import setting
 
 
 @dataclass
@@ -29,16 +31,17 @@ class HFArchitectureConfig:
     """A language model (hf-gpt2, hf-bert) with a Hugging Face architecture."""
 
     family: str = "hf-gpt2"
-    vocab_size: int = 64
-    num_layers: int = 2
-    d_model: int = 64
-    num_heads: int = 4
-    d_ff: int = 256
-    max_len: int = 128
-    dropout: float = 0.1
+    vocab_size: int = seqconfig.vocab_size()
+    num_layers: int = seqconfig.num_layers(2)
+    d_model: int = seqconfig.size(64, "d_model", "Width of every layer (a multiple of the heads)")
+    num_heads: int = seqconfig.size(4, "heads", seqconfig.HEADS_TIP)
+    d_ff: int = seqconfig.size(256, "feed-forward size", "Hidden size of each feed-forward block")
+    max_len: int = seqconfig.size(128, "max length", seqconfig.MAX_LEN_TIP, advanced=True)
+    dropout: float = seqconfig.dropout(0.1)
     # a config.json's text the architecture starts from (activation, norms, ...); "" = transformers'
     # defaults. The fields above and the data's vocabulary override it.
-    hf_config: str = ""
+    hf_config: str = setting("", "HF config.json", "A Hugging Face config.json the architecture "
+                             "starts from", editor="explorer.ui.dialogs.hf_config:HFConfigPicker")
 
     def validate(self) -> None:
         if self.d_model % self.num_heads:
@@ -59,7 +62,7 @@ class HFSeq2SeqArchitectureConfig(HFArchitectureConfig):
     """An encoder-decoder (hf-marian, hf-t5): a source vocabulary too."""
 
     family: str = "hf-marian"
-    src_vocab_size: int = 64
+    src_vocab_size: int = seqconfig.src_vocab_size()
 
 
 def _marian(config) -> dict[str, Any]:  # its own embedding per side, as our seq2seq has
@@ -207,7 +210,8 @@ def _register() -> None:
             feed=Lazy(f"explorer.training.feeds:{feed}"),
             encode_probe=Lazy(f"explorer.analysis.probe:{probe}"),
             masked_lm=architecture.kind == "hf-masked-lm", max_len_field="max_len",
-            stacks=architecture.stacks, embeddings=architecture.embeddings))
+            stacks=architecture.stacks, embeddings=architecture.embeddings,
+            positions=Lazy("explorer.hf.positions:hf_model_positions")))
         config_class = HFSeq2SeqArchitectureConfig if source else HFArchitectureConfig
         register_model_family(ModelFamily(name, config_class, build_architecture, PRESETS))
 

@@ -60,9 +60,11 @@ for _family in HF_FAMILIES.values():  # opened from folders, never built: not in
         feed=Lazy(_FEED.get(_family.name, "explorer.hf.families:not_trainable")),
         encode_probe=Lazy(_PROBES[_family.name]),
         masked_lm=_family.masked, max_len_field="max_len",  # None for relative positions (T5)
-        residual_streams=Lazy("explorer.hf.inside:residual_streams"),
         attach_data=Lazy("explorer.hf.finetune:attach_data"),
         save=Lazy("explorer.hf.finetune:save_hf_model"),
+        opens=Lazy("explorer.hf.detect:is_hf_model"),
+        load=Lazy("explorer.hf.loader:open_hf_model"),
+        positions=Lazy("explorer.hf.positions:hf_model_positions"),
     ), listed=False)
 
 # architecture-name endings (config.json "architectures") -> family

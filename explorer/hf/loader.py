@@ -8,16 +8,12 @@ it the decoding interface of our models and explorer.hf.tokenizer the tokenizer 
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from pathlib import Path
 
-from explorer.errors import UserError
+from explorer.errors import UserError, first_line
 from explorer.hf.detect import HF_EXTRA, check_folder, hf_model_folder, read_hf_config, weight_files
-
-
-def _one_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def import_transformers(name: str):
@@ -74,6 +70,17 @@ def _model_config(hf_model, family, tokenizer, folder: Path):
     )
 
 
+def freeze_unsaved_parameters(hf_model) -> None:
+    """Parameters `save_pretrained` leaves out (`_keys_to_ignore_on_save`: Marian's sinusoidal
+    position tables) are fixed by construction, so they must not train: transformers 5.24 loads
+    them with requires_grad=True (the class freezes them, the loader's re-made tensor does not),
+    and a fine-tune then changed weights the saved folder silently reset."""
+    patterns = getattr(hf_model, "_keys_to_ignore_on_save", None) or []
+    for name, parameter in hf_model.named_parameters():
+        if any(re.search(pattern, name) for pattern in patterns):
+            parameter.requires_grad_(False)
+
+
 def open_hf_model(path):
     """The Workspace of the Hugging Face model at `path` (a folder, or a model id in the cache)."""
     from explorer.hf import adapter as adapters
@@ -102,7 +109,7 @@ def open_hf_model(path):
             hf_tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True,
                                                          trust_remote_code=False)
     except Exception as exc:  # noqa: BLE001 - broken or missing tokenizer files
-        raise UserError(f"{name}: cannot load the tokenizer ({_one_line(exc)})") from None
+        raise UserError(f"{name}: cannot load the tokenizer ({first_line(exc)})") from None
     safetensors, _ = weight_files(folder)
     auto_class = getattr(transformers, family.auto_class)
     try:
@@ -112,8 +119,9 @@ def open_hf_model(path):
             attn_implementation="eager",  # weights available; the adapter picks sdpa where it can
         )
     except Exception as exc:  # noqa: BLE001 - wrong shapes, a pickle that is not plain tensors
-        raise UserError(f"{name}: cannot load the model ({_one_line(exc)})") from None
+        raise UserError(f"{name}: cannot load the model ({first_line(exc)})") from None
     hf_model.eval()
+    freeze_unsaved_parameters(hf_model)
     model_config = _model_config(hf_model, family, hf_tokenizer, folder)
     model = getattr(adapters, family.adapter)(hf_model, model_config)
     tokenizer = HFTokenizer(hf_tokenizer, eos_id=model_config.eos_id)

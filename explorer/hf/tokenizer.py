@@ -7,7 +7,12 @@ and explorer.decoding adds nothing (`adds_special_tokens`).
 
 from __future__ import annotations
 
-MASK_MARKERS = ("[MASK]", "<mask>")  # what people type; replaced by the model's own mask token
+from explorer.data.tokenizers import MASK_MARKERS
+
+
+# Byte-level BPE (GPT-2) writes a word's leading space as "Ġ" and a newline as "Ċ"; SentencePiece
+# (Marian, T5) writes the space as "▁". People read labels: they get the char tokenizer's marks.
+VISIBLE_MARKS = str.maketrans({"Ġ": "␣", "▁": "␣", "Ċ": "⏎"})
 
 
 class HFTokenizer:
@@ -58,7 +63,7 @@ class HFTokenizer:
         e.g. T5's 32100..32127) read <id N>."""
         ids = [int(i) for i in ids]
         tokens = self.hf.convert_ids_to_tokens(ids)
-        return [t if t is not None else f"<id {i}>" for t, i in zip(tokens, ids)]
+        return [t.translate(VISIBLE_MARKS) if t is not None else f"<id {i}>" for t, i in zip(tokens, ids)]
 
     def save(self, directory, prefix: str = "") -> None:
         self.hf.save_pretrained(str(directory))

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from explorer.durable import FolderLock
-from explorer.errors import UserError
+from explorer.errors import UserError, first_line, read_json_object
 from explorer.runs import layout
 
 CLOSED = ".app-closed"
@@ -92,7 +92,7 @@ def interrupted_runs(root: str | Path) -> list[InterruptedRun]:
         if (folder / CLOSED).exists() or (folder / DISCARDED).exists():
             continue
         config_path = folder / layout.CONFIG_FILE
-        config = _read_json(config_path)
+        config = read_json_object(config_path)
         if config is None or "model" not in config:
             continue  # nothing saved yet: nothing to reopen
         if layout.writer_alive(folder) is not False:
@@ -192,7 +192,7 @@ class RunRecorder:
         self.first = first
         self.notice = notice
         self.autosave_s = autosave_s
-        self.snapshot_every = snapshot_every or None
+        self.snapshot_every = snapshot_every  # 0: none, even for a run that had a cadence
         self.resumed_from = resumed_from
         self.prune = prune
         # TensorBoard scalars cost ~1 ms a step: 5% of a tiny model's training, and the app draws
@@ -264,7 +264,7 @@ class RunRecorder:
                 self._failed_autosave = True
                 kept = (f" the checkpoint of step {self.saved_step} is intact"
                         if self.saved_step is not None else "")
-                self.notice(f"autosave failed: {_one_line(exc)};{kept} training goes on")
+                self.notice(f"autosave failed: {first_line(exc)};{kept} training goes on")
             return False
         self.saved_step = trainer.workspace.step
         self.autosaves += 1
@@ -303,7 +303,7 @@ class RunRecorder:
 
     def _give_up(self, what: str, exc: BaseException) -> None:
         self.close()
-        self.notice(f"{self.folder}: {what} ({_one_line(exc)}); training goes on")
+        self.notice(f"{self.folder}: {what} ({first_line(exc)}); training goes on")
 
 
 class _Notices:
@@ -321,14 +321,4 @@ class _Notices:
         pass
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None

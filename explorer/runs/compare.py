@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from explorer.errors import UserError
+from explorer.history import is_run_folder
 from explorer.runs import layout
 from explorer.runs.reader import EVAL_KEYS, TRAIN_KEYS, Curves, RunReader, _columns, live_rows
 
@@ -57,7 +58,7 @@ def check_run_folder(folder: str | Path) -> Path:
     folder = Path(folder).expanduser()
     if not folder.is_dir():
         raise UserError(f"{folder}: no such folder")
-    if not (layout.is_run_folder(folder) or (folder / layout.METRICS_FILE).is_file()):
+    if not (is_run_folder(folder) or (folder / layout.METRICS_FILE).is_file()):
         raise UserError(f"{folder}: not a run folder (no {layout.METRICS_FILE}, no run section "
                         f"in {layout.CONFIG_FILE}, no {layout.SNAPSHOTS_DIR}/)")
     return folder

@@ -5,16 +5,15 @@ this too."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 import socket
 from pathlib import Path
 
+from explorer.history import CONFIG_FILE, SNAPSHOTS_DIR  # noqa: F401 - layout.CONFIG_FILE: the run's names
+
 RUN_FORMAT = "sequence-model-explorer/run/1"
-CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.jsonl"
-SNAPSHOTS_DIR = "snapshots"
 TENSORBOARD_DIR = "tensorboard"
 LATEST_STAGING = ".latest.new"  # the next top-level checkpoint, complete before it moves up
 SNAPSHOT_PREFIX = "step-"
@@ -64,18 +63,6 @@ def splits_sha256(splits) -> str:
             digest.update(f"{source}\t{target}\n".encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
     return digest.hexdigest()
-
-
-def is_run_folder(folder: str | Path) -> bool:
-    """A folder a RunWriter wrote (its config.json has a run section, or it has snapshots)."""
-    folder = Path(folder)
-    if (folder / SNAPSHOTS_DIR).is_dir():
-        return True
-    try:
-        config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(config, dict) and "run" in config
 
 
 # -- is the run being written? ---------------------------------------------------------------

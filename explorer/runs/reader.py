@@ -26,11 +26,11 @@ import numpy as np
 
 from explorer.durable import parse_jsonl
 from explorer.errors import UserError
+from explorer.history import EVAL_KEYS, history_from_rows, live_rows
 from explorer.runs import layout
 
 TRAIN_KEYS = ("step", "loss", "lr", "grad_norm", "grad_norm_clipped", "tokens", "tokens_per_s",
               "elapsed_s")
-EVAL_KEYS = ("step", "val_loss", "perplexity", "token_accuracy", "bleu")
 
 
 @dataclass(frozen=True)
@@ -142,40 +142,6 @@ def curves_from_rows(rows: list[dict]) -> Curves:
     """The plots' columns of these rows (a whole run's, or the rows a follower just read)."""
     steps, evals = live_rows(rows)
     return Curves(train=_columns(steps, TRAIN_KEYS), eval=_columns(evals, EVAL_KEYS))
-
-
-def live_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
-    """(step rows, evaluation rows) as they stand after every resume: a training resumed at
-    step s replaces whatever an earlier one wrote after s."""
-    steps: list[dict] = []
-    evals: list[dict] = []
-    for row in rows:
-        event = row.get("event")
-        if event is None:
-            steps.append(row)
-            if row.get("val_loss") is not None:  # a plain checkpoint's merged row
-                evals.append(row)
-        elif event == "eval":
-            evals.append(row)
-        elif event == "resumed":
-            cut = row.get("step") or 0
-            if steps and steps[-1]["step"] > cut:
-                steps = [r for r in steps if r["step"] <= cut]
-            if evals and evals[-1]["step"] > cut:
-                evals = [r for r in evals if r["step"] <= cut]
-    return steps, evals
-
-
-def history_from_rows(rows: list[dict], upto: int | None = None) -> list[dict]:
-    """metrics.jsonl rows (a run's or a checkpoint's) in a Workspace's history format: one row
-    per step, its evaluation's fields merged in, events left out."""
-    steps, evals = live_rows(rows)
-    by_step = {r["step"]: dict(r) for r in steps if upto is None or r["step"] <= upto}
-    for row in evals:
-        if row["step"] in by_step:
-            by_step[row["step"]].update(
-                {k: row[k] for k in EVAL_KEYS[1:] if row.get(k) is not None})
-    return [by_step[s] for s in sorted(by_step)]
 
 
 def _columns(rows: list[dict], keys: tuple[str, ...]) -> dict[str, np.ndarray]:

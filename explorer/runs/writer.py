@@ -24,7 +24,6 @@ may then be newer than config.json's step until the next writer, which finishes 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import shutil
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from explorer.durable import FolderLock, JsonlAppender, fsync_dir, repair_jsonl
-from explorer.errors import UserError
+from explorer.errors import UserError, first_line, read_json_object
 from explorer.runs import layout
 
 STEP_FIELDS = ("step", "loss", "lr", "grad_norm", "grad_norm_clipped", "tokens", "tokens_per_s",
@@ -53,8 +52,9 @@ OPTIONAL_FILES = ("optimizer.pt", "src_tokenizer.json")  # a newer save may have
 class RunWriter:
     def __init__(self, folder: str | Path, snapshot_every: int | None = None,
                  tensorboard: bool = True, stream=None) -> None:
-        if snapshot_every is not None and snapshot_every < 1:
-            raise UserError(f"--snapshot-every must be at least 1, got {snapshot_every}")
+        if snapshot_every is not None and snapshot_every < 0:  # 0: none, as in the app's settings
+            raise UserError(f"--snapshot-every must be 0 (no snapshots) or more, got "
+                            f"{snapshot_every}")
         self.folder = Path(folder)
         self.snapshot_every = snapshot_every
         self.want_tensorboard = tensorboard
@@ -108,7 +108,7 @@ class RunWriter:
         self.trainer = trainer
         elsewhere = resumed_from is not None and not _same(resumed_from, self.folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        existing = _read_json(self.folder / layout.CONFIG_FILE)
+        existing = read_json_object(self.folder / layout.CONFIG_FILE)
         run = (existing or {}).get("run")
         if run is None:  # a new run, or the first run section of a plain checkpoint
             run = {"format": layout.RUN_FORMAT, "seed": trainer.config.seed,
@@ -119,7 +119,7 @@ class RunWriter:
         if self.snapshot_every is None:  # a resumed run keeps its snapshot cadence
             self.snapshot_every = run.get("snapshot_every")
         if elsewhere and run.get("build") is None:
-            run["build"] = ((_read_json(Path(resumed_from) / layout.CONFIG_FILE) or {})
+            run["build"] = ((read_json_object(Path(resumed_from) / layout.CONFIG_FILE) or {})
                             .get("run", {}).get("build"))
         run.setdefault("data_files", {})
         if workspace.data_spec is not None:  # the readers hashed the files as they read them
@@ -260,7 +260,7 @@ class RunWriter:
         if error is not None:
             reason = "interrupted" if isinstance(error, KeyboardInterrupt) else "error"
             step = getattr(getattr(self.trainer, "workspace", None), "step", None)
-            self.end(reason, str(error).splitlines()[0] if str(error) else "", step)
+            self.end(reason, first_line(error, default=""), step)
         if self._tb is not None:
             self._tb.close()
             self._tb = None
@@ -276,9 +276,4 @@ def _same(a: str | Path, b: str | Path) -> bool:
     return Path(a).resolve() == Path(b).resolve()
 
 
-def _read_json(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+

@@ -28,8 +28,8 @@ from typing import Any
 import importlib.resources
 
 from explorer.durable import FolderLock, existing_folder, read_jsonl, replace_folder, write_jsonl
-from explorer.errors import UserError, read_json
-from explorer.families import family_of
+from explorer.errors import UserError, first_line, read_json
+from explorer.families import family_of, family_opening
 
 FORMAT = "sequence-model-explorer/checkpoint/1"
 CONFIG_FILE = "config.json"
@@ -83,6 +83,25 @@ def changed_data_files(directory: str | Path, workspace) -> list[str]:
     return sorted(path for path, digest in recorded.items() if now.get(path, digest) != digest)
 
 
+def history_cut(workspace) -> str | None:
+    """"history cut at step N while the checkpoint is at step M" when the checkpoint's
+    metrics.jsonl ends before its weights (a torn copy, a full disk, a file cut by hand): the
+    curves, a resumed history and replay would silently miss steps N+1..M. None when whole."""
+    last = workspace.history[-1]["step"] if workspace.history else 0
+    if last >= workspace.step:
+        return None
+    return f"history cut at step {last} while the checkpoint is at step {workspace.step}"
+
+
+def warn_history_cut(directory: str | Path, workspace, stream=None) -> None:
+    """The CLI's warning line for `history_cut` (decode, score, export, train --resume)."""
+    import sys
+
+    cut = history_cut(workspace)
+    if cut is not None:
+        (stream or sys.stderr).write(f"warning: {Path(directory) / METRICS_FILE}: {cut}\n")
+
+
 def check_resumable(directory: str | Path, workspace, stream=None) -> None:
     """Before a loaded checkpoint trains on: a UserError naming the data file that cannot be
     read, and a warning line for each data file that changed since the save."""
@@ -98,6 +117,7 @@ def check_resumable(directory: str | Path, workspace, stream=None) -> None:
             except UserError as exc:
                 reason = str(exc)
         raise UserError(f"{directory}: cannot read its training data ({reason})")
+    warn_history_cut(directory, workspace, stream)  # resumed, the history would have a hole
     for path in changed_data_files(directory, workspace):
         (stream or sys.stderr).write(
             f"data: warning: {path} changed since {directory} was saved; training goes on with "
@@ -152,7 +172,7 @@ def save_checkpoint(workspace, directory: str | Path, optimizer=None) -> Path:
     own `training_state` (what the Trainer left); False stores none (smaller; cannot resume
     exactly).
     """
-    from explorer.runs.layout import is_run_folder  # replacing it would lose its snapshots
+    from explorer.history import is_run_folder  # replacing it would lose its snapshots
 
     directory = Path(directory)
     save_as = family_of(workspace.model).save
@@ -177,7 +197,7 @@ def save_folder(workspace, directory: Path, optimizer=None, named: Path | None =
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             reason = "the disk is full"
         else:
-            reason = exc.strerror or str(exc).strip().splitlines()[0] or type(exc).__name__
+            reason = exc.strerror or first_line(exc)
         raise UserError(f"{named or directory}: cannot save the checkpoint ({reason}); the "
                         "previous checkpoint there is unchanged") from None
     return directory
@@ -235,7 +255,7 @@ def load_training_state(path: Path) -> dict[str, Any]:
             warnings.simplefilter("ignore")
             return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any failure means the file cannot be trusted
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = first_line(exc)
         raise UserError(f"{path}: refused to load, not a plain tensor file ({reason})") from None
 
 
@@ -243,7 +263,7 @@ def _read_history(path: Path, rows: list[dict] | None = None) -> list[dict]:
     """metrics.jsonl in a Workspace's history format: one row per step, its evaluation merged in
     (a run's event rows and the steps a --resume redid are resolved by history_from_rows; a torn
     last line is left out). Steps must increase, within each training segment of a run."""
-    from explorer.runs.reader import history_from_rows
+    from explorer.history import history_from_rows
 
     rows = read_jsonl(path) if rows is None else rows  # (rows: a run reader's, already parsed)
     last = 0
@@ -268,21 +288,24 @@ def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: b
     from safetensors.torch import load_model
 
     from explorer.data.tokenizers import load_tokenizer
-    from explorer.hf import is_hf_model, open_hf_model
     from explorer.training.config import TrainConfig
     from explorer.training.setup import DataSpec, read_data
     from explorer.training.weights_file import check_against_config, check_field_types
     from explorer.workspace import Workspace
     from seqmodels.config import build_model, config_from_dict
 
-    if is_hf_model(directory):  # a Hugging Face folder or cached model id: transformers loads it
-        return open_hf_model(directory)
+    own_format = family_opening(directory)
+    if own_format is not None:  # e.g. a Hugging Face folder or cached model id
+        return own_format.load(directory)
     directory = existing_folder(Path(directory))
     config = _read_config(directory)
+    load = _family_loader(config)
+    if load is not None:  # e.g. a user model: its own code rebuilds it
+        return load(directory, load_state=load_state, metrics_rows=metrics_rows)
     try:
         model_config = config_from_dict(config["model"])
     except Exception as exc:  # noqa: BLE001 - unknown family or fields, values validate rejects
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        reason = first_line(exc)
         raise UserError(f"{directory / CONFIG_FILE}: bad model config ({reason})") from None
     try:
         check_field_types(model_config)
@@ -293,7 +316,7 @@ def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: b
         model = build_model(model_config)
         load_model(model, str(directory / WEIGHTS_FILE), strict=True)
     except Exception as exc:  # noqa: BLE001 - whatever the checks above could not foresee
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        reason = first_line(exc)
         raise UserError(f"{directory}: cannot load the model ({reason})") from None
     model.eval()
     tokenizer = load_tokenizer(directory, "tgt")
@@ -328,6 +351,16 @@ def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: b
                         if load_state and optimizer_path.is_file() else None),
         data_spec=spec,
     )
+
+
+def _family_loader(config: dict):
+    from explorer.families import get_family
+
+    try:
+        family = get_family(config["model"].get("family"))
+    except UserError:
+        return None  # an unknown family: config_from_dict says so below
+    return family.load if family.opens is None else None  # `opens` families were asked first
 
 
 def _check_vocabularies(directory: Path, model_config, tokenizer, src_tokenizer) -> None:

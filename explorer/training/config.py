@@ -46,7 +46,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"  # one of DEVICES; auto = cuda > mps > cpu
     precision: str = "fp32"  # autocast precision on CUDA; CPU and MPS always train in fp32
-    num_threads: int | None = 1  # CPU intra-op threads while training; None leaves torch's setting
+    num_threads: int | None = None  # CPU intra-op threads; None: explorer.runtime.choose_threads
 
     def __post_init__(self) -> None:
         if isinstance(self.betas, list):

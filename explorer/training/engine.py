@@ -18,6 +18,8 @@ from typing import Any, Callable, Generator, Iterator
 import torch
 
 from explorer.events import EvalMetrics, ProbeSnapshot, StepMetrics, TrainingFinished
+from explorer.readers import switching_mode, writing
+from explorer.runtime import choose_threads
 from explorer.training.config import TrainConfig
 from explorer.training.control import LIVE_OPTIONS, TrainerControl
 from explorer.training.evaluation import evaluate_feed, resolve_device
@@ -103,6 +105,7 @@ class Trainer:
         # called with the step number once a step, its evaluation and its probe are done
         # (explorer/training/autosave.py saves checkpoints from here, in the training thread)
         self.on_step_end: Callable[[int], None] | None = None
+        self.threads_note: str | None = None  # why run() took fewer CPU threads than torch's default
 
     # -- set-up --------------------------------------------------------------------------------
 
@@ -117,7 +120,8 @@ class Trainer:
         self.feed = make_feed(self.workspace, self.config)
         self.total_steps = total_steps(self.config, self.feed.steps_per_epoch)
         model = self.workspace.model.to(self.device)
-        model.train()
+        with switching_mode(model):  # not under a reader's eval()
+            model.train()
         self.optimizer = make_optimizer(model, self.config)
         use_scaler = self.device.type == "cuda" and self.config.precision == "fp16"
         self.scaler = torch.amp.GradScaler("cuda") if use_scaler else None
@@ -148,8 +152,10 @@ class Trainer:
 
     def run(self) -> Iterator[Event]:
         threads_before = torch.get_num_threads()
-        if self.device.type == "cpu" and self.config.num_threads:
-            torch.set_num_threads(self.config.num_threads)
+        if self.device.type == "cpu":
+            choice = choose_threads(self.config.num_threads)
+            self.threads_note = choice.note  # the CLI prints it, the app shows it
+            torch.set_num_threads(choice.threads)
         try:
             yield from self._run()
         finally:
@@ -170,7 +176,8 @@ class Trainer:
         workspace.train_config = self.config
         if finished.reason not in ("nan", "oom"):
             workspace.training_state = self.training_state()
-        workspace.model.eval()
+        with switching_mode(workspace.model):
+            workspace.model.eval()
         yield finished
 
     def _loop(self, params, last_good) -> Generator[Event, None, TrainingFinished]:
@@ -190,7 +197,8 @@ class Trainer:
             config = self.config
             step += 1
             started = time.perf_counter()
-            metrics = self._step(step, params, last_good)
+            with writing(model):  # readers in other threads see whole steps, in eval mode
+                metrics = self._step(step, params, last_good)
             if metrics is None:
                 return self._diverged(step, params, last_good)
             duration = time.perf_counter() - started
@@ -281,7 +289,7 @@ class Trainer:
 
     def _evaluate(self, step: int) -> EvalMetrics:
         config = self.config
-        with self._autocast():
+        with switching_mode(self.workspace.model), self._autocast():
             return evaluate_feed(
                 self.workspace, self.feed, step, config.bleu_examples, config.batch_size
             )
@@ -290,7 +298,7 @@ class Trainer:
 
     def _diverged(self, step: int, params, last_good) -> TrainingFinished:
         """Put back the weights of the last step whose loss was finite, and say what happened."""
-        with torch.no_grad():
+        with writing(self.workspace.model), torch.no_grad():
             torch._foreach_copy_(params, last_good)
         good_step = self.good_step
         self.workspace.step = good_step

@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from explorer.decoding.file_bleu import greedy_bleu
 from explorer.events import EvalMetrics
 from explorer.training.objectives import EvalSums, compute_loss
 
@@ -27,42 +28,6 @@ def resolve_device(name: str) -> torch.device:
 
 def model_device(model) -> torch.device:
     return next(model.parameters()).device
-
-
-def bleu_tokenization(workspace) -> str:
-    """sacreBLEU's tokenizer for this workspace's targets: characters for a character-level model,
-    whose targets ("rgeebgr", "12+35") are single words to 13a, so that one wrong letter would
-    score the whole sentence 0; sacreBLEU's default 13a for anything else."""
-    return "char" if getattr(workspace.tokenizer, "kind", "") == "char" else "13a"
-
-
-def greedy_bleu(workspace, pairs, batch_size: int, max_len: int | None = None,
-                hypotheses: list | None = None):
-    """Corpus BLEU of greedy decodes of `pairs` (source, reference), and one example sentence.
-    The decoded texts are appended to `hypotheses` when it is given."""
-    from explorer.decoding.search import greedy_batch
-    from explorer.decoding.scoring import encode_context
-    from explorer.metrics.bleu import IncrementalBleu, sentence_example
-
-    tokenize = bleu_tokenization(workspace)
-    bleu = IncrementalBleu(tokenize=tokenize)
-    example = None
-    for start in range(0, len(pairs), batch_size):
-        chunk = pairs[start : start + batch_size]
-        contexts = [encode_context(workspace, src) for src, _ in chunk]  # HF: the tokenizer's own
-        longest = max(len(workspace.tokenizer.encode(ref)) for _, ref in chunk)
-        hyps = greedy_batch(
-            workspace.model, contexts, max_len=max_len or 2 * longest + 10,
-            tokenizer=workspace.tokenizer,
-        )
-        texts = [h.text for h in hyps]
-        if hypotheses is not None:
-            hypotheses.extend(texts)
-        refs = [ref for _, ref in chunk]
-        bleu.add(texts, refs)
-        if example is None:
-            example = sentence_example(texts[0], refs[0], tokenize=tokenize)
-    return bleu.result(), example
 
 
 def evaluate_feed(workspace, feed, step: int, bleu_examples: int = 0, batch_size: int = 32):

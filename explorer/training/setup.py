@@ -13,7 +13,7 @@ import random
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from explorer.errors import UserError
+from explorer.errors import UserError, first_line
 from explorer.families import get_family
 
 # What the app builds when a new model and the current data (or new data and the current model)
@@ -95,6 +95,16 @@ def _held_out(items: list, fraction: float, shuffle_seed: int | None) -> tuple[l
     return items[:-n_val], items[-n_val:]
 
 
+def _split_text(text: str, fraction: float) -> list[str]:
+    """One line of LM text as two pieces, the last `fraction` of its characters second: a language
+    model reads text as one stream of blocks, so its lines are no examples to hold out."""
+    cut = len(text) - max(1, round(len(text) * fraction))
+    if cut < 1:
+        raise UserError(f"need at least 2 characters of text to hold out validation data, "
+                        f"got {len(text)}")
+    return [text[:cut], text[cut:]]
+
+
 def read_data(spec: DataSpec):
     """The spec's explorer.data.tasks.Splits: (source, target) pairs, target "" for LM text, with a
     ReadReport per file read in `splits.reports`."""
@@ -107,6 +117,8 @@ def read_data(spec: DataSpec):
         return make_task(spec.task, seed=spec.seed, **sizes)
     if spec.text is not None:
         lines, report = readers.read_text_with_report(spec.text)
+        if len(lines) == 1:  # one stream of text, not examples: hold out its end, as nanoGPT does
+            lines = _split_text(lines[0], spec.val_fraction)
         train, val = _held_out([(line, "") for line in lines], spec.val_fraction, None)
         return Splits(train, val, [], kind="lm", reports=[report])
     if spec.tsv:
@@ -141,7 +153,7 @@ def build_model_config(family: str, preset: str | None, tokenizer, src_tokenizer
     try:
         config = make_config(family, preset, **overrides)
     except (TypeError, ValueError) as exc:
-        raise UserError(str(exc).splitlines()[0]) from None
+        raise UserError(first_line(exc)) from None
     src_vocab = None if src_tokenizer is None else src_tokenizer.vocab_size
     config = with_vocab(config, tokenizer.vocab_size, src_vocab)
     from explorer.training.weights_file import check_model_size  # issue 16: before allocating

@@ -9,12 +9,11 @@ real model built and filled.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from pathlib import Path
 
-from explorer.errors import UserError
+from explorer.errors import UserError, first_line
 
 MAX_HEADER_BYTES = 100_000_000  # safetensors' own limit
 MAX_EXTRA_BYTES = 256 * 2**20  # buffers a model makes itself (positional tables), beyond the file
@@ -98,7 +97,7 @@ def check_against_config(path: Path, model_config) -> None:
         with torch.device("meta"):  # shapes without memory
             model = build_model(model_config)
     except Exception as exc:  # noqa: BLE001 - a config the model code rejects
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = first_line(exc)
         raise UserError(f"{path.parent}: the model config is not buildable ({reason})") from None
     expected = model.state_dict()
     for name, (dtype, shape) in tensors.items():
@@ -133,20 +132,14 @@ def memory_limit_bytes() -> int:
 
 
 def check_field_types(model_config) -> None:
-    """Types and ranges of a model config from JSON or --config: whole positive sizes,
-    probabilities in [0, 1), booleans and names, as the dataclass defaults have them."""
-    for field in dataclasses.fields(model_config):
-        value, default = getattr(model_config, field.name), field.default
-        if isinstance(default, bool):
-            ok = isinstance(value, bool)
-        elif isinstance(default, int):
-            ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 2**31
-        elif isinstance(default, float):
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 1
-        else:
-            ok = isinstance(value, type(default))
-        if not ok:
-            raise UserError(f"model field {field.name!r} cannot be {value!r}")
+    """Types and ranges of a model config from JSON or --config, as its fields declare them
+    (seqmodels.settings: sizes, probabilities in [0, 1), booleans, names)."""
+    from seqmodels.settings import check_setting
+
+    refused = check_setting(model_config)
+    if refused:
+        name, value, why = refused
+        raise UserError(f"model field {name!r} cannot be {value!r} ({why})")
 
 
 def check_model_size(model_config) -> None:
@@ -162,7 +155,7 @@ def check_model_size(model_config) -> None:
         with torch.device("meta"):
             model = build_model(model_config)
     except (TypeError, ValueError, RuntimeError) as exc:  # e.g. dropout 5, negative sizes
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = first_line(exc)
         raise UserError(f"cannot build this model: {reason}") from None
     tensors = [*model.parameters(), *model.buffers()]
     needed = sum(t.numel() * t.element_size() for t in tensors)

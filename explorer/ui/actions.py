@@ -24,6 +24,15 @@ ACTIONS = {
         "Export &all…", "Ctrl+E", None,
         "Export every panel as PNG, SVG and CSV into one folder",
     ),
+    "open_lesson": (
+        "Open &lesson…", "Ctrl+L", None,
+        "Open a lesson (a Markdown file): its model, panels and steps, with checks on your model",
+    ),
+    "presentation": (
+        "&Presentation", "F11", None,
+        "One panel (or the lesson step) full screen, fonts and lines ×2 (Ctrl+= / Ctrl+- to zoom), "
+        "high-contrast colours; F11 again restores the layout",
+    ),
     "quit": (
         "&Quit", "Ctrl+Q", None,
         "Stop training and close the app",

@@ -102,7 +102,8 @@ class QtMessageLog:
 
 
 def run_app(
-    argv: list[str] | None = None, smoke: bool = False, checkpoint: str | None = None
+    argv: list[str] | None = None, smoke: bool = False, checkpoint: str | None = None,
+    lesson: str | None = None,
 ) -> int:
     """Show the main window (opening `checkpoint`, or the built-in demo) and run the event loop."""
     ensure_display(smoke)
@@ -115,7 +116,7 @@ def run_app(
     log.install()
     from explorer.ui.main_window import MainWindow
 
-    window = MainWindow(checkpoint=checkpoint, load_demo=checkpoint is None)
+    window = MainWindow(checkpoint=checkpoint, load_demo=checkpoint is None, lesson=lesson)
     window.show()
     try:
         return app.exec()

@@ -17,12 +17,16 @@ class AppBus(QObject):
     probe_input_changed = Signal(str, str)  # what is probed from now on
     probe_failed = Signal(str)  # one line, e.g. an LM text of a single token
     probing_changed = Signal(bool)  # a probe runs (True) or has been delivered (False)
+    # an explorer.analysis.explain.ExplainRequest the training probe computes too (None: none);
+    # the attribution view asks while it is shown and follows the probe
+    explanation_requested = Signal(object)
     # runs (explorer/ui/run_session.py): `run` names the workspace a run folder shows; the curves
     # panels keep that run's recorded curves for it and mark the step shown
     run_changed = Signal(object)  # explorer.ui.run_session.RunView, or None: no run on show
     run_curves = Signal(object)  # explorer.ui.run_session.RunCurves: its rows, all or appended
     run_step = Signal(object)  # the step of the snapshot the panels show (int), or None
     run_folder_changed = Signal(str)  # the run folder the current training writes ("" for none)
+    show_panel = Signal(str)  # raise this panel's dock (the architecture diagram's double click)
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)

@@ -23,7 +23,7 @@ def _core():
     """The training engine, imported on first use so the window paints before torch loads."""
     from types import SimpleNamespace
 
-    from explorer.training.checkpoint import load_checkpoint, save_checkpoint
+    from explorer.training.checkpoint import history_cut, load_checkpoint, save_checkpoint
     from explorer.training.config import TrainConfig
     from explorer.training.control import LIVE_OPTIONS, TrainerControl
     from explorer.training.engine import Trainer
@@ -32,6 +32,7 @@ def _core():
     return SimpleNamespace(
         Trainer=Trainer, TrainerControl=TrainerControl, TrainConfig=TrainConfig,
         LIVE_OPTIONS=LIVE_OPTIONS, evaluate=evaluate, load_checkpoint=load_checkpoint,
+        history_cut=history_cut,
         save_checkpoint=save_checkpoint,
     )
 
@@ -97,6 +98,9 @@ class Controller(QObject):
         if self.runs is not None:
             self.runs.note_origin(workspace, folder)  # a run of it carries on its curves
         self.set_workspace(workspace)
+        cut = _core().history_cut(workspace)
+        if cut is not None:  # the curves end early: said, never accepted silently
+            self.error.emit(f"{folder}: {cut}")
 
     def resume_from(self, folder: str | Path, steps: int | None = None) -> None:
         """Open a checkpoint and go on training it (its optimiser state included)."""

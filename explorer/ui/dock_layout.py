@@ -12,7 +12,7 @@ would get too little height in two rows, so each column is one full-height tab g
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow
+from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QTabBar
 
 from explorer.ui.panels import PANELS
 
@@ -30,7 +30,7 @@ def create_docks(window: QMainWindow) -> dict[str, QDockWidget]:
     """One dock per panel, named by its id, holding a placeholder until the panel is built."""
     docks = {}
     for entry in PANELS:
-        dock = QDockWidget(entry.panel_id.capitalize(), window)
+        dock = QDockWidget(entry.tab or entry.panel_id.capitalize(), window)
         dock.setObjectName(entry.panel_id)
         placeholder = QLabel("Loading…")
         placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -67,7 +67,20 @@ def arrange_default_layout(window: QMainWindow, docks: dict[str, QDockWidget], t
             for dock_id in group[1:]:
                 window.tabifyDockWidget(docks[group[0]], docks[dock_id])
             docks[group[0]].raise_()
+    hide_stale_tab_bars(window)
     return layout
+
+
+def hide_stale_tab_bars(window: QMainWindow) -> None:
+    """Hide the tab bars Qt left behind. Tabifying docks into a second dock area leaves that
+    area's first two-tab bar ("Attention | Positional", "Beam | Step") in the window, unused by
+    the layout, and the window's first show paints it floating over another dock (Qt 6.11). Each
+    dock belongs to one tab group, so a bar whose docks are all on a larger bar is such a leftover."""
+    bars = [bar for bar in window.findChildren(QTabBar) if bar.parent() is window and bar.count()]
+    docks_on = {id(bar): {bar.tabData(i) for i in range(bar.count())} for bar in bars}
+    for bar in bars:
+        if any(docks_on[id(bar)] < docks_on[id(other)] for other in bars):
+            bar.hide()
 
 
 def apply_default_sizes(window: QMainWindow, docks: dict[str, QDockWidget], layout: tuple) -> None:

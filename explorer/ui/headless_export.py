@@ -27,12 +27,13 @@ def _quiet_qt_messages() -> None:
 
 def render_panels(workspace, entries, out: Path, formats: tuple[str, ...], *, width=None, dpi=None,
                   source: str | None = None, target: str = "", timeout_s: float = 120.0,
-                  bleu_metrics=None, theme: str = "light") -> list[Path]:
+                  bleu_metrics=None, theme: str = "light", controls: dict | None = None) -> list[Path]:
     """Build the panel of each of `entries` (explorer.ui.panels.PanelEntry), show it `workspace`
     (and `bleu_metrics`, an EvalMetrics, where given), probe and decode `source` where given, wait
     while each panel is `busy()`, and export what it draws. A panel with nothing to draw for this
     model is skipped with a note on stderr. Every panel is drawn in one `theme`, "light" (for
-    papers) or "dark". -> the files written."""
+    papers) or "dark". `controls` (name -> value, explorer/ui/lesson_controls.py) are set on every
+    panel first (a lesson's `@set`). -> the files written."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
@@ -63,6 +64,12 @@ def render_panels(workspace, entries, out: Path, formats: tuple[str, ...], *, wi
     bus.set_workspace(workspace)
     if bleu_metrics is not None:
         bus.eval_metrics.emit(bleu_metrics)
+    if controls:
+        from explorer.ui.lesson_controls import set_control
+
+        for panel in panels:
+            for name, value in controls.items():
+                set_control(panel, name, value)
     if source is not None:
         prober.set_input(source, target)
         for panel in panels:

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
 
-from explorer.errors import UserError
+from explorer.errors import UserError, first_line
 
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # every runner not yet deleted, for the exit hook
 
@@ -31,7 +31,7 @@ _LIVE: weakref.WeakSet = weakref.WeakSet()  # every runner not yet deleted, for 
 def one_line(exc: BaseException) -> str:
     """A message fit for a dialog or a status line: user errors as they are, anything else with
     its type."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = first_line(exc, default="")
     if isinstance(exc, UserError):
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, QTimer, Signal
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMessageBox
 
 from explorer.ui.actions import build_actions
@@ -38,7 +39,7 @@ class MainWindow(QMainWindow):
     error_shown = Signal(str)
 
     def __init__(self, settings: QSettings | None = None, checkpoint: str | None = None,
-                 load_demo: bool = True) -> None:
+                 load_demo: bool = True, lesson: str | None = None) -> None:
         super().__init__()
         self.setObjectName("main_window")
         self.setWindowTitle(APPLICATION)
@@ -70,9 +71,6 @@ class MainWindow(QMainWindow):
         self.runs = RunSession(self)  # a run folder on show: timeline dock, following
         build_menus(self)
         self.status = TrainingStatus(self, self.controller, self.bus)
-        # the status widgets, by the names tests and benchmarks read them
-        self.device_label, self.step_label = self.status.device_label, self.status.step_label
-        self.speed_label, self.progress = self.status.speed_label, self.status.progress
         self._connect()
         attach_runs(self)  # run folders, autosave and the recovery offer (explorer/ui/recovery.py)
         self.default_state = self.saveState()
@@ -81,7 +79,12 @@ class MainWindow(QMainWindow):
         self._restore_settings()
 
         self._startup_checkpoint = checkpoint
-        self._load_demo = load_demo
+        self._startup_lesson = lesson
+        self._load_demo = load_demo and lesson is None
+        self.lesson_dock = None  # explorer/ui/lesson_dock.py, made when a lesson opens
+        from explorer.ui.presentation import Presentation
+
+        self.presentation = Presentation(self)
 
     # -- construction ----------------------------------------------------------------------------
 
@@ -112,8 +115,8 @@ class MainWindow(QMainWindow):
             old = dock.widget()
             dock.setWidget(panel)
             old.deleteLater()
-            dock.setWindowTitle(panel.TITLE or panel_id)
-            dock.setToolTip(panel.TOOLTIP)
+            # the short name on the tab, the panel's full title and what it shows on hover
+            dock.setToolTip(f"{panel.TITLE}: {panel.TOOLTIP}" if panel.TITLE else panel.TOOLTIP)
             self.panels[panel_id] = panel
         if self._sized and not self._layout_restored:
             self.apply_default_sizes()  # the panels' own minimum sizes moved the splitters
@@ -150,6 +153,14 @@ class MainWindow(QMainWindow):
         a.stop.triggered.connect(c.stop_training)
         a.resume.triggered.connect(self.resume_dialog)
         a.reset_layout.triggered.connect(self.reset_layout)
+        a.open_lesson.triggered.connect(self.open_lesson_dialog)
+        a.presentation.triggered.connect(lambda: self.presentation.toggle())
+        self.bus.show_panel.connect(self.show_panel)
+        for keys, step in (("Ctrl+=", 1), ("Ctrl+-", -1)):  # presentation zoom of the panel on show
+            zoom = QAction(self)
+            zoom.setShortcut(keys)
+            zoom.triggered.connect(lambda _=False, s=step: self.presentation.set_zoom(s))
+            self.addAction(zoom)
         a.about.triggered.connect(self.show_about)
         a.shortcuts.triggered.connect(self.show_shortcuts)
         a.previous_snapshot.triggered.connect(lambda: self.runs.move_by(-1))
@@ -184,7 +195,9 @@ class MainWindow(QMainWindow):
         if self._closing:
             return
         self.create_panels()
-        if self._startup_checkpoint:
+        if self._startup_lesson:
+            self.open_lesson(self._startup_lesson)
+        elif self._startup_checkpoint:
             self.open_path(self._startup_checkpoint)
         elif self._load_demo:
             from explorer.demo import first_demo
@@ -231,6 +244,29 @@ class MainWindow(QMainWindow):
             return
         self.add_recent(path)
         self._show_data_dialog(dialog)
+
+    def show_panel(self, panel_id: str) -> None:
+        """Show and raise a panel's dock (a lesson step, a click in the architecture diagram)."""
+        dock = self.docks.get(panel_id)
+        if dock is not None:
+            dock.show()
+            dock.raise_()
+
+    def open_lesson(self, path: str | Path) -> None:
+        """A lesson file (explorer/lessons): its model, its panels arranged, its steps in a dock."""
+        if self.lesson_dock is None:
+            from explorer.ui.lesson_dock import LessonDock
+
+            self.lesson_dock = LessonDock(self)
+        self.lesson_dock.open_lesson(path)
+
+    def open_lesson_dialog(self) -> None:
+        from explorer.lessons.format import builtin_lessons
+
+        start = str(builtin_lessons()[0].parent)
+        path, _ = QFileDialog.getOpenFileName(self, "Open lesson", start, "Lessons (*.md)")
+        if path:
+            self.open_lesson(path)
 
     def open_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
@@ -401,21 +437,34 @@ class MainWindow(QMainWindow):
             dock.setFloating(False)
             dock.show()
         self.restoreState(self.default_state)
+        dock_layout.hide_stale_tab_bars(self)
         self.apply_default_sizes()
 
+    def layout_key(self) -> str:
+        """Settings group of this screen's layout: a layout arranged on a 1280 x 800 laptop is
+        no use on a 1920 x 1080 monitor (nor the other way round), so each screen size keeps its own."""
+        screen = self.screen()
+        if screen is None:
+            return "layout/no-screen"
+        size = screen.availableGeometry().size()
+        return f"layout/{size.width()}x{size.height()}"
+
     def _restore_settings(self) -> None:
-        geometry = self.settings.value("geometry")
-        state = self.settings.value("window_state")
+        key = self.layout_key()
+        geometry = self.settings.value(f"{key}/geometry")
+        state = self.settings.value(f"{key}/window_state")
         if isinstance(geometry, QByteArray):
             self.restoreGeometry(geometry)
         if isinstance(state, QByteArray):
             # a layout saved for an older arrangement of the docks is not restored: the
             # default one replaces it
             self._layout_restored = self.restoreState(state, LAYOUT_VERSION)
+            dock_layout.hide_stale_tab_bars(self)
 
     def save_settings(self) -> None:
-        self.settings.setValue("geometry", self.saveGeometry())
-        self.settings.setValue("window_state", self.saveState(LAYOUT_VERSION))
+        key = self.layout_key()
+        self.settings.setValue(f"{key}/geometry", self.saveGeometry())
+        self.settings.setValue(f"{key}/window_state", self.saveState(LAYOUT_VERSION))
         self.settings.sync()
 
     def dragEnterEvent(self, event) -> None:

@@ -15,6 +15,7 @@ def build_menus(window) -> None:
     file_menu = bar.addMenu("&File")
     file_menu.addAction(a.open)
     file_menu.addAction(a.open_checkpoint)
+    file_menu.addAction(a.open_lesson)
     window.recent_menu = file_menu.addMenu("Open &recent")
     window.recent_menu.setToolTipsVisible(True)
     window.recent_menu.aboutToShow.connect(window.fill_recent_menu)
@@ -53,6 +54,7 @@ def build_menus(window) -> None:
     view_menu.addAction(a.previous_snapshot)
     view_menu.addAction(a.next_snapshot)
     view_menu.addSeparator()
+    view_menu.addAction(a.presentation)
     view_menu.addAction(a.reset_layout)
 
     help_menu = bar.addMenu("&Help")

@@ -21,7 +21,7 @@ MODEL_FILES = ("config.json", "model.safetensors", "pytorch_model.bin")
 
 def classify(path: str | Path) -> tuple[str, Path | str]:
     from explorer.hf.detect import is_hf_model  # no transformers, no torch: the window stays light
-    from explorer.runs.layout import is_run_folder
+    from explorer.history import is_run_folder
 
     path = Path(path)
     if path.is_file() and path.name in MODEL_FILES and (path.parent / "config.json").is_file():

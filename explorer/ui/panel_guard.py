@@ -18,6 +18,8 @@ import shiboken6
 from PySide6.QtCore import QEvent, QObject, SignalInstance
 from PySide6.QtWidgets import QLabel, QWidget
 
+from explorer.errors import first_line
+
 log = logging.getLogger(__name__)
 
 
@@ -123,8 +125,8 @@ class FailureBanner(QLabel):
 
 
 def show_failure(panel: QWidget, where: str, exc: BaseException) -> None:
-    message = str(exc).strip().splitlines()
-    line = f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+    message = first_line(exc, default="")
+    line = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     origin = f" ({frame.filename}:{frame.lineno})" if frame else ""
     log.debug("%s failed", where, exc_info=exc)

@@ -35,6 +35,7 @@ class Prober(QObject):
         bus.workspace_changed.connect(self._on_workspace)
         bus.training_state.connect(self._on_training_state)
         bus.probe_requested.connect(self.set_input)
+        bus.explanation_requested.connect(self._set_explanation)
 
     def set_input(self, source: str, target: str = "") -> None:
         """Probe this input from now on (and at once, unless the trainer probes it)."""
@@ -49,6 +50,9 @@ class Prober(QObject):
         if workspace is None or self.training or not self.input:
             return  # while training, the trainer probes `input` itself
         self.runner.submit(probe, workspace, *self.input.text, workspace.step)
+
+    def _set_explanation(self, request) -> None:
+        self.input.explanation = request  # read by the trainer's probe_fn between steps
 
     def wait_idle(self) -> None:
         """Let a running probe return before the model goes to the training thread."""

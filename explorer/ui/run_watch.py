@@ -20,6 +20,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal
 
+from explorer.errors import UserError
 from explorer.runs import RunFollower, RunReader, RunState, layout
 
 COALESCE_MS = 100  # file-change notifications closer than this make one check
@@ -117,6 +118,9 @@ class RunWatcher(QObject):
             return f"following run {name}{at}"
         if state is RunState.WAITING:
             return f"following run {name}: waiting for its first rows"
+        cut = self._history_cut(step)
+        if cut:  # neither finished nor stopped there: rows are missing from a run that went on
+            return f"run {name}: {cut}"
         if state is RunState.FINISHED:
             finished = self.reader.finished or {}
             reason = finished.get("reason")
@@ -125,6 +129,17 @@ class RunWatcher(QObject):
         alive = layout.writer_alive(self.folder)
         gone = "no growth" if alive is None else "pid gone"
         return f"run {name}: writer stopped ({gone}){at}"
+
+    def _history_cut(self, last_row: int | None) -> str:
+        """"history cut at step N while the checkpoint is at step M" when metrics.jsonl ends
+        before the run's latest checkpoint (explorer.training.checkpoint.history_cut)."""
+        try:
+            checkpoint = self.reader.config().get("step")
+        except UserError:
+            return ""
+        if not isinstance(checkpoint, int) or last_row is None or last_row >= checkpoint:
+            return ""
+        return f"history cut at step {last_row} while the checkpoint is at step {checkpoint}"
 
     def _set_state(self, state: RunState, message: str) -> None:
         if state is not self.state or message != self.message:

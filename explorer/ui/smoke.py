@@ -42,6 +42,7 @@ class SmokeRun:
         self.app, self.window, self.log = app, window, log
         self.export_dir = export_dir
         self.report = {"first_paint_s": None, "ready_s": None, "trained_steps": 0, "panels": [],
+                       "not_applicable": [],
                        "exported": [], "errors": [], "qt_warnings": []}
         self.phase = "starting"
         self.trained = False
@@ -96,8 +97,13 @@ class SmokeRun:
             controller.train(steps=SMOKE_STEPS)
         elif self.phase == "training" and self.trained and not controller.jobs.busy:
             self.phase = "drawing"
-        elif self.phase == "drawing" and all(p.has_content() for p in self.window.panels.values()):
+        elif self.phase == "drawing" and all(p.has_content() for p in self.expected_panels()):
             self._finish()
+
+    def expected_panels(self) -> list:
+        """The panels that can draw this model (a language model has no BLEU, for instance)."""
+        workspace = self.window.bus.workspace
+        return [panel for panel in self.window.panels.values() if panel.applies_to(workspace)]
 
     def _finish(self) -> None:
         if self.finished:
@@ -106,6 +112,8 @@ class SmokeRun:
         self.poll.stop()
         panels = self.window.panels
         self.report["panels"] = [p for p, panel in panels.items() if panel.has_content()]
+        self.report["not_applicable"] = [
+            p for p, panel in panels.items() if panel not in self.expected_panels()]
         for panel_id, reason in self.window.missing_panels.items():
             self.report["errors"].append(f"panel {panel_id} missing: {reason}")
         if self.phase == "drawing":
@@ -142,7 +150,7 @@ def run_smoke(checkpoint: str | None = None) -> int:
         report["qt_warnings"] = list(log.warnings)
     from explorer.ui.panels import panel_ids
 
-    all_drawn = set(report["panels"]) == set(panel_ids())
+    all_drawn = set(report["panels"]) | set(report["not_applicable"]) == set(panel_ids())
     ok = all_drawn and not report["qt_warnings"] and not report["errors"] and report["exported"]
     print(json.dumps(report, indent=None))
     sys.stdout.flush()

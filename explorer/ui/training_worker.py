@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
-from explorer.events import EvalMetrics, ProbeSnapshot, Progress, StepMetrics, TrainingFinished
+from explorer.events import EvalMetrics, ProbeSnapshot, StepMetrics, TrainingFinished
 from explorer.ui.jobs import one_line
 
 MAX_EMITS_PER_S = 30
@@ -32,17 +32,16 @@ class WorkerBatch:
     steps: list = field(default_factory=list)  # StepMetrics
     evals: list = field(default_factory=list)  # EvalMetrics
     probe: ProbeSnapshot | None = None  # only the newest one matters
-    progress: Progress | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.steps or self.evals or self.probe or self.progress)
+        return bool(self.steps or self.evals or self.probe)
 
 
 class TrainingWorker(QObject):
     batch = Signal(object)  # WorkerBatch
     finished = Signal(object)  # TrainingFinished, always the last signal
     failed = Signal(str)  # a one-line message; `finished` follows with reason "error"
-    notice = Signal(str)  # one line from the recorder (an autosave that failed); training goes on
+    notice = Signal(str)  # one line (an autosave that failed, fewer threads); training goes on
 
     def __init__(self, trainer, control, max_emits_per_s: float = MAX_EMITS_PER_S,
                  recorder=None) -> None:
@@ -66,6 +65,9 @@ class TrainingWorker(QObject):
                 recorder.notice = self.notice.emit
                 recorder.start(self.trainer)
             for event in self.trainer.run():
+                if self.trainer.threads_note:  # fewer CPU threads on a busy machine: say why
+                    self.notice.emit(self.trainer.threads_note)
+                    self.trainer.threads_note = None
                 if recorder is not None:
                     recorder.record(event)
                 if thread.isInterruptionRequested():
@@ -76,8 +78,6 @@ class TrainingWorker(QObject):
                     pending.evals.append(event)
                 elif isinstance(event, ProbeSnapshot):
                     pending.probe = event
-                elif isinstance(event, Progress):
-                    pending.progress = event
                 elif isinstance(event, TrainingFinished):
                     finished = event
                 now = time.perf_counter()

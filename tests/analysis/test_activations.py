@@ -275,3 +275,90 @@ def test_an_unknown_point_is_named_in_the_error():
     model = _model("gpt")
     with pytest.raises(ValueError, match="decoder.blocks.9.hook_z"):
         run_with(model, _inputs(model), read=["decoder.blocks.9.hook_z"])
+
+
+def test_a_pattern_reads_every_point_it_matches_in_order():
+    model = _model("transformer-pre")
+    inputs = _inputs(model)
+    names = [p.name for p in list_points(model, inputs)]
+    run = run_with(model, inputs, read=["*.blocks.*.hook_resid_post", "encoder.hook_embed"])
+    expected = [n for n in names if n.endswith(".hook_resid_post") or n == "encoder.hook_embed"]
+    assert list(run.values) == expected
+    assert run_with(model, inputs, read=["*.hook_gate_i"]).values == {}  # a pattern may match none
+
+
+def test_another_thread_s_pass_meanwhile_is_not_hooked():
+    import threading
+
+    model = _model("gpt")
+    inputs = _inputs(model)
+    with torch.no_grad():
+        bare = model(*inputs)
+    seen = {}
+
+    def replace(z):
+        worker = threading.Thread(target=lambda: seen.setdefault("other", model(*inputs)))
+        worker.start()  # the other thread's pass runs while this one is attached
+        worker.join()
+        return torch.zeros_like(z)
+
+    ablated = run_with(model, inputs, replace={"decoder.blocks.0.attn.hook_z": replace})
+    assert not torch.allclose(ablated.logits, bare)
+    assert torch.allclose(seen["other"], bare, atol=1e-5)  # its heads were not zeroed
+
+
+def test_a_provider_is_one_small_class_registered_by_hand():
+    """The protocol as a new provider sees it: accepts + attach (with core's hook helpers)."""
+    from torch import nn
+
+    from explorer.analysis.activations import BaseProvider, output_hook, register_provider, removing
+    from explorer.analysis.activations import core
+
+    class Toy(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.mix, self.head = nn.Embedding(10, 4), nn.Linear(4, 4), nn.Linear(4, 10)
+
+        def forward(self, tokens):
+            return self.head(torch.tanh(self.mix(self.embed(tokens))))
+
+    class ToyProvider(BaseProvider):
+        name = "toy"
+
+        def accepts(self, model):
+            return isinstance(model, Toy)
+
+        def attach(self, model, visit):
+            return removing([output_hook(model.embed, lambda x: visit("toy.hook_embed", x)),
+                             output_hook(model.mix, lambda x: visit("toy.blocks.0.hook_mlp_out", x))])
+
+    torch.manual_seed(0)
+    model, tokens = Toy().eval(), torch.tensor([[1, 2, 3]])
+    with pytest.raises(ValueError, match="no activation provider knows a Toy"):
+        list_points(model, (tokens,))
+    provider = ToyProvider()
+    register_provider(provider, last=True)
+    try:
+        points = list_points(model, (tokens,))
+        assert [(p.name, p.kind, p.shape) for p in points] == [
+            ("toy.hook_embed", "embed", (1, 3, 4)), ("toy.blocks.0.hook_mlp_out", "mlp_out", (1, 3, 4))]
+        run = run_with(model, (tokens,), read=["toy.blocks.0.hook_mlp_out"],
+                       replace={"toy.hook_embed": torch.zeros_like})
+        assert torch.equal(run.values["toy.blocks.0.hook_mlp_out"], model.mix.bias.detach().expand(1, 3, 4))
+        assert torch.allclose(run.logits, model.head(torch.tanh(model.mix.bias)).expand(1, 3, 10))
+    finally:
+        core._FALLBACKS.remove(provider)  # other tests' providers stay
+
+
+def test_replacing_a_gate_is_what_the_cell_goes_on_with():
+    """Forget gate zeroed at step 2: c_2 = i_2 * g_2 (the LSTM's update without c_1), and h_2 = o_2 * tanh(c_2)."""
+    model = _model("rnn-lm-lstm")
+    inputs = _inputs(model)
+    p = "lm.rnn.l0.fwd"
+    names = [f"{p}.hook_{q}" for q in ("gate_i", "gate_f", "gate_g", "gate_o", "c", "h")]
+    run = run_with(model, inputs, read=names,
+                   replace={f"{p}.hook_gate_f": lambda f, t: torch.zeros_like(f) if t == 2 else f})
+    v = {name.rsplit("hook_", 1)[1]: run.values[name][:, 2] for name in names}
+    assert torch.equal(v["gate_f"], torch.zeros_like(v["gate_f"]))
+    assert torch.allclose(v["c"], v["gate_i"] * v["gate_g"], atol=1e-6)
+    assert torch.allclose(v["h"], v["gate_o"] * torch.tanh(v["c"]), atol=1e-6)

@@ -41,7 +41,7 @@ def test_two_layer_lstm_states_gates_and_csv_equal_torch_lstm():
     model = ws.model
     text = "the (cat) sat"
     snapshot = hidden_snapshot(ws, text)
-    ids = ws.tokenizer.encode(text)[:-1]  # an LM reads every token but the last
+    ids = ws.tokenizer.encode(text)  # every token typed, the last one's h_t too (issue 22)
     tokens = [str(t) for t in ws.tokenizer.tokens(ids)]
     assert [layer.name for layer in snapshot.layers] == ["lm.l0", "lm.l1"]
 
@@ -68,11 +68,11 @@ def test_two_layer_lstm_states_gates_and_csv_equal_torch_lstm():
 
     header, rows = hidden_table(snapshot.layers, "h")
     assert header == ["unit", *tokens]
-    assert [row[0] for row in rows] == [f"l{k}:{u}" for k in (0, 1) for u in range(6)]
+    assert [row[0] for row in rows] == [f"l{k}:{u}" for k in (1, 2) for u in range(6)]
     exported = np.array([row[1:] for row in rows], dtype=np.float64)
     np.testing.assert_array_equal(exported, np.concatenate([l.hidden for l in snapshot.layers]))
     gate_header, gate_rows = hidden_table(snapshot.layers, "f")
-    assert gate_header == header and gate_rows[7][0] == "l1:1"
+    assert gate_header == header and gate_rows[7][0] == "l2:1"
 
 
 def test_bidirectional_gru_seq2seq_encoder_and_decoder_equal_torch_gru():
@@ -85,7 +85,7 @@ def test_bidirectional_gru_seq2seq_encoder_and_decoder_equal_torch_gru():
     src = ws.tokenizer.encode("a (d)") + [2]
     forward, backward, decoder = snapshot.layers
     assert forward.tokens == [str(t) for t in ws.tokenizer.tokens(src)] and backward.reverse
-    assert forward.row_labels()[:2] == ["l0:0", "l0:1"] and backward.row_labels()[0] == "l0_reverse:0"
+    assert forward.row_labels()[:2] == ["l1:0", "l1:1"] and backward.row_labels()[0] == "l1_reverse:0"
 
     reference = nn.GRU(8, 5, batch_first=True, bidirectional=True)
     reference.load_state_dict(model.encoder.state_dict())
@@ -149,7 +149,6 @@ def test_transformer_residual_norms_and_block_outputs_equal_running_the_blocks(f
             blocks = [lambda y, layer=layer: layer(y, memory)[0] for layer in model.decoder_layers]
         else:
             ids = ws.tokenizer.encode("the (cat)")
-            ids = ids[:-1] if family == "gpt" else ids
             x = model.embed(torch.tensor([ids]))
             blocks = [lambda y, layer=layer: layer(y, is_causal=family == "gpt")[0] for layer in model.layers]
         norms = [x.norm(dim=-1)[0]]

@@ -79,7 +79,7 @@ def test_depth_units_rank_the_planted_unit_first():
     ws = planted_workspace()
     streams = state_streams(ws, [(line, "") for line in LINES])
     best = depth_units(streams, top=3)
-    assert (best[0].name, best[0].unit, best[0].label) == ("lm.l0", K, f"l0:{K}")
+    assert (best[0].name, best[0].unit, best[0].label) == ("lm.l0", K, f"l1:{K}")
     assert best[0].correlation > 0.95
     assert abs(best[1].correlation) < best[0].correlation
 

@@ -11,13 +11,15 @@ import pytest
 import torch
 
 from explorer.decoding import beam_search, beam_search_batch, greedy, greedy_batch
-from seqmodels.config import ATTENTION_SCORES, BOS_ID, CELLS, EOS_ID, build_model, make_config
+from seqmodels.cells import cell_names
+from seqmodels.config import ATTENTION_SCORES, BOS_ID, EOS_ID, build_model, make_config
 
 VOCAB = 17
 # lengths 7, 2, 4, 5: every source but the longest is padded in a batch
 SOURCES = [[5, 9, 7, 12, 6, 11, 2], [13, 2], [6, 11, 16, 2], [12, 8, 8, 10, 2]]
 MAX_LEN = 9
 ATOL = 1e-5
+CELLS = cell_names()  # the registered cells (seqmodels.cells)
 
 SEQ2SEQ = {
     f"seq2seq-{score}-{CELLS[i % len(CELLS)]}": dict(

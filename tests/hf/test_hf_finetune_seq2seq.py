@@ -115,3 +115,27 @@ def test_train_from_refuses_text_for_an_encoder_decoder(hf_models, tmp_path, cap
                  "--steps", "2", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "plain text" in err
+
+
+@pytest.mark.parametrize("name", ["gpt2", "marian", "t5"])
+def test_every_trainable_parameter_survives_save_pretrained(hf_models, name, tmp_path):
+    """Whatever training may change is what the saved folder holds: transformers 5.24 loads
+    Marian's sinusoidal tables (never saved) as trainable, which broke this for fine-tunes."""
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
+
+    from explorer.hf import open_hf_model
+    from explorer.hf.finetune import save_hf_model
+
+    workspace = open_hf_model(hf_models(name))
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # what an optimiser step does to every parameter it is given
+        for parameter in workspace.model.hf.parameters():
+            if parameter.requires_grad:
+                parameter.add_(0.01 * torch.randn(parameter.shape, generator=generator))
+    out = save_hf_model(workspace, tmp_path / "saved")
+    auto = AutoModelForCausalLM if name == "gpt2" else AutoModelForSeq2SeqLM
+    reloaded = auto.from_pretrained(out).state_dict()
+    ours = workspace.model.hf.state_dict()
+    assert reloaded.keys() == ours.keys()
+    for key, value in ours.items():
+        torch.testing.assert_close(reloaded[key], value, msg=key)

@@ -39,7 +39,8 @@ def direct_loss_and_states(workspace):
             states = out.encoder_hidden_states[1:] + out.decoder_hidden_states[1:]
         else:
             ids = tokenizer.encode(SOURCE)
-            inputs, targets = (ids[:-1], ids[1:]) if workspace.family == "hf-causal-lm" else (ids, ids)
+            # a causal LM reads every token; the last has no next token (-100: ignored)
+            inputs, targets = (ids, ids[1:] + [-100]) if workspace.family == "hf-causal-lm" else (ids, ids)
             out = hf(input_ids=torch.tensor([inputs]), output_hidden_states=True)
             states = out.hidden_states[1:]
         loss = F.cross_entropy(out.logits[0], torch.tensor(targets))
@@ -55,7 +56,8 @@ def test_gradient_norm_per_layer_is_autograd_on_the_models_own_forward(hf_worksp
     hf = workspace.model.hf
     with torch.enable_grad():
         loss, states = direct_loss_and_states(workspace)
-        params = dict(hf.named_parameters())
+        # trainable ones: Marian's sinusoidal tables are fixed (explorer.hf.loader)
+        params = {n: p for n, p in hf.named_parameters() if p.requires_grad}
         grads = dict(zip(params, torch.autograd.grad(loss, list(params.values()), allow_unused=True,
                                                      retain_graph=True)))
         block_grads = torch.autograd.grad(loss, list(states))

@@ -19,7 +19,7 @@ def gpt2_reference(workspace, text):
     block's output (run by hand, before ln_f) and the adapter's next-token distribution."""
     hf = workspace.model.hf
     ids = workspace.tokenizer.encode(text)
-    inputs = torch.tensor([ids[:-1]])  # a language model's probe predicts each next token
+    inputs = torch.tensor([ids])  # a language model's probe reads every token typed
     with torch.no_grad():
         out = hf(input_ids=inputs, output_hidden_states=True)
         block = hf.transformer.h[-1](out.hidden_states[-2])
@@ -34,7 +34,7 @@ def test_gpt2_residual_stream_norms_are_its_hidden_states_norms(hf_workspace):
     ids, hidden, block, _ = gpt2_reference(ws, TEXT)
     [stack] = snapshot.stacks
     assert stack.stream == "decoder" and stack.layer_labels == ["embed", "layer 1", "layer 2"]
-    assert stack.tokens == ws.tokenizer.tokens(ids[:-1])
+    assert stack.tokens == ws.tokenizer.tokens(ids)
     # the embedding and the first block: transformers' hidden_states as they are
     for k in range(len(hidden) - 1):
         np.testing.assert_allclose(stack.residual_norm[k], hidden[k][0].norm(dim=-1).numpy(), rtol=1e-5)
@@ -54,9 +54,10 @@ def test_gpt2_logit_lens_last_layer_is_the_model_s_own_distribution(hf_workspace
     p, top = probs.max(dim=-1)
     assert lens.top_ids[-1].tolist() == top.tolist()
     np.testing.assert_allclose(lens.top_probs[-1], p.numpy(), rtol=1e-5)
-    targets = ids[1:]
-    np.testing.assert_allclose(lens.target_probs[-1], probs[torch.arange(len(targets)), targets].numpy(), rtol=1e-5)
-    assert lens.targets == ws.tokenizer.tokens(targets)
+    targets = ids[1:]  # the last token has no next one
+    np.testing.assert_allclose(lens.target_probs[-1][:-1], probs[torch.arange(len(targets)), targets].numpy(), rtol=1e-5)
+    assert np.isnan(lens.target_probs[-1][-1])
+    assert lens.targets == ws.tokenizer.tokens(targets) + [""]
     # a middle layer: that layer's residual stream through GPT-2's ln_f and lm_head
     hf = ws.model.hf
     with torch.no_grad():
@@ -107,8 +108,8 @@ def test_embeddings_panel_on_gpt2(qtbot, hf_workspace):
     np.testing.assert_array_equal(panel.data.matrix, weight)
     assert panel.data.tokens == ws.tokenizer.tokens(range(weight.shape[0]))
     assert panel.data.tied and "tied" in panel.status.text()
-    index = panel.data.token_id("cat")  # "Ġcat" without its byte-level space marker
-    assert index is not None and panel.data.tokens[index] in ("cat", "Ġcat")
+    index = panel.data.token_id("cat")  # "␣cat" (GPT-2's "Ġcat") without its space mark
+    assert index is not None and panel.data.tokens[index] in ("cat", "␣cat")
     panel.select_token(index)
     assert panel.neighbours == nearest_neighbours(weight, index, 10)
     output = embedding_data(ws, "output")

@@ -146,9 +146,14 @@ def test_a_deleted_snapshot_is_a_one_line_error(tmp_path):
     assert "\n" not in str(error.value)
 
 
-def test_bad_snapshot_every_is_refused(tmp_path, capsys):
-    assert train("--steps", "2", "--snapshot-every", "0", "--out", str(tmp_path / "r")) == 2
-    assert "--snapshot-every must be at least 1" in capsys.readouterr().err
+def test_bad_snapshot_every_is_refused_and_0_means_none(tmp_path, capsys):
+    """0 means "no snapshots" on the command line as in the app's settings (issue 27)."""
+    assert train("--steps", "2", "--snapshot-every", "-1", "--out", str(tmp_path / "r")) == 2
+    assert "--snapshot-every must be 0 (no snapshots) or more" in capsys.readouterr().err
+    run = tmp_path / "none"
+    assert train("--steps", "2", "--snapshot-every", "0", "--out", str(run)) == 0
+    assert RunReader(run).snapshots() == [] and not (run / layout.SNAPSHOTS_DIR).exists()
+    assert json.loads((run / "config.json").read_text())["run"]["snapshot_every"] == 0
 
 
 def test_saving_a_plain_checkpoint_over_a_run_is_refused(tmp_path):

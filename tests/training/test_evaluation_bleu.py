@@ -6,7 +6,7 @@ import pytest
 import sacrebleu
 
 from explorer.decoding import search
-from explorer.training.evaluation import greedy_bleu
+from explorer.decoding.file_bleu import greedy_bleu
 from explorer.training.setup import DataSpec, build_workspace
 
 

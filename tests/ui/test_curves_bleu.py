@@ -280,3 +280,14 @@ def test_bleu_breakdown_headers_and_rows_fit(qtbot, bus):
     qtbot.waitUntil(lambda: table.rowViewportPosition(3) + table.rowHeight(3)
                     <= table.viewport().height())
     assert table.geometry().bottom() < panel.summary.geometry().top()
+
+
+def test_bleu_panel_applies_to_encoder_decoders_only_so_the_smoke_run_skips_it_for_lms(qtbot, bus):
+    """`explorer gui --smoke` waits for the panels that apply: an LM checkpoint has no BLEU, and
+    waiting for it timed the smoke run out with exit 1 (issue 27)."""
+    from test_attention_panel import char_workspace
+
+    panel = BleuPanel(bus)
+    qtbot.addWidget(panel)
+    assert not panel.applies_to(char_workspace("gpt"))
+    assert panel.applies_to(char_workspace("seq2seq")) and panel.applies_to(None)

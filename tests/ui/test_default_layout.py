@@ -159,12 +159,68 @@ def test_a_layout_saved_by_an_older_version_gives_way_to_the_default(make_main_w
     old = make_main_window(create_panels=False)
     old.removeDockWidget(old.docks["beam"])
     old.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, old.docks["beam"])
-    isolated_settings.setValue("window_state", old.saveState(1))  # an older layout version
+    isolated_settings.setValue(f"{old.layout_key()}/window_state", old.saveState(1))  # older version
     isolated_settings.sync()
     fresh = make_main_window(create_panels=False)
     assert not fresh._layout_restored
     assert fresh.dockWidgetArea(fresh.docks["beam"]) == Qt.DockWidgetArea.RightDockWidgetArea
     old.save_settings()  # this version's layout is restored
+    again = make_main_window(create_panels=False)
+    assert again._layout_restored
+    assert again.dockWidgetArea(again.docks["beam"]) == Qt.DockWidgetArea.LeftDockWidgetArea
+
+
+@pytest.mark.parametrize("tall", [False, True], ids=["1280x800", "1920x1080"])
+def test_no_tab_bar_floats_in_the_default_layout(make_main_window, qtbot, monkeypatch, tall):
+    """Qt leaves a second dock area's first two-tab bar behind ("Attention | Positional", "Beam |
+    Step"): shown, it floated over the training curves. Each dock is on one visible bar, and the
+    bars lie along their own docks' bottom edges."""
+    monkeypatch.setattr(dock_layout, "TALL_SCREEN_PX", 0 if tall else 10**6)
+    window = make_main_window(create_panels=False)
+    window.resize(*((1920, 1080) if tall else (1280, 800)))
+    window.show()
+    qtbot.waitExposed(window)
+    docks = {id(dock): dock for dock in window.findChildren(QDockWidget)}
+    bars = [bar for bar in window.findChildren(QTabBar) if bar.parent() is window and bar.isVisible()]
+    assert bars
+    on_bars = [bar.tabData(i) for bar in bars for i in range(bar.count())]
+    assert len(on_bars) == len(set(on_bars)), "a dock is on two tab bars"
+    for bar in bars:
+        group = [dock for dock in window.findChildren(QDockWidget)
+                 if any(bar.tabData(i) == _address(dock) for i in range(bar.count()))]
+        assert group and all(not dock.isFloating() for dock in group)
+        raised = next(dock for dock in group if not dock.visibleRegion().isEmpty())
+        below = raised.geometry()
+        # the bar sits right under its raised dock, as wide as it
+        assert abs(bar.geometry().top() - below.bottom()) <= 8, (bar.tabText(0), bar.geometry(), below)
+        assert bar.geometry().left() >= below.left() - 2 and bar.geometry().right() <= below.right() + 2
+    assert len(docks) >= len(on_bars)
+
+
+def _address(widget) -> int:
+    import shiboken6
+
+    return shiboken6.getCppPointer(widget)[0]
+
+
+def test_each_screen_size_keeps_its_own_layout(make_main_window, monkeypatch):
+    """A layout arranged on a 1280 x 800 laptop is not restored on a 1920 x 1080 monitor (the
+    default for that screen is), and comes back on the laptop."""
+    from PySide6.QtCore import Qt
+
+    from explorer.ui.main_window import MainWindow
+
+    monkeypatch.setattr(MainWindow, "layout_key", lambda self: "layout/1280x800")
+    laptop = make_main_window(create_panels=False)
+    laptop.removeDockWidget(laptop.docks["beam"])
+    laptop.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, laptop.docks["beam"])
+    laptop.docks["beam"].show()
+    laptop.save_settings()
+    monkeypatch.setattr(MainWindow, "layout_key", lambda self: "layout/1920x1080")
+    monitor = make_main_window(create_panels=False)
+    assert not monitor._layout_restored
+    assert monitor.dockWidgetArea(monitor.docks["beam"]) == Qt.DockWidgetArea.RightDockWidgetArea
+    monkeypatch.setattr(MainWindow, "layout_key", lambda self: "layout/1280x800")
     again = make_main_window(create_panels=False)
     assert again._layout_restored
     assert again.dockWidgetArea(again.docks["beam"]) == Qt.DockWidgetArea.LeftDockWidgetArea

@@ -176,14 +176,15 @@ def test_new_model_dialog_builds_an_hf_architecture_the_app_trains(make_main_win
     dialog = window.last_dialog
     GPT2Config(n_layer=3, n_embd=48, n_head=4, n_positions=96,
                activation_function="relu").to_json_file(tmp_path / "config.json")
-    assert dialog.hf_config.load(tmp_path / "config.json")
+    dialog.set_family("hf-gpt2")  # the row of its config's hf_config field
+    assert dialog.setting_widgets["hf_config"].load(tmp_path / "config.json")
     assert dialog.family_name() == "hf-gpt2" and dialog.preset.currentText() == "custom"
     config = dialog.model_config()
     assert (config.num_layers, config.d_model, config.num_heads, config.max_len) == (3, 48, 4, 96)
     assert json.loads(config.hf_config)["activation_function"] == "relu"
     assert "trainable parameters" in dialog.params.text()
     (tmp_path / "bad.json").write_text(json.dumps({"model_type": "llama"}))
-    assert not dialog.hf_config.load(tmp_path / "bad.json")
+    assert not dialog.setting_widgets["hf_config"].load(tmp_path / "bad.json")
     assert "llama" in dialog.params.text() and dialog.family_name() == "hf-gpt2"
     workspace = opened(window, qtbot, dialog.accept)
     hf = workspace.model.hf

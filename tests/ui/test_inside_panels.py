@@ -65,7 +65,7 @@ def test_lstm_hidden_panel_draws_hovers_selects_and_exports(qtbot, tmp_path):
     assert [panel.quantity_box.itemData(i) for i in range(panel.quantity_box.count())] == ["h", "c", "i", "f", "g", "o"]
     np.testing.assert_array_equal(panel.heatmap.image.image, snapshot.layers[0].hidden)
     text = hover(panel.heatmap, 3, 2)
-    assert "unit l0:3" in text and repr(snapshot.layers[0].tokens[2]) in text
+    assert "unit l1:3" in text and repr(snapshot.layers[0].tokens[2]) in text
     assert f"{snapshot.layers[0].hidden[3, 2]:.6g}" in text
 
     panel.quantity_box.setCurrentIndex(panel.quantity_box.findData("f"))
@@ -96,7 +96,7 @@ def test_lstm_hidden_panel_draws_hovers_selects_and_exports(qtbot, tmp_path):
                                   np.concatenate([l.gates["f"] for l in snapshot.layers]))
     rows = read_csv(tmp_path / "hidden_h.csv")
     assert rows[0] == ["unit", *snapshot.layers[0].tokens]
-    assert [r[0] for r in rows[1:]] == [f"l{k}:{u}" for k in (0, 1) for u in range(64)]
+    assert [r[0] for r in rows[1:]] == [f"l{k}:{u}" for k in (1, 2) for u in range(64)]
     exported = np.array([[float(v) for v in r[1:]] for r in rows[1:]], dtype=np.float32)
     np.testing.assert_array_equal(exported, np.concatenate([l.hidden for l in snapshot.layers]))
 
@@ -110,11 +110,11 @@ def test_gates_panel_on_a_gru_seq2seq(qtbot, tmp_path):
     panel.layer_box.setCurrentIndex(panel.layer_box.findData("encoder.l0_reverse"))
     panel.quantity_box.setCurrentIndex(panel.quantity_box.findData("z"))
     np.testing.assert_array_equal(panel.heatmap.image.image, snapshot.layers[1].gates["z"])
-    assert "unit l0_reverse:1" in hover(panel.heatmap, 1, 0)
+    assert "unit l1_reverse:1" in hover(panel.heatmap, 1, 0)
     files = {p.name for p in panel.export(tmp_path, ("png", "csv"))}
     assert {"gates_heatmap.png", "gates_r_encoder.csv", "gates_z_decoder.csv"} <= files
     rows = read_csv(tmp_path / "gates_z_encoder.csv")
-    assert rows[0][1:] == snapshot.layers[0].tokens and rows[1 + 64][0] == "l0_reverse:0"
+    assert rows[0][1:] == snapshot.layers[0].tokens and rows[1 + 64][0] == "l1_reverse:0"
 
 
 @pytest.mark.parametrize("family,task", [("gpt", "brackets"), ("transformer", "reverse")])

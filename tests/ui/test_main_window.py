@@ -45,9 +45,9 @@ def test_new_model_dialog_counts_parameters_and_builds_the_model(make_main_windo
         assert dialog.parameter_count == expected
         assert f"{expected:,}" in dialog.params.text()
     dialog.set_family("seq2seq")
-    dialog.cell.setCurrentText("ugrnn")
-    dialog.attention.setCurrentText("cosine")
-    dialog.hidden_size.setValue(24)
+    dialog.setting_widgets["cell"].setCurrentText("ugrnn")
+    dialog.setting_widgets["attention"].setCurrentText("cosine")
+    dialog.setting_widgets["hidden_size"].setValue(24)
     assert dialog.preset.currentText() == "custom"  # editing a size leaves the preset
     with qtbot.waitSignal(window.bus.workspace_changed, timeout=30_000) as blocker:
         dialog.accept()

@@ -7,6 +7,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from explorer.families import families
+from seqmodels.cells import cells
 from seqmodels.config import make_config
 from seqmodels.scores import SCORES
 
@@ -27,7 +28,9 @@ def combo_items(combo) -> dict[str, str]:
 
 def test_families_and_scores_with_their_tips_come_from_the_tables(dialog):
     assert combo_items(dialog.family) == {n: f.summary for n, f in families().items()}
-    assert combo_items(dialog.attention) == {n: s.tip for n, s in SCORES.items()}
+    dialog.set_family("seq2seq")
+    assert combo_items(dialog.setting_widgets["attention"]) == {n: s.tip for n, s in SCORES.items()}
+    assert combo_items(dialog.setting_widgets["cell"]) == {n: c.tip for n, c in cells().items()}
 
 
 @pytest.mark.parametrize("name", list(families()))
@@ -35,9 +38,13 @@ def test_each_family_shows_its_config_fields_and_builds_its_tiny_preset(dialog, 
     dialog.set_family(name)
     config = dialog.model_config()
     settings = {f.name for f in dataclasses.fields(config)}
+    declared = {f.name: f.metadata["setting"] for f in dataclasses.fields(config)
+                if "setting" in f.metadata}
+    shown = {name for name, spec in declared.items() if not spec.sized_by_data}
+    assert set(dialog.setting_widgets) == shown  # one row per field the family's config declares
     for field, widget in dialog.setting_widgets.items():
-        form = dialog.form if dialog.form.indexOf(widget) >= 0 else dialog.advanced_form
-        assert form.isRowVisible(widget) == (field in settings), field
+        form = dialog.advanced_form if declared[field].advanced else dialog.form
+        assert form.indexOf(widget) >= 0 and widget.toolTip() == declared[field].tip, field
     expected = make_config(name, "tiny", vocab_size=40)
     for field in settings - {"src_vocab_size", "tie_weights"}:
         assert getattr(config, field) == getattr(expected, field), field

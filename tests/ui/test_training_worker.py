@@ -16,6 +16,8 @@ from explorer.ui.training_worker import MAX_EMITS_PER_S, TrainingWorker, WorkerT
 class FastTrainer:
     """A trainer whose steps take ~50 µs: far more events than the GUI may receive."""
 
+    threads_note = None
+
     def __init__(self, steps: int) -> None:
         self.steps = steps
         self.thread = None
@@ -103,7 +105,7 @@ def test_pause_step_resume_and_stop_with_the_real_trainer(make_main_window, qtbo
     drawn = curves.curves["train_loss"]
     qtbot.waitUntil(lambda: drawn.xData is not None and len(drawn.xData) == last)
     # the status bar follows a few times a second and ends on the last step
-    qtbot.waitUntil(lambda: window.step_label.text() == f"step: {last}")
+    qtbot.waitUntil(lambda: window.status.step_label.text() == f"step: {last}")
 
 
 def test_learning_rate_change_reaches_the_running_trainer(make_main_window, qtbot, tiny_workspace):

@@ -11,19 +11,19 @@ def test_progress_resets_when_training_stops(make_main_window, qtbot, tiny_works
     window = make_main_window()
     window.controller.set_workspace(tiny_workspace)
     window.controller.train(steps=100_000)
-    qtbot.waitUntil(lambda: window.progress.value() > 0 and window.progress.maximum() == 100_000,
+    qtbot.waitUntil(lambda: window.status.progress.value() > 0 and window.status.progress.maximum() == 100_000,
                     timeout=30_000)
-    assert window.progress.isTextVisible()
+    assert window.status.progress.isTextVisible()
     window.controller.stop_training()
     qtbot.waitUntil(lambda: window.controller.state == "stopped")
-    assert window.progress.value() == 0 and not window.progress.isTextVisible()
+    assert window.status.progress.value() == 0 and not window.status.progress.isTextVisible()
     # a throttled update that lands after Stop does not bring the old percentage back
     from explorer.events import StepMetrics
 
     late = StepMetrics(step=50, loss=1.0, lr=1e-3, grad_norm=1.0, grad_norm_clipped=1.0,
                        tokens=10, tokens_per_s=100.0, elapsed_s=1.0, total_steps=100_000)
     window.status.show_stats(late)
-    assert window.progress.value() == 0 and window.step_label.text() == "step: 50"
+    assert window.status.progress.value() == 0 and window.status.step_label.text() == "step: 50"
 
 
 def test_data_dialog_opens_on_the_current_task(make_main_window, tiny_workspace):

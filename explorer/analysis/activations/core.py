@@ -17,6 +17,7 @@ per-step stacking, the threads) is done here, once, for every provider.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import importlib
 import threading
 from dataclasses import dataclass, field
@@ -196,7 +197,9 @@ class _Session:
 
     def __init__(self, read: Iterable[str], replace: Mapping[str, Callable], grad: Iterable[str],
                  read_all: bool = False):
-        self.read, self.replace, self.grad = set(read), dict(replace), set(grad)
+        read = set(read)
+        self.patterns = [n for n in read if "*" in n]  # "*.hook_resid_post": every block's
+        self.read, self.replace, self.grad = read - set(self.patterns), dict(replace), set(grad)
         self.read_all = read_all
         self.owner = threading.get_ident()  # another thread's pass through the model goes untouched
         self.values: dict[str, Tensor | dict[int, Tensor]] = {}
@@ -214,9 +217,12 @@ class _Session:
             if not value.requires_grad:  # frozen weights: make the point itself a leaf
                 value = value.detach().requires_grad_(True)
             self._keep(self.live, name, value, step)
-        if self.read_all or name in self.read or name in self.grad:
+        if self.read_all or name in self.read or name in self.grad or self._matches(name):
             self._keep(self.values, name, value.detach(), step)
         return value
+
+    def _matches(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.patterns)
 
     @staticmethod
     def _keep(into: dict, name: str, value: Tensor, step: int | None) -> None:
@@ -256,7 +262,8 @@ def list_points(model, inputs: tuple) -> list[HookPoint]:
 
 def run_with(model, inputs: tuple, read: Iterable[str] = (), replace: Mapping[str, Callable] | None = None,
              grad: Iterable[str] = ()) -> Run:
-    """One forward pass of `model` on `inputs` that records the `read` points (detached), applies
+    """One forward pass of `model` on `inputs` that records the `read` points (detached; a name with
+    "*" is a pattern, fnmatch style, that may match none), applies
     `replace` (name -> fn(value) -> value; fn(value, t) for a per-step point, at every step t) and
     keeps the `grad` points in the autograd graph (`Run.gradients`). Runs without autograd unless
     `grad` names a point. The model's mode is left as it is, and its hooks as they were.
@@ -265,7 +272,7 @@ def run_with(model, inputs: tuple, read: Iterable[str] = (), replace: Mapping[st
     session = _Session(read, replace, grad)
     asked = bool(read or grad or replace)
     logits = _pass(model, inputs, session, with_grad=bool(grad), attach=asked)
-    missing = [n for n in (*read, *grad, *replace) if n not in session.seen]
+    missing = [n for n in (*read, *grad, *replace) if n not in session.seen and "*" not in n]
     if missing:
         known = ", ".join(list(session.seen)[:6])
         raise ValueError(f"no activation point {missing[0]!r} in this model; it has e.g. {known}")

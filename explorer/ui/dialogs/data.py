@@ -25,12 +25,17 @@ from PySide6.QtWidgets import (
 from explorer.errors import UserError
 
 PREVIEW_ROWS = 8
+PREVIEW_CHARS = 200  # of each previewed text: laying out one 20 MB line would take gigabytes
 TOKENIZER_TIPS = {
     "char": "one token per character: tiny vocabulary, long sequences",
     "word": "one token per whitespace-separated word: short sequences, large vocabulary, "
     "<unk> for rare words",
     "bpe": "byte-pair encoding: frequent words whole, rare words split into subwords",
 }
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS] + "…"
 
 
 def read_files(files: list[str]) -> tuple[list[tuple[str, str]], str]:
@@ -177,8 +182,8 @@ class DataDialog(QDialog):
             self.description.setText(f"{len(pairs):,} {unit} read")
         self.preview.setRowCount(min(PREVIEW_ROWS, len(pairs)))
         for row, (source, target) in enumerate(pairs[:PREVIEW_ROWS]):
-            self.preview.setItem(row, 0, QTableWidgetItem(source))
-            self.preview.setItem(row, 1, QTableWidgetItem(target))
+            self.preview.setItem(row, 0, QTableWidgetItem(_clipped(source)))
+            self.preview.setItem(row, 1, QTableWidgetItem(_clipped(target)))
         self.ok_button.setEnabled(bool(pairs))
         if not pairs:
             return
@@ -187,10 +192,10 @@ class DataDialog(QDialog):
         kind_name = self.tokenizer.currentText()
         sources = [s for s, _ in pairs]
         src_tok = make_tokenizer(kind_name, sources)
-        first_source = " │ ".join(src_tok.tokens(src_tok.encode(pairs[0][0])))
+        first_source = " │ ".join(src_tok.tokens(src_tok.encode(_clipped(pairs[0][0]))))
         if kind == "seq2seq":
             tgt_tok = make_tokenizer(kind_name, [t for _, t in pairs])
-            first_target = " │ ".join(tgt_tok.tokens(tgt_tok.encode(pairs[0][1])))
+            first_target = " │ ".join(tgt_tok.tokens(tgt_tok.encode(_clipped(pairs[0][1]))))
             self.tokens.setText(f"tokens: {first_source}  →  {first_target}")
             self.vocab.setText(
                 f"vocabulary: source {src_tok.vocab_size}, target {tgt_tok.vocab_size} "

@@ -26,27 +26,36 @@ class PanelEntry:
     panel_id: str  # the class's PANEL_ID: dock objectName, export file prefix, --plots name
     spec: str  # "module:Class"
     group: str  # a DOCK_GROUPS key
+    tab: str = ""  # the dock's short title: ten tabs must read whole in a 1280 px window
     exported_by_default: bool = True  # in `explorer export` without --plots
 
 
 PANELS = (
-    PanelEntry("curves", "explorer.ui.panels.curves:TrainingCurvesPanel", "training"),
-    PanelEntry("bleu", "explorer.ui.panels.bleu:BleuPanel", "training"),
-    PanelEntry("attention", "explorer.ui.panels.attention:AttentionPanel", "inspect"),
-    PanelEntry("positional", "explorer.ui.panels.positional:PositionalPanel", "inspect"),
-    PanelEntry("gradients", "explorer.ui.panels.gradients:GradientFlowPanel", "inspect"),
-    PanelEntry("beam", "explorer.ui.panels.beam_tree:BeamTreePanel", "decoding"),
-    PanelEntry("step", "explorer.ui.panels.step_decoding:StepDecodingPanel", "decoding", False),
-    PanelEntry("compare", "explorer.ui.panels.compare:ComparePanel", "decoding", False),
-    PanelEntry("hidden", "explorer.ui.panels.hidden:HiddenPanel", "inspect"),  # its dock shows gates too
-    PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect"),
-    PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", False),  # Compare runs
-    PanelEntry("examples", "explorer.ui.panels.examples:ExamplesPanel", "decoding", False),
+    PanelEntry("curves", "explorer.ui.panels.curves:TrainingCurvesPanel", "training", "Curves"),
+    PanelEntry("bleu", "explorer.ui.panels.bleu:BleuPanel", "training", "BLEU"),
+    PanelEntry("attention", "explorer.ui.panels.attention:AttentionPanel", "inspect", "Attention"),
+    PanelEntry("positional", "explorer.ui.panels.positional:PositionalPanel", "inspect", "Positions"),
+    PanelEntry("gradients", "explorer.ui.panels.gradients:GradientFlowPanel", "inspect", "Gradients"),
+    # beside the attention; not in a plain `explorer export` (integrated gradients takes a while)
+    PanelEntry("attribution", "explorer.ui.panels.attribution:AttributionPanel", "inspect", "Attribution",
+               exported_by_default=False),
+    PanelEntry("ablation", "explorer.ui.panels.ablation:AblationPanel", "inspect", "Ablation",
+               exported_by_default=False),
+    PanelEntry("beam", "explorer.ui.panels.beam_tree:BeamTreePanel", "decoding", "Beam"),
+    PanelEntry("step", "explorer.ui.panels.step_decoding:StepDecodingPanel", "decoding", "Step", False),
+    PanelEntry("compare", "explorer.ui.panels.compare:ComparePanel", "decoding", "Compare", False),
+    PanelEntry("hidden", "explorer.ui.panels.hidden:HiddenPanel", "inspect", "Hidden"),  # its dock shows gates too
+    PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect", "Embeddings"),
+    PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", "Runs", False),  # Compare runs
+    PanelEntry("examples", "explorer.ui.panels.examples:ExamplesPanel", "decoding", "Examples", False),
+    PanelEntry("architecture", "explorer.ui.panels.architecture:ArchitecturePanel", "inspect", "Diagram",
+               exported_by_default=False),
 )
 # Panels `explorer export --plots` renders that have no dock of their own (group "").
 EXPORT_ONLY_PANELS = (
-    PanelEntry("gates", "explorer.ui.panels.hidden:GatesPanel", "", exported_by_default=False),
-    PanelEntry("length", "explorer.ui.panels.examples:LengthPanel", "", exported_by_default=False),
+    PanelEntry("gates", "explorer.ui.panels.hidden:GatesPanel", "", "Gates", False),
+    PanelEntry("rollout", "explorer.ui.panels.attribution:RolloutPanel", "", "Rollout", False),
+    PanelEntry("length", "explorer.ui.panels.examples:LengthPanel", "", "Length", False),
 )
 
 

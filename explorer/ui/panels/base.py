@@ -59,6 +59,11 @@ class Panel(QWidget):
 
     # -- optional hooks -------------------------------------------------------------------------
 
+    def applies_to(self, workspace) -> bool:
+        """Whether this panel can draw anything for `workspace`'s model (default: any model);
+        `explorer gui --smoke` waits only for the panels that apply."""
+        return True
+
     def documents(self) -> dict[str, object]:
         """Name -> JSON-ready data written as `<panel_id>_<name>.json` beside the CSVs (formats
         "json" or "csv"), for what a table cannot hold (a whole beam tree). Default: none."""
@@ -66,8 +71,9 @@ class Panel(QWidget):
 
     def busy(self) -> bool:
         """True while work the panel waits on still runs; `explorer export` waits until False
-        before it exports. Default: one of the panel's job runners is busy."""
-        return any(runner.busy for runner in self.runners)
+        before it exports. Default: one of the panel's job runners is busy, or the probe every
+        probing panel waits for still runs (without it, a slow probe left a panel empty)."""
+        return any(runner.busy for runner in self.runners) or self.bus.probing
 
     def set_source(self, text: str) -> None:
         """Show this source (`explorer export --input`): decoding panels decode it. Default:

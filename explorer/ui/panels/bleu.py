@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.families import family_of
 from explorer.ui.bleu_file_row import ParallelFileRow
 from explorer.ui.bus import AppBus
 from explorer.ui.live_plots import RUN_CLOSED, GrowingBuffer, place_marker, step_marker
@@ -252,6 +253,10 @@ class BleuPanel(Panel):
         self.example_view.setHtml("<br>".join(rows))
 
     # -- Panel contract --------------------------------------------------------------------------
+
+    def applies_to(self, workspace) -> bool:
+        """BLEU scores translations: an encoder-decoder's, never a language model's."""
+        return workspace is None or family_of(workspace.model).has_source
 
     def has_content(self) -> bool:
         return self.history.size > 0 or self.breakdown is not None

@@ -15,6 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QSpinBox, QVBoxLayout, QWidget
 
+from explorer.errors import first_line
 from explorer.ui.panels.decoding_widgets import HIGHLIGHT_COLOR, AttentionPicker, BarChart, show_text
 
 DEFAULT_TEXT = "the [MASK] sat on the mat"
@@ -83,7 +84,7 @@ class FillMaskView(QWidget):
             try:
                 self.result = fill_mask(self.workspace, self.text_box.text(), self.top_k_box.value())
             except (UserError, ValueError) as exc:
-                self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                self.error = first_line(exc)
         keep = self.mask_box.currentIndex()
         self.mask_box.blockSignals(True)
         self.mask_box.clear()

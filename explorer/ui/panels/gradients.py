@@ -33,15 +33,16 @@ from explorer.families import family_of
 from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, label_font
-from explorer.ui.live_plots import SECONDARY_REDRAW_INTERVAL_MS
+from explorer.ui.live_plots import SECONDARY_REDRAW_INTERVAL_MS, GrowingBuffer
 from explorer.ui.panels.base import Panel, elide
 from explorer.ui.panels.param_gradients import ParamGradientCurve
 from explorer.ui.plot_style import (
     ReadableAxis, SteadyViewBox, TokenAxis, ViewPages, add_legend, theme_grey,
 )
+from seqmodels.cells import cells
+from seqmodels.config import RNNLMConfig
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
-CELL_COLOURS = {"rnn": "#d62728", "ugrnn": "#ff7f0e", "gru": "#2ca02c", "lstm": "#1f77b4"}
 def _log_plot(title: str, x: str, y: str, legend: bool = False, token_x: bool = False,
               live: bool = False):
     """A plot with a logarithmic y axis: gradients span many orders of magnitude. Its legend, if
@@ -81,8 +82,7 @@ class GradientFlowPanel(Panel):
         self.snapshot: ProbeSnapshot | None = None
         self.grad_history = GradientHistory()
         self.cell_curves: dict[str, np.ndarray] = {}
-        self.norms = np.empty((1024, 3))  # step, norm before, norm after clipping; grows by doubling
-        self.norm_count = 0
+        self.norms = GrowingBuffer(3)  # step, norm before, norm after clipping
         self._norms_stale = False  # norms arrived while the clipping plot was out of sight
         self.clip: float | None = None
         self.probe_text = ("", "")  # what the Prober probes (bus.probe_input_changed)
@@ -127,10 +127,7 @@ class GradientFlowPanel(Panel):
         self.time_curves: dict[str, pg.PlotDataItem] = {}
         cells_view, self.cells_plot = _log_plot(
             "cells, same size and data: ‖∂ℓ_T/∂h_t‖", "time step t", "‖∂ℓ_T/∂h_t‖", legend=True)
-        self.cell_items = {
-            cell: self.cells_plot.plot([], [], pen=pg.mkPen(colour, width=2), name=cell.upper())
-            for cell, colour in CELL_COLOURS.items()
-        }
+        self.cell_items: dict[str, pg.PlotDataItem] = {}  # made as cells arrive (seqmodels.cells)
         depth_view, self.depth_plot = _log_plot(
             "‖∂L/∂(block output)‖ by depth", "layer (block)", "‖∂L/∂x‖", token_x=True)
         self.depth_curve = self.depth_plot.plot(
@@ -205,7 +202,7 @@ class GradientFlowPanel(Panel):
         self._show_views(transformer=config is not None and not family_of(config).recurrent)
         self.snapshot = None
         self.grad_history.clear()
-        self.norm_count = 0
+        self.norms.clear()
         self.layer_box.clear()
         self.before_curve.setData([], [])
         self.after_curve.setData([], [])
@@ -217,9 +214,6 @@ class GradientFlowPanel(Panel):
         if self.bus.workspace is not None:
             self.status.setText("Probing…")
             self.compare_cells()
-
-    def busy(self) -> bool:
-        return super().busy() or self.bus.probing
 
     def show_snapshot(self, snapshot: ProbeSnapshot) -> None:
         self.snapshot = snapshot
@@ -301,8 +295,8 @@ class GradientFlowPanel(Panel):
         ids = cell_comparison_ids(workspace.tokenizer, source or target)
         config = workspace.model.config
         hidden = getattr(config, "hidden_size", CELL_HIDDEN)
-        family = family_of(config)
-        trained = {config.cell: workspace.model} if family.recurrent and family.is_lm else {}
+        # the comparison builds rnn-lm models: the workspace's own joins only when it is one
+        trained = {config.cell: workspace.model} if isinstance(config, RNNLMConfig) else {}
         return ids, workspace.tokenizer.vocab_size, hidden, trained
 
     def compare_cells(self) -> None:
@@ -317,6 +311,12 @@ class GradientFlowPanel(Panel):
 
     def show_cell_curves(self, curves: dict[str, np.ndarray]) -> None:
         self.cell_curves = curves
+        registered = cells()
+        for cell in curves:
+            if cell not in self.cell_items:
+                colour = registered[cell].colour if cell in registered else COLOURS[0]
+                self.cell_items[cell] = self.cells_plot.plot(
+                    [], [], pen=pg.mkPen(colour, width=2), name=cell.upper())
         for cell, item in self.cell_items.items():
             norms = curves.get(cell)
             if norms is None:
@@ -331,13 +331,7 @@ class GradientFlowPanel(Panel):
 
     def add_step_metrics(self, steps: list) -> None:
         rows = np.array([(m.step, m.grad_norm, m.grad_norm_clipped) for m in steps], float)
-        needed = self.norm_count + len(rows)
-        if needed > len(self.norms):  # amortised O(1) per step however long training runs
-            grown = np.empty((max(needed, 2 * len(self.norms)), 3))
-            grown[: self.norm_count] = self.norms[: self.norm_count]
-            self.norms = grown
-        self.norms[self.norm_count : needed] = rows
-        self.norm_count = needed
+        self.norms.extend(rows)  # amortised O(1) per step however long training runs
         self._draw_norms()
 
     @qthrottled(timeout=SECONDARY_REDRAW_INTERVAL_MS)  # batches share a redraw (live_plots.py)
@@ -350,7 +344,7 @@ class GradientFlowPanel(Panel):
         self._norms_stale = not (force or shown)
         if self._norms_stale:
             return
-        data = self.norms[: self.norm_count]  # (N, 3), a view
+        data = self.norms.view()  # (N, 3)
         self.before_curve.setData(data[:, 0], np.maximum(data[:, 1], LOG_FLOOR))
         self.after_curve.setData(data[:, 0], np.maximum(data[:, 2], LOG_FLOOR))
 
@@ -433,9 +427,9 @@ class GradientFlowPanel(Panel):
             length = len(self.cell_curves[cells[0]])
             rows = [[t, *[self.cell_curves[c][t] for c in cells]] for t in range(length)]
             tables["cells"] = (["t", *cells], rows)
-        if self.norm_count:
+        if self.norms.size:
             rows = [[int(s), before, after, self.clip or ""]
-                    for s, before, after in self.norms[: self.norm_count].tolist()]
+                    for s, before, after in self.norms.view().tolist()]
             tables["clipping"] = (["step", "grad_norm", "grad_norm_clipped", "tau"], rows)
         setting = f"a_h={self.slider.value():g}, tanh={self.tanh_box.isChecked()}"
         tables["playground"] = (["k", f"dh_k/dh_0 ({setting})"],

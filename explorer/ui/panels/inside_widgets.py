@@ -166,7 +166,7 @@ class LensTable(QTableWidget):
                 item.setBackground(QColor.fromHsvF(0.6, min(1.0, p), 0.95))
                 item.setForeground(QColor("white" if p > 0.55 else "black"))
                 tip = f"{lens.layer_labels[layer]}, position {c} ({lens.tokens[c]!r}): top {lens.top_tokens[layer][c]!r} p={p:.4f}"
-                if lens.target_probs is not None:
+                if lens.target_probs is not None and lens.targets[c]:  # the last token has none
                     tip += f"\np(true next {lens.targets[c]!r}) = {float(lens.target_probs[layer, c]):.4f}"
                 item.setToolTip(tip)
                 self.setItem(r, c, item)

@@ -5,7 +5,8 @@ row over the source (any layer and head), the live beam, and for sampling the tr
 renormalised distribution the last token was drawn from. A masked language model does not decode
 left to right: for it the panel shows fill-mask instead (explorer/ui/panels/fill_view.py). The StepDecoder lives on the GUI thread:
 one step is one incremental model call on a small model (milliseconds), and keeping it here means
-its tensors never cross threads.
+its tensors never cross threads. While training runs it decodes a frozen copy of the weights taken
+at Reset (explorer/readers.py), never the weights the trainer is changing.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.errors import first_line
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.decode_form import DecodeSettingsForm
 from explorer.ui.panels.fill_view import FillMaskView
@@ -66,6 +68,7 @@ class StepDecodingPanel(Panel):
         self.error = ""
         self.force_error = ""  # one line: why the last what-if token was refused
         self.masked = False  # a masked LM: the fill-mask view replaces decoding
+        self.training = False  # the trainer writes the weights meanwhile: decode a frozen copy
         self.setFocusPolicy(Qt.StrongFocus)
         self._build_controls()
         self._build_views()
@@ -87,6 +90,7 @@ class StepDecodingPanel(Panel):
         self.timer = QTimer(self)
         self.timer.timeout.connect(self._play_tick)
         bus.workspace_changed.connect(self.set_workspace)
+        bus.training_state.connect(self._on_training_state)
         if bus.workspace is not None:
             self.set_workspace(bus.workspace)
         bus.probe_input_changed.connect(self._follow_probe)
@@ -234,14 +238,27 @@ class StepDecodingPanel(Panel):
             s = self.form.settings()
             try:
                 self.decoder = StepDecoder(
-                    self.workspace, self.source_box.text(), self.strategy, beam_size=s.beam_size,
+                    self._decoded_model(), self.source_box.text(), self.strategy, beam_size=s.beam_size,
                     alpha=s.alpha, max_len=s.max_len, temperature=s.temperature, top_k=s.top_k,
                     top_p=s.top_p, seed=s.seed, show_top=SHOW_TOP,
                 )
                 self.error = ""
             except Exception as exc:  # a source the tokenizer cannot encode, an empty prompt...
-                self.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                self.error = first_line(exc)
         self._refresh()
+
+    def _decoded_model(self):
+        """While training runs, a frozen copy of this moment's weights: a decode stepped through
+        over seconds sees one set of weights, in eval mode, whatever the trainer does meanwhile."""
+        if not self.training:
+            return self.workspace
+        from explorer.readers import frozen_copy
+
+        workspace = self.workspace
+        return frozen_copy(workspace.model), workspace.tokenizer, workspace.src_tokenizer
+
+    def _on_training_state(self, state: str) -> None:
+        self.training = state in ("running", "paused")
 
     def step(self) -> bool:
         self.force_error = ""

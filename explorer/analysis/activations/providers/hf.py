@@ -1,5 +1,5 @@
-"""Hugging Face models behind explorer.hf.adapter (GPT-2, BERT, DistilBERT, Marian, T5, ...) onto
-the activation names.
+"""Hugging Face models (GPT-2, BERT, DistilBERT, Marian, T5, ...), behind explorer.hf.adapter or
+bare transformers models, onto the activation names.
 
 Blocks are found as the model's list of layers (`h`, `layer`, `layers`, `block`) under each stack
 (`get_encoder()` / `get_decoder()` of an encoder-decoder, `base_model` of an LM). Attention goes
@@ -18,14 +18,17 @@ import threading
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AttentionInterface
+from transformers import AttentionInterface, PreTrainedModel
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from explorer.analysis.activations.core import BaseProvider, output_hook, removing
-from explorer.families import family_of
+from explorer.families import family_of, module_at
 from explorer.hf.adapter import _SWITCH_LOCK, HFAdapter
 
 IMPLEMENTATION = "explorer_hooks"
+# where causal LMs keep the norm between the last block and the unembedding
+FINAL_NORMS = ("transformer.ln_f", "model.norm", "gpt_neox.final_layer_norm",
+               "model.decoder.final_layer_norm")
 BLOCK_LISTS = ("h", "layer", "layers", "block")
 # model_type -> point -> module path inside a block whose output (or its first element) it is
 SUB_LAYERS = {
@@ -80,12 +83,29 @@ def _blocks(stack_module: nn.Module) -> nn.ModuleList:
     return min(found, key=lambda item: item[0])[1]
 
 
-def stacks(model: HFAdapter) -> dict[str, nn.Module]:
+def _hf(model) -> PreTrainedModel:
+    return model.hf if isinstance(model, HFAdapter) else model
+
+
+def _is_masked_lm(hf: PreTrainedModel) -> bool:
+    return "MaskedLM" in type(hf).__name__
+
+
+def stacks(model) -> dict[str, nn.Module]:
     """stack name -> the module that runs it (its output holds last_hidden_state)."""
-    hf, family = model.hf, family_of(model)
-    if family.has_source:
+    hf = _hf(model)
+    if hf.config.is_encoder_decoder:
         return {"encoder": hf.get_encoder(), "decoder": hf.get_decoder()}
-    return {("encoder" if family.masked_lm else "decoder"): hf.base_model}
+    return {("encoder" if _is_masked_lm(hf) else "decoder"): hf.base_model}
+
+
+def final_norm(hf: PreTrainedModel):
+    """The module between a causal LM's last block and its unembedding, or None when unknown."""
+    for path in FINAL_NORMS:
+        module = _at(hf, path)
+        if module is not None:
+            return module
+    return None
 
 
 def _first_input_hook(module, fn):
@@ -113,11 +133,18 @@ class HFProvider(BaseProvider):
     name = "huggingface"
 
     def accepts(self, model) -> bool:
-        return isinstance(model, HFAdapter)
+        return isinstance(model, (HFAdapter, PreTrainedModel))
 
-    def attach(self, model: HFAdapter, visit):
+    def forward(self, model, inputs: tuple):
+        if isinstance(model, HFAdapter):
+            return super().forward(model, inputs)
+        if len(inputs) > 1:  # a bare encoder-decoder: source, decoder input
+            return model(input_ids=inputs[0], decoder_input_ids=inputs[1]).logits
+        return model(input_ids=inputs[0]).logits
+
+    def attach(self, model, visit):
         handles: list = []
-        sub_layers = SUB_LAYERS.get(model.config.model_type, {})
+        sub_layers = SUB_LAYERS.get(_hf(model).config.model_type, {})
         sites = {}
         for stack, stack_module in stacks(model).items():
             blocks = _blocks(stack_module)
@@ -144,14 +171,18 @@ class HFProvider(BaseProvider):
         return removing(handles)
 
     @staticmethod
-    def _switch(model: HFAdapter, sites: dict) -> list:
+    def _switch(model, sites: dict) -> list:
         """Attention through `_hooked_attention` until undone (the undo callables)."""
-        hf = model.hf
+        hf = _hf(model)
         if not hf._can_set_attn_implementation():
             return []  # no switchable attention: no pattern or z points
         _SWITCH_LOCK.acquire()  # a decoding thread must not switch it back meanwhile
         before = hf.config._attn_implementation
-        hf.set_attn_implementation(IMPLEMENTATION)
+        try:
+            hf.set_attn_implementation(IMPLEMENTATION)
+        except BaseException:
+            _SWITCH_LOCK.release()
+            raise
         with _SITES_LOCK:
             _ATTENTION_SITES.update(sites)
 
@@ -166,19 +197,23 @@ class HFProvider(BaseProvider):
 
         return [undo]
 
-    def embeddings(self, model: HFAdapter) -> dict:
-        hf = model.hf
+    def embeddings(self, model) -> dict:
+        if isinstance(model, HFAdapter):
+            paths = family_of(model).embeddings  # built here from scratch (hf-marian): their paths
+            if paths is not None:
+                return {kind: module_at(model, path).weight for kind, path in paths.items()}
+        hf = _hf(model)
         found = {"input": hf.get_input_embeddings(), "output": hf.get_output_embeddings()}
         return {kind: module.weight for kind, module in found.items() if module is not None}
 
-    def readout(self, model: HFAdapter):
-        from explorer.hf.inside import final_norm
-
-        family = family_of(model)
-        norm, head = final_norm(model.hf), model.hf.get_output_embeddings()
-        if family.has_source or family.masked_lm or norm is None or head is None:
-            return None
-        return lambda x: model._allowed(head(norm(x)))  # what the adapter's forward returns
+    def readout(self, model):
+        hf = _hf(model)
+        norm, head = final_norm(hf), hf.get_output_embeddings()
+        if hf.config.is_encoder_decoder or _is_masked_lm(hf) or norm is None or head is None:
+            return None  # their heads are not a final norm and an unembedding
+        if isinstance(model, HFAdapter):
+            return lambda x: model._allowed(head(norm(x)))  # what the adapter's forward returns
+        return lambda x: head(norm(x))
 
 
 PROVIDER = HFProvider()

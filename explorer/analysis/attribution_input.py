@@ -1,0 +1,151 @@
+"""What an attribution is computed on: the model inputs, the embedding modules that read them, and
+the output tokens (rows) whose log-probability is explained.
+
+    item = attribution_input(workspace, source, target)   # any family
+    item.inputs          # positional arguments of model.forward, batch of one
+    item.sides           # [Side("source", ...), Side("prefix", ...)] in the order the model embeds
+    item.rows            # [Row(position, token_id, label)]: one per output token
+
+Sides are found through the family registry (`embeddings`: "source", "input") or, for models
+opened from a Hugging Face folder, through `get_encoder()/get_decoder().get_input_embeddings()`;
+never by family name. For T5 and Marian the source side is the encoder's input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from explorer.errors import UserError
+from explorer.families import family_of, module_at
+from seqmodels.config import MASK_ID, PAD_ID, UNK_ID
+
+
+@dataclass
+class Side:
+    name: str  # "source" (an encoder's input), "prefix" (a decoder's / LM's input) or "tokens" (BERT)
+    input_index: int  # which model input it embeds
+    module: torch.nn.Module  # the token embedding; its forward output is what is attributed
+    labels: list[str]
+    causal: bool  # a column j can only influence outputs at positions >= j
+
+
+@dataclass
+class Row:
+    position: int  # index into the logits' time axis
+    token_id: int
+    label: str
+
+
+@dataclass
+class AttributionInput:
+    inputs: tuple  # (1, T) id tensors, model.forward's positional arguments
+    sides: list[Side]
+    rows: list[Row]
+    pad_ids: list[int]  # per side: the <pad> id its baseline uses
+    unk_ids: list[int]  # per side: the <unk> id
+
+    @property
+    def columns(self) -> list[str]:
+        return [label for side in self.sides for label in side.labels]
+
+
+def embedding_modules(model) -> list[tuple[str, int, torch.nn.Module]]:
+    """(side, model input index, token-embedding module) in the order the forward pass embeds."""
+    family = family_of(model)
+    names = [("source", 0, "source"), ("prefix", 1, "input")] if family.has_source else [
+        ("tokens" if family.masked_lm else "prefix", 0, "input")]
+    if family.embeddings:  # our models and the HF architectures built here name their modules
+        return [(side, index, module_at(model, family.embeddings[key])) for side, index, key in names]
+    hf = model.hf  # opened from a Hugging Face folder: the model knows its embeddings
+    if family.has_source:
+        return [("source", 0, hf.get_encoder().get_input_embeddings()),
+                ("prefix", 1, hf.get_decoder().get_input_embeddings())]
+    return [(names[0][0], 0, hf.get_input_embeddings())]
+
+
+def _special_ids(workspace, side: str) -> tuple[int, int]:
+    """(<pad>, <unk>) of the tokenizer that reads this side."""
+    tokenizer = (workspace.src_tokenizer or workspace.tokenizer) if side == "source" else workspace.tokenizer
+    hf = getattr(tokenizer, "hf", None)
+    if hf is None:
+        return PAD_ID, UNK_ID
+    pad = hf.pad_token_id if hf.pad_token_id is not None else workspace.model.config.pad_id
+    unk = hf.unk_token_id if hf.unk_token_id is not None else pad
+    return pad, unk
+
+
+def token_id(tokenizer, token: str) -> int:
+    """The id of one token of the vocabulary; a one-line UserError when it is not in it."""
+    hf = getattr(tokenizer, "hf", None)
+    if hf is not None:
+        index = hf.get_vocab().get(token)
+    else:
+        index = tokenizer.token_to_id(token)
+        index = index if tokenizer.id_to_token(index) == token else None
+    if index is None:
+        raise UserError(f"the token {token!r} is not in the model's vocabulary")
+    return index
+
+
+def attribution_input(workspace, source: str, target: str = "") -> AttributionInput:
+    """Encode one example the way the probe does (`family.encode_probe`). An encoder-decoder with
+    no target explains its own greedy output; a masked LM explains what it fills in at each mask
+    (every position when there is none)."""
+    model = workspace.model
+    family = family_of(model)
+    if family.has_source and not target.strip():
+        target = _greedy_text(workspace, source)
+    try:
+        encoded = family.encode_probe(workspace, source, target)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    labels = encoded.labels
+    sides = []
+    for name, index, module in embedding_modules(model):
+        side_labels = labels["source"] if name == "source" else labels.get("target_in", labels.get("tokens"))
+        sides.append(Side(name, index, module, list(side_labels), causal=name == "prefix"))
+    targets = encoded.targets[0].tolist()
+    if family.masked_lm:
+        rows = _masked_rows(workspace, encoded)
+    else:
+        out_labels = labels.get("target_out") or labels["tokens"][1:] + [
+            str(workspace.tokenizer.tokens([targets[-1]])[0])]
+        rows = [Row(p, t, str(out_labels[p])) for p, t in enumerate(targets)]
+    if not rows:
+        raise UserError("there is no output token to explain in this input")
+    specials = [_special_ids(workspace, side.name) for side in sides]
+    return AttributionInput(encoded.inputs, sides, rows, [s[0] for s in specials],
+                            [s[1] for s in specials])
+
+
+def _greedy_text(workspace, source: str) -> str:
+    from explorer.decoding.scoring import encode_context
+    from explorer.decoding.search import greedy
+    from explorer.decoding.incremental import inference
+
+    context = encode_context(workspace, source)
+    with inference(workspace.model):
+        hypothesis = greedy(workspace.model, context, tokenizer=workspace.tokenizer)
+    return hypothesis.text
+
+
+def _masked_rows(workspace, encoded) -> list[Row]:
+    """A masked LM's rows: its most probable token at every masked position (every position
+    when nothing is masked)."""
+    tokens = encoded.inputs[0]
+    mask_id = getattr(workspace.model.config, "mask_id", None)
+    mask_id = MASK_ID if mask_id is None else mask_id
+    positions = (tokens[0] == mask_id).nonzero().flatten().tolist() or list(range(tokens.size(1)))
+    model = workspace.model
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            logits = model(tokens.to(next(model.parameters()).device))
+    finally:
+        model.train(was_training)
+    best = logits[0, positions].argmax(-1).tolist()
+    labels = workspace.tokenizer.tokens(best)
+    return [Row(p, t, str(label)) for p, t, label in zip(positions, best, labels)]

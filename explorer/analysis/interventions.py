@@ -1,0 +1,256 @@
+"""Interventions on the named activation points (explorer.analysis.activations): ablate heads or
+RNN units, rank heads by what ablating each alone costs (Michel et al., 2019), and activation
+patching from a clean into a corrupted run (the TransformerLens workflow).
+
+Every intervention is a `run_with(..., replace=...)` pass: the weights are never written, so
+"undo" is the next plain forward pass, bit-identical to the one before.
+
+    effect = ablation_effect(workspace, source, target, heads={"decoder.blocks.1.attn.hook_z": [0, 2]})
+    importance = head_importance(workspace, source, target)       # (layers, heads) drop in log p
+    patched = activation_patching(workspace, clean, corrupted)    # (layers, positions) recovered
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from explorer.analysis.activations import list_points, run_with
+from explorer.analysis.attribution_input import AttributionInput, attribution_input
+from explorer.errors import UserError
+from explorer.families import family_of
+
+ABLATIONS = ("zero", "mean")
+_HEADS = re.compile(r"(.+)\.blocks\.(\d+)\.(attn|cross_attn)\.hook_z$")
+_RESID = re.compile(r"(.+)\.blocks\.(\d+)\.hook_resid_pre$")
+
+
+@dataclass
+class AblationEffect:
+    rows: list[str]  # output tokens
+    clean: np.ndarray  # (R,) log p of each output token
+    ablated: np.ndarray  # (R,)
+    attention_change: dict[str, float] = field(default_factory=dict)  # pattern -> max |Δ weight|
+
+
+@dataclass
+class HeadImportance:
+    layers: list[str]  # the z points' layers, e.g. "decoder.blocks.1.cross_attn"
+    heads: int
+    drop: np.ndarray  # (L, H): log p(outputs) clean minus with that head ablated; NaN: no such head
+    mode: str
+
+
+@dataclass
+class PatchingResult:
+    layers: list[str]  # the residual-stream points patched, bottom first
+    positions: list[str]  # the patched stack's tokens
+    recovered: np.ndarray  # (L, T): (patched - corrupted) / (clean - corrupted) logit difference
+    answer: str  # the clean run's token at the explained position
+    alternative: str  # the corrupted run's
+    clean_difference: float
+    corrupted_difference: float
+
+
+def _model_inputs(model, item: AttributionInput, batch: int = 1) -> tuple:
+    device = next(model.parameters()).device
+    return tuple(t.to(device).expand(batch, -1) for t in item.inputs)
+
+
+def _log_probs(logits: torch.Tensor, item: AttributionInput) -> torch.Tensor:
+    """(B, R) log p of each output token."""
+    logprobs = logits.float().log_softmax(-1)
+    return torch.stack([logprobs[:, row.position, row.token_id] for row in item.rows], dim=1)
+
+
+class _Eval:
+    """No dropout while intervening; the model's mode restored afterwards."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def __enter__(self):
+        self.was_training = self.model.training
+        self.model.eval()
+
+    def __exit__(self, *exc) -> None:
+        self.model.train(self.was_training)
+
+
+def head_points(model, item: AttributionInput) -> list[str]:
+    """Every per-head output point (`...attn.hook_z`, `...cross_attn.hook_z`), bottom first."""
+    return [p.name for p in list_points(model, _model_inputs(model, item)) if _HEADS.match(p.name)]
+
+
+def head_means(model, items: list[AttributionInput], names: list[str]) -> dict[str, torch.Tensor]:
+    """Each head's output averaged over the examples' positions (H, Dh): 'mean' ablation."""
+    sums, counts = {}, 0
+    with _Eval(model):
+        for item in items:
+            values = run_with(model, _model_inputs(model, item), read=names).values
+            for name in names:
+                total = values[name].sum(dim=(0, 1))  # (H, Dh)
+                sums[name] = sums.get(name, 0) + total
+            counts += values[names[0]].shape[1] if names else 0
+    return {name: total / max(counts, 1) for name, total in sums.items()}
+
+
+def _head_replacement(heads_by_row: list[list[int]], mean: torch.Tensor | None):
+    """fn(z (B, T, H, Dh)): in batch row b the heads heads_by_row[b] are zeroed (or set to mean)."""
+
+    def replace(z: torch.Tensor) -> torch.Tensor:
+        z = z.clone()
+        for b, heads in enumerate(heads_by_row):
+            if heads:
+                z[b, :, heads] = 0.0 if mean is None else mean[heads].to(z.dtype)
+        return z
+
+    return replace
+
+
+def _unit_replacement(units: list[int]):
+    def replace(h: torch.Tensor, step: int) -> torch.Tensor:  # one step of a recurrent state (B, H)
+        h = h.clone()
+        h[:, units] = 0.0
+        return h
+
+    return replace
+
+
+def ablate(model, item: AttributionInput, heads: dict[str, list[int]] | None = None,
+           units: dict[str, list[int]] | None = None, mode: str = "zero",
+           means: dict[str, torch.Tensor] | None = None, read: list[str] = ()):
+    """One pass with the heads (z point -> head indices) and RNN units (state point -> units)
+    ablated. The model is untouched: the pass after it is the model as it was."""
+    if mode not in ABLATIONS:
+        raise UserError(f"unknown ablation {mode!r}; choose zero or mean")
+    if mode == "mean" and means is None:
+        raise UserError("mean ablation needs the heads' mean outputs (head_means)")
+    replace = {name: _head_replacement([list(chosen)], None if mode == "zero" else means[name])
+               for name, chosen in (heads or {}).items()}
+    replace.update({name: _unit_replacement(list(chosen)) for name, chosen in (units or {}).items()})
+    with _Eval(model):
+        return run_with(model, _model_inputs(model, item), read=list(read), replace=replace)
+
+
+def ablation_effect(workspace, source: str, target: str = "", heads=None, units=None,
+                    mode: str = "zero", means=None) -> AblationEffect:
+    """The output tokens' log-probabilities and the attention maps, clean and ablated."""
+    model = workspace.model
+    item = attribution_input(workspace, source, target)
+    patterns = [p.name for p in list_points(model, _model_inputs(model, item))
+                if p.name.endswith("hook_pattern") and not p.per_step]
+    with _Eval(model):
+        clean = run_with(model, _model_inputs(model, item), read=patterns)
+    ablated = ablate(model, item, heads, units, mode, means, read=patterns)
+    change = {name: float((ablated.values[name] - clean.values[name]).abs().max()) for name in patterns}
+    return AblationEffect([row.label for row in item.rows], _log_probs(clean.logits, item)[0].numpy(),
+                          _log_probs(ablated.logits, item)[0].numpy(), change)
+
+
+def head_importance(workspace, source: str, target: str = "", mode: str = "zero",
+                    means=None, progress=None) -> HeadImportance:
+    """Drop in the summed log-probability of the output tokens when each head alone is ablated:
+    one batched pass per layer (batch row h ablates head h)."""
+    model = workspace.model
+    item = attribution_input(workspace, source, target)
+    names = head_points(model, item)
+    if not names:
+        raise UserError(f"a {family_of(model).name} model has no attention heads to ablate")
+    if mode == "mean" and means is None:
+        means = head_means(model, [item], names)
+    with _Eval(model), torch.no_grad():
+        clean = run_with(model, _model_inputs(model, item), read=names)
+        base = float(_log_probs(clean.logits, item).sum())
+        counts = [clean.values[name].shape[2] for name in names]
+        drop = np.full((len(names), max(counts)), np.nan)
+        for layer, (name, count) in enumerate(zip(names, counts)):
+            fn = _head_replacement([[h] for h in range(count)], None if mode == "zero" else means[name])
+            logits = run_with(model, _model_inputs(model, item, count), replace={name: fn}).logits
+            drop[layer, :count] = base - _log_probs(logits, item).sum(1).numpy()
+            if progress is not None:
+                progress((layer + 1) / len(names))
+    return HeadImportance([name[: -len(".hook_z")] for name in names], max(counts), drop, mode)
+
+
+def _patched_stack(workspace, clean: AttributionInput, corrupted: AttributionInput) -> int:
+    """The model input the two runs differ in; they must have the same length in tokens."""
+    differing = [k for k, (a, b) in enumerate(zip(clean.inputs, corrupted.inputs))
+                 if a.shape != b.shape or not torch.equal(a, b)]
+    for k in differing or [0]:
+        a, b = clean.inputs[k], corrupted.inputs[k]
+        if a.shape != b.shape:
+            raise UserError(f"the clean and corrupted inputs must have the same length in tokens "
+                            f"({a.size(1)} and {b.size(1)})")
+    if len(differing) > 1:
+        raise UserError("the clean and corrupted runs may differ in the source only")
+    return differing[0] if differing else 0
+
+
+def patch_residual(model, clean: AttributionInput, corrupted: AttributionInput, point: str,
+                   positions_by_row: list[list[int]]) -> torch.Tensor:
+    """Logits of the corrupted run with `point` (a residual stream, (B, T, D)) at the given
+    positions taken from the clean run; batch row b patches positions_by_row[b]."""
+    with _Eval(model), torch.no_grad():
+        source = run_with(model, _model_inputs(model, clean), read=[point]).values[point]  # (1, T, D)
+
+        def replace(value: torch.Tensor) -> torch.Tensor:
+            value = value.clone()
+            for b, positions in enumerate(positions_by_row):
+                value[b, positions] = source[0, positions].to(value.dtype)
+            return value
+
+        batch = len(positions_by_row)
+        return run_with(model, _model_inputs(model, corrupted, batch), replace={point: replace}).logits
+
+
+def activation_patching(workspace, clean_text: str, corrupted_text: str, target: str = "",
+                        row: int = -1, progress=None) -> PatchingResult:
+    """Patch each layer's residual stream (into the block) at each position of the input the two
+    runs differ in, from the clean run into the corrupted one; the map is the recovered logit
+    difference between the clean run's token and the corrupted run's at output `row`."""
+    model = workspace.model
+    clean = attribution_input(workspace, clean_text, target)
+    target = target or _target_text(workspace, clean)
+    corrupted = attribution_input(workspace, corrupted_text, target)
+    index = _patched_stack(workspace, clean, corrupted)
+    side = next(s for s in clean.sides if s.input_index == index)
+    stack = "encoder." if side.name == "source" else ""  # an LM has one stack
+    points = [p.name for p in list_points(model, _model_inputs(model, clean))
+              if _RESID.match(p.name) and p.name.startswith(stack)]
+    if not points:
+        raise UserError(f"a {family_of(model).name} model has no residual stream to patch")
+    position = clean.rows[row].position
+    with _Eval(model), torch.no_grad():
+        clean_logits = run_with(model, _model_inputs(model, clean)).logits[0, position]
+        corrupted_logits = run_with(model, _model_inputs(model, corrupted)).logits[0, position]
+    answer = int(clean_logits.argmax())
+    ranked = corrupted_logits.argsort(descending=True).tolist()
+    alternative = ranked[0] if ranked[0] != answer else ranked[1]
+
+    def difference(logits: torch.Tensor) -> torch.Tensor:
+        return logits[..., answer] - logits[..., alternative]
+
+    clean_diff, corrupted_diff = float(difference(clean_logits)), float(difference(corrupted_logits))
+    scale = clean_diff - corrupted_diff if abs(clean_diff - corrupted_diff) > 1e-9 else 1.0
+    length = clean.inputs[index].size(1)
+    recovered = np.zeros((len(points), length))
+    for layer, point in enumerate(points):
+        logits = patch_residual(model, clean, corrupted, point, [[t] for t in range(length)])
+        recovered[layer] = ((difference(logits[:, position]) - corrupted_diff) / scale).numpy()
+        if progress is not None:
+            progress((layer + 1) / len(points))
+    tokens = workspace.tokenizer.tokens([answer, alternative])
+    return PatchingResult([p[: -len(".hook_resid_pre")] for p in points], list(side.labels), recovered,
+                          str(tokens[0]), str(tokens[1]), clean_diff, corrupted_diff)
+
+
+def _target_text(workspace, item: AttributionInput) -> str:
+    """The clean run's output as text, so the corrupted run is teacher-forced on the same target."""
+    if not family_of(workspace.model).has_source:
+        return ""
+    ids = [row.token_id for row in item.rows]
+    return workspace.tokenizer.decode(ids)

@@ -1,0 +1,85 @@
+"""`explorer attribute`: why a model produced each output token: attributions over the source and
+the target prefix (integrated gradients, saliency, gradient x input, occlusion) or attention
+rollout."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from explorer.commands.arguments import utf8_text
+
+METHODS = ("ig", "saliency", "grad-input", "occlusion", "rollout")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--checkpoint", required=True, metavar="DIR",
+                        help="a checkpoint folder or a Hugging Face model folder")
+    parser.add_argument("--source", required=True, metavar="TEXT", type=utf8_text,
+                        help="the source (an LM's text; a masked LM's text with [MASK])")
+    parser.add_argument("--target", default="", metavar="TEXT", type=utf8_text,
+                        help="the target to explain, teacher-forced (default: the model's greedy output)")
+    parser.add_argument("--method", choices=METHODS, default="ig",
+                        help="ig (integrated gradients, default), saliency (gradient norm), grad-input, "
+                             "occlusion, or rollout (attention rollout)")
+    parser.add_argument("--steps", type=int, default=50, metavar="N",
+                        help="integrated gradients' interpolation steps (default 50)")
+    parser.add_argument("--baseline", choices=("pad", "zero", "unk"), default="pad",
+                        help="ig's path start and occlusion's replacement embeddings (default pad)")
+    parser.add_argument("--batch-size", type=int, default=16, metavar="N",
+                        help="interpolation steps (or occluded copies) per forward pass (default 16)")
+    parser.add_argument("--contrast", metavar="TOKEN", default=None,
+                        help="explain log p(token) - log p(TOKEN): why this token rather than TOKEN")
+    parser.add_argument("--occlusion", choices=("replace", "drop"), default="replace",
+                        help="occlusion replaces a token by the baseline or drops it (default replace)")
+    parser.add_argument("--fusion", choices=("mean", "max", "min"), default="mean",
+                        help="rollout's head fusion (default mean)")
+    parser.add_argument("--json", action="store_true",
+                        help="print JSON: per output token its attributions over source and prefix")
+
+
+def run(args) -> int:
+    from explorer.commands.decode import load_workspace
+
+    workspace = load_workspace(args.checkpoint)
+    if args.method == "rollout":
+        from explorer.analysis.rollout import rollout
+
+        document = rollout(workspace, args.source, args.target, args.fusion).to_dict()
+        print(json.dumps(document) if args.json else rollout_text(document))
+        return 0
+    from explorer.analysis.attribution import AttributionSettings, attribute
+
+    settings = AttributionSettings(method=args.method, steps=args.steps, baseline=args.baseline,
+                                   batch_size=args.batch_size, contrast=args.contrast,
+                                   occlusion=args.occlusion)
+    document = attribute(workspace, args.source, args.target, settings).to_dict()
+    print(json.dumps(document) if args.json else attribution_text(document))
+    return 0
+
+
+def attribution_text(document: dict) -> str:
+    lines = []
+    for entry in document["outputs"]:
+        head = f"{entry['token']!r} (position {entry['position']}): f = {entry['target']:.4f}"
+        if "gap" in entry:
+            head += f", completeness gap {entry['gap']:+.2e}"
+        lines.append(head)
+        for side in document["sides"]:
+            pairs = "  ".join(f"{label}:{value:+.3f}" for label, value in zip(document[side], entry[side]))
+            lines.append(f"  {side}: {pairs}")
+    if document["warning"]:
+        lines.append(f"warning: {document['warning']}")
+    return "\n".join(lines)
+
+
+def rollout_text(document: dict) -> str:
+    if document["reason"]:
+        return document["reason"]
+    lines = []
+    for m in document["maps"]:
+        lines.append(f"{m['name']} (head fusion {document['fusion']}):")
+        for label, row in zip(m["rows"], m["matrix"]):
+            top = sorted(zip(row, m["columns"]), reverse=True)[:3]
+            lines.append(f"  {label}: " + "  ".join(f"{column}:{value:.3f}" for value, column in top))
+    return "\n".join(lines)

@@ -1,0 +1,103 @@
+"""`explorer lesson FILE.md --headless`: run a lesson without a window, from a fresh start.
+
+It builds or opens what the lesson names, goes through its steps in order (set, train, decode,
+check), exports each step's figure with the app's own panels (explorer.ui.headless_export) and
+writes the handout. The report says which checks passed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from explorer.lessons.format import Lesson
+from explorer.lessons.session import LessonSession
+
+
+@dataclass
+class LessonReport:
+    lesson: Lesson
+    results: dict[int, list] = field(default_factory=dict)  # step index -> CheckResults
+    figures: dict[int, list[Path]] = field(default_factory=dict)
+    handout: list[Path] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for rows in self.results.values() for r in rows)
+
+    def lines(self) -> list[str]:
+        out = []
+        for index, step in enumerate(self.lesson.steps):
+            out.append(f"step {index + 1}: {step.title}")
+            out += [f"  {'✓' if r.passed else '✗'} {r.line}" for r in self.results.get(index, [])]
+            out += [f"  figure {p}" for p in self.figures.get(index, []) if p.suffix == ".png"]
+        return out
+
+
+def step_figure(lesson: Lesson, index: int) -> str:
+    """The panel step `index` shows: its `@show`, else the one shown before it, else the first."""
+    for step in reversed(lesson.steps[: index + 1]):
+        if step.figure:
+            return step.figure
+    return lesson.panels[0]
+
+
+def panel_controls(lesson: Lesson, index: int, panel: str) -> dict[str, object]:
+    """`@set PANEL.CONTROL VALUE`s of steps up to `index` for `panel` (later ones win)."""
+    controls = {}
+    for step in lesson.steps[: index + 1]:
+        for directive in step.of("set"):
+            target = directive.args[0]
+            if target.startswith(panel + "."):
+                controls[target.split(".", 1)[1]] = " ".join(directive.args[1:])
+    return controls
+
+
+def run_step(session: LessonSession, index: int, progress: Callable[[object], None] | None = None) -> list:
+    """Do step `index`'s actions in order and return its CheckResults."""
+    results = []
+    for directive in session.lesson.steps[index].directives:
+        if directive.name == "set":
+            session.set_control(directive.args[0], " ".join(directive.args[1:]))
+        elif directive.name == "train":
+            for event in session.train(int(directive.args[0])):
+                if progress:
+                    progress(event)
+        elif directive.name == "decode":
+            session.decode(int(directive.args[0]))
+        elif directive.name == "check":
+            results.append(session.check(directive))
+    return results
+
+
+def export_figure(session: LessonSession, index: int, folder: Path, formats=("png", "svg")) -> list[Path]:
+    from explorer.ui.headless_export import render_panels
+    from explorer.ui.panels import find_panel
+
+    panel = step_figure(session.lesson, index)
+    source, target = session.probe
+    bleu = session.evaluation() if panel == "bleu" and session.workspace.is_seq2seq else None
+    return render_panels(session.workspace, [find_panel(panel)], folder, tuple(formats),
+                         source=source, target=target, bleu_metrics=bleu,
+                         controls=panel_controls(session.lesson, index, panel))
+
+
+def run_lesson(lesson: Lesson, out: Path | None = None, overrides: dict | None = None,
+               progress: Callable[[object], None] | None = None, formats=("png", "svg")) -> LessonReport:
+    """Run every step; with `out`, export each step's figure to out/step-NN/ and the handout."""
+    session = LessonSession(lesson, overrides)
+    for event in session.open():
+        if progress:
+            progress(event)
+    report = LessonReport(lesson)
+    for index in range(len(lesson.steps)):
+        report.results[index] = run_step(session, index, progress)
+        if out is not None:
+            report.figures[index] = export_figure(session, index, Path(out) / f"step-{index + 1:02d}",
+                                                  formats)
+    if out is not None:
+        from explorer.lessons.handout import write_handout
+
+        report.handout = write_handout(lesson, Path(out), report.figures, report.results)
+    return report

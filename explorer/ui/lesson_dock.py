@@ -1,0 +1,275 @@
+"""The lesson dock: a lesson's steps one screen at a time (text, Back / Next, "Do it", check
+status) beside the panels it names, arranged as its front matter says.
+
+The lesson's model is built (and its front-matter steps trained) by a job on the controller's
+runner; `@train N` trains in the app's own training thread (curves and probes live); checks run
+as a job when no training runs. The core is explorer.lessons (no Qt).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QHBoxLayout, QLabel, QListWidget,
+                               QPushButton, QTextBrowser, QVBoxLayout, QWidget)
+
+from explorer.errors import UserError
+from explorer.lessons.format import read_lesson
+from explorer.lessons.runner import panel_controls, step_figure
+from explorer.lessons.session import LessonSession
+
+LESSON_DOCK_ID = "lesson"
+LIVE_PROBE_EVERY_S = 0.5  # the lesson's own runs skip probes; the app's training shows them
+
+
+def open_session(session: LessonSession) -> LessonSession:
+    """A job: build or open the lesson's model(s) and train its front-matter steps."""
+    for _event in session.open():
+        pass
+    return session
+
+
+def train_compare(session: LessonSession, steps: int) -> LessonSession:
+    if session.compare is not None:
+        for _event in session.train_variant(steps):
+            pass
+    return session
+
+
+def run_checks(session: LessonSession, directives) -> list:
+    return [session.check(directive) for directive in directives]
+
+
+class LessonDock(QDockWidget):
+    def __init__(self, window) -> None:
+        super().__init__("Lesson", window)
+        self.setObjectName(LESSON_DOCK_ID)
+        self.window_ = window
+        self.session: LessonSession | None = None
+        self.index = 0
+        self.results: dict[int, list] = {}
+        self._training_for: int | None = None  # step whose @train is running
+        self.title = QLabel()
+        self.title.setWordWrap(True)
+        self.title.setStyleSheet("font-weight: bold; font-size: 14pt;")
+        self.text = QTextBrowser()
+        self.text.setOpenExternalLinks(True)
+        self.checks = QListWidget()
+        self.checks.setToolTip("This step's conditions, measured on your model: ✓ passed, ✗ not yet")
+        self.back_button = QPushButton("◀ Back")
+        self.back_button.setShortcut("Alt+PgUp")
+        self.back_button.setToolTip("The previous step (Alt+PgUp)")
+        self.next_button = QPushButton("Next ▶")
+        self.next_button.setShortcut("Alt+PgDown")
+        self.next_button.setToolTip("The next step (Alt+PgDown)")
+        self.do_button = QPushButton("Do it")
+        self.do_button.setToolTip("Set the step's controls, train or decode what it says, then "
+                                  "check its conditions")
+        self.check_button = QPushButton("Check")
+        self.check_button.setToolTip("Measure this step's conditions on the model as it is now")
+        self.handout_button = QPushButton("Handout…")
+        self.handout_button.setToolTip("Export every step's figure and text to a folder "
+                                       "(PNG, SVG, handout.md, handout.html)")
+        buttons = QHBoxLayout()
+        for button in (self.back_button, self.do_button, self.check_button, self.next_button):
+            buttons.addWidget(button)
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.addWidget(self.title)
+        layout.addWidget(self.text, stretch=3)
+        layout.addWidget(self.checks, stretch=1)
+        layout.addLayout(buttons)
+        layout.addWidget(self.handout_button)
+        self.setWidget(body)
+        self.back_button.clicked.connect(lambda: self.go(self.index - 1))
+        self.next_button.clicked.connect(lambda: self.go(self.index + 1))
+        self.do_button.clicked.connect(self.do_step)
+        self.check_button.clicked.connect(self.check_step)
+        self.handout_button.clicked.connect(self.export_handout_dialog)
+        window.bus.step_metrics.connect(self._on_metrics)
+        window.bus.training_state.connect(self._on_training_state)
+        self._set_enabled(False)
+
+    # -- opening ------------------------------------------------------------------------------
+
+    def open_lesson(self, path: str | Path, overrides: dict | None = None) -> None:
+        try:
+            lesson = read_lesson(path)
+        except UserError as exc:
+            self.window_.show_error(str(exc))
+            return
+        self.session = LessonSession(lesson, overrides)
+        self.results, self.index = {}, 0
+        self.title.setText(lesson.title)
+        self.text.setMarkdown(f"*Setting up: {lesson.settings.get('steps', 0)} training steps…*\n\n"
+                              + lesson.intro)
+        self.show()
+        self.raise_()
+        self.window_.controller.run_job(open_session, self.session, on_done=self._opened,
+                                        label=f"opening lesson {lesson.path.name}")
+
+    def _opened(self, session: LessonSession) -> None:
+        import dataclasses
+
+        if session is not self.session:
+            return
+        workspace = session.workspace
+        workspace.train_config = dataclasses.replace(workspace.train_config,
+                                                     probe_every_s=LIVE_PROBE_EVERY_S)
+        self.window_.controller.set_workspace(workspace)
+        source, target = session.probe
+        self.window_.bus.probe_requested.emit(source, target)
+        arrange_lesson_panels(self.window_, session.lesson.panels, session.lesson.layout, self)
+        self._set_enabled(True)
+        self.go(0)
+
+    # -- steps --------------------------------------------------------------------------------
+
+    @property
+    def step(self):
+        return self.session.lesson.steps[self.index]
+
+    def go(self, index: int) -> None:
+        if self.session is None:
+            return
+        steps = self.session.lesson.steps
+        self.index = max(0, min(index, len(steps) - 1))
+        step = self.step
+        self.title.setText(f"{self.session.lesson.title} — {self.index + 1}/{len(steps)}: {step.title}")
+        cites = self.session.lesson.settings.get("cites")
+        self.text.setMarkdown(step.text + (f"\n\n*Lecture notes: {cites}*" if cites and
+                                           self.index == 0 else ""))
+        self.back_button.setEnabled(self.index > 0)
+        self.next_button.setEnabled(self.index < len(steps) - 1)
+        self._show_results()
+        self.window_.show_panel(step_figure(self.session.lesson, self.index))
+        for directive in step.of("highlight"):
+            self._control(directive.args[0], None)
+
+    def _show_results(self) -> None:
+        self.checks.clear()
+        done = {r.name: r for r in self.results.get(self.index, [])}
+        for i, directive in enumerate(self.step.of("check")):
+            result = self.results.get(self.index, [None] * (i + 1))
+            result = result[i] if i < len(result) else None
+            mark = "…" if result is None else ("✓" if result.passed else "✗")
+            text = result.line if result else " ".join([directive.args[0]] + [
+                f"{k}={v}" for k, v in directive.options.items()])
+            self.checks.addItem(f"{mark} {text}")
+        del done
+
+    def _control(self, target: str, value) -> None:
+        """`@set` / `@highlight` on a panel's control (the session's own are applied by it)."""
+        from explorer.ui.lesson_controls import highlight_control, set_control
+
+        panel_id, _, name = target.partition(".")
+        panel = self.window_.panels.get(panel_id)
+        if panel is None or not name:
+            return
+        try:
+            set_control(panel, name, value) if value is not None else highlight_control(panel, name)
+        except UserError as exc:
+            self.window_.show_error(f"{self.session.lesson.path}: {exc}")
+
+    def do_step(self) -> None:
+        """Apply the step's sets, then train (in the app's training thread) or decode, then check."""
+        step = self.step
+        for directive in step.of("set"):
+            value = " ".join(directive.args[1:])
+            if not self.session.set_control(directive.args[0], value):
+                self._control(directive.args[0], value)
+            elif directive.args[0].startswith("probe"):
+                self.window_.bus.probe_requested.emit(*self.session.probe)
+        for directive in step.of("decode"):
+            self.session.decode(int(directive.args[0]))
+        trains = step.of("train")
+        if trains:
+            self._training_for = self.index
+            self._compare_steps = sum(int(d.args[0]) for d in trains)
+            self.window_.controller.train(steps=self._compare_steps)
+        else:
+            self.check_step()
+
+    def _on_metrics(self, batch) -> None:
+        if self.session is not None and self._training_for is not None:
+            self.session.history.extend(batch)
+
+    def _on_training_state(self, state: str) -> None:
+        if self._training_for is None or state in ("running", "paused"):
+            return
+        self._training_for = None
+        self.session._cache.clear()
+        if self.session.compare is not None:  # its twin trains the same steps, then the check
+            self.window_.controller.run_job(train_compare, self.session, self._compare_steps,
+                                            on_done=lambda _s: self.check_step(),
+                                            label="training the comparison model")
+        else:
+            self.check_step()
+
+    def check_step(self) -> None:
+        if self.session is None or self.window_.controller.is_training():
+            return
+        checks = self.step.of("check")
+        if not checks:
+            return
+        index = self.index
+        self.window_.controller.run_job(run_checks, self.session, checks,
+                                        on_done=lambda results: self._checked(index, results),
+                                        label="checking")
+
+    def _checked(self, index: int, results: list) -> None:
+        self.results[index] = results
+        if index == self.index:
+            self._show_results()
+
+    def _set_enabled(self, on: bool) -> None:
+        for button in (self.back_button, self.next_button, self.do_button, self.check_button,
+                       self.handout_button):
+            button.setEnabled(on)
+
+    # -- handout ------------------------------------------------------------------------------
+
+    def export_handout_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Export the lesson's handout to")
+        if folder:
+            self.export_handout(Path(folder))
+
+    def export_handout(self, folder: Path) -> list[Path]:
+        """Every step's figure (the panel it shows, as the app draws it now, with the step's
+        `@set`s) and text, plus handout.md / handout.html, into `folder`."""
+        from explorer.lessons.handout import write_handout
+        from explorer.ui.lesson_controls import set_control
+
+        lesson, figures = self.session.lesson, {}
+        for index in range(len(lesson.steps)):
+            panel_id = step_figure(lesson, index)
+            panel = self.window_.panels.get(panel_id)
+            if panel is None or not panel.has_content():
+                continue
+            for name, value in panel_controls(lesson, index, panel_id).items():
+                set_control(panel, name, value)
+            figures[index] = panel.export(folder / f"step-{index + 1:02d}", ("png", "svg"))
+        return write_handout(lesson, folder, figures, self.results)
+
+
+def arrange_lesson_panels(window, panel_ids: list[str], layout: str, lesson_dock) -> None:
+    """The lesson's panels beside its dock (tabbed, in columns or in rows); the others hidden.
+    View ▸ Reset layout brings the usual layout back."""
+    docks = [window.docks[p] for p in panel_ids if p in window.docks]
+    for panel_id, dock in window.docks.items():
+        dock.setVisible(panel_id in panel_ids)
+    window.addDockWidget(Qt.LeftDockWidgetArea, lesson_dock)
+    if not docks:
+        return
+    window.addDockWidget(Qt.RightDockWidgetArea, docks[0])
+    docks[0].setFloating(False)
+    for previous, dock in zip(docks, docks[1:]):
+        dock.setFloating(False)
+        if layout == "tabs":
+            window.tabifyDockWidget(docks[0], dock)
+        else:
+            orientation = Qt.Horizontal if layout == "columns" else Qt.Vertical
+            window.splitDockWidget(previous, dock, orientation)
+    docks[0].raise_()
+    window.resizeDocks([lesson_dock], [max(300, window.width() // 4)], Qt.Horizontal)

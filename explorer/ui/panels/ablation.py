@@ -1,0 +1,215 @@
+"""Interventions on the probe (explorer.analysis.interventions): which heads matter, what ablating
+them does, and activation patching from a clean into a corrupted input.
+
+The layer × head map is the drop in the probe's output log-probability when each head alone is
+ablated (Michel et al., 2019). Clicking a cell adds that head to the ablation set (again: removes
+it); the panel then shows each output token's log-probability with and without the set, and how
+far the attention maps moved. The weights are never changed: Undo clears the set. With a corrupted
+input of the same length, "Patch" draws the recovered logit difference, layer × position.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QComboBox, QGridLayout, QLabel, QLineEdit, QPushButton, QSizePolicy, QStackedWidget, QVBoxLayout,
+)
+
+from explorer.analysis.interventions import (
+    AblationEffect, HeadImportance, PatchingResult, ablation_effect, activation_patching, head_importance,
+)
+from explorer.export.tables import matrix_table
+from explorer.ui.bus import AppBus
+from explorer.ui.export import install_export_menu
+from explorer.ui.heatmap import HeatmapWidget
+from explorer.ui.panels.base import Panel
+
+
+class AblationPanel(Panel):
+    PANEL_ID = "ablation"
+    TITLE = "Ablation"
+    TOOLTIP = ("Head importance: how much the probe's output log-probability drops when each head "
+               "alone is ablated. Click heads to ablate them together; Undo restores the model.")
+
+    def __init__(self, bus: AppBus, parent=None) -> None:
+        super().__init__(bus, parent)
+        self.workspace = None
+        self.probe_text = ("", "")
+        self.training = False
+        self.importance: HeadImportance | None = None
+        self.effect: AblationEffect | None = None
+        self.patching: PatchingResult | None = None
+        self.chosen: set[tuple[int, int]] = set()  # (layer, head) in the ablation set
+        self.runner = self.job_runner("interventions")
+
+        self.mode_box = QComboBox()
+        self.mode_box.addItem("zero", "zero")
+        self.mode_box.addItem("mean over the probe", "mean")
+        self.mode_box.setToolTip("Ablation: set the head's output to zero, or to its mean output")
+        self.undo_button = QPushButton("Undo")
+        self.undo_button.setToolTip("Clear the ablation set: the model as it was (Ctrl+Z)")
+        self.corrupted_edit = QLineEdit()
+        self.corrupted_edit.setPlaceholderText("corrupted input, same length in tokens")
+        self.corrupted_edit.setToolTip("Activation patching: the clean input is the probe; this "
+                                       "input differs in a few tokens")
+        self.patch_button = QPushButton("Patch")
+        self.patch_button.setToolTip("Patch each layer's residual stream at each position from the "
+                                     "clean run into the corrupted one")
+        self.status = QLabel("Open a Transformer to see its heads.")
+        self.status.setWordWrap(True)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        controls = QGridLayout()
+        controls.addWidget(QLabel("Ablation"), 0, 0)
+        controls.addWidget(self.mode_box, 0, 1)
+        controls.addWidget(self.undo_button, 0, 2)
+        controls.addWidget(self.corrupted_edit, 1, 0, 1, 2)
+        controls.addWidget(self.patch_button, 1, 2)
+        self.importance_map = HeatmapWidget("CET-D1", levels=None, symmetric=True, row_title="layer",
+                                            col_title="head", value_name="drop in log p")
+        self.patching_map = HeatmapWidget("CET-D1", levels=None, symmetric=True, row_title="layer",
+                                          col_title="position", value_name="recovered")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.importance_map)
+        self.stack.addWidget(self.patching_map)
+        layout = QVBoxLayout(self)
+        layout.addLayout(controls)
+        layout.addWidget(self.status)
+        layout.addWidget(self.stack, stretch=1)
+
+        self.mode_box.currentIndexChanged.connect(self.compute)
+        self.undo_button.clicked.connect(self.undo)
+        self.patch_button.clicked.connect(self.patch)
+        self.corrupted_edit.returnPressed.connect(self.patch)
+        QShortcut(QKeySequence.StandardKey.Undo, self, self.undo)
+        self.importance_map.scene().sigMouseClicked.connect(self._on_click)
+        self.runner.done.connect(self._on_done)
+        self.runner.failed.connect(lambda _job, message: self.status.setText(message))
+        bus.workspace_changed.connect(self.set_workspace)
+        bus.probe.connect(self._on_probe)
+        bus.training_state.connect(lambda state: setattr(self, "training", state == "running"))
+        install_export_menu(self)
+
+    def set_workspace(self, workspace) -> None:
+        self.workspace = workspace
+        self.chosen.clear()
+
+    def _on_probe(self, snapshot) -> None:
+        self.probe_text = (snapshot.source, snapshot.target)
+        if not self.training:  # the model belongs to the training thread meanwhile
+            self.compute()
+
+    def compute(self) -> None:
+        source, target = self.probe_text
+        if self.workspace is None or not (source or target) or self.training:
+            return
+        self.status.setText("Ablating each head…")
+        self.runner.submit(head_importance, self.workspace, source, target, self.mode_box.currentData())
+
+    def _heads(self) -> dict[str, list[int]]:
+        heads: dict[str, list[int]] = {}
+        for layer, head in sorted(self.chosen):
+            heads.setdefault(self.importance.layers[layer] + ".hook_z", []).append(head)
+        return heads
+
+    def _on_click(self, event) -> None:
+        cell = self.importance_map.cell_at(event.scenePos())
+        if cell is None or self.importance is None or np.isnan(self.importance.drop[cell]):
+            return
+        self.chosen ^= {cell}
+        self.ablate()
+
+    def ablate(self) -> None:
+        source, target = self.probe_text
+        if self.workspace is None or self.importance is None or self.training:
+            return
+        if not self.chosen:
+            self.effect = None
+            self._draw_importance()
+            return
+        self.runner.submit(_effect, self.workspace, source, target, self._heads(),
+                           self.mode_box.currentData())
+
+    def undo(self) -> None:
+        self.chosen.clear()
+        self.ablate()
+
+    def patch(self) -> None:
+        source, target = self.probe_text
+        corrupted = self.corrupted_edit.text()
+        if self.workspace is None or not corrupted or self.training:
+            return
+        self.status.setText("Patching every layer at every position…")
+        self.runner.submit(activation_patching, self.workspace, source, corrupted, target)
+
+    def _on_done(self, _job: int, result) -> None:
+        if isinstance(result, HeadImportance):
+            self.importance, self.effect = result, None
+            self.chosen = {c for c in self.chosen if c[0] < len(result.layers)}
+            self.stack.setCurrentWidget(self.importance_map)
+            self._draw_importance()
+        elif isinstance(result, AblationEffect):
+            self.effect = result
+            self._draw_importance()
+        elif isinstance(result, PatchingResult):
+            self.patching = result
+            self.stack.setCurrentWidget(self.patching_map)
+            self.patching_map.set_matrix(result.recovered, result.layers, result.positions)
+            self.patching_map.set_title(f"recovered logit difference {result.answer!r} − "
+                                        f"{result.alternative!r}")
+            self.status.setText(f"clean {result.clean_difference:+.3f}, corrupted "
+                                f"{result.corrupted_difference:+.3f}: 1 = fully recovered by that patch")
+
+    def _draw_importance(self) -> None:
+        result = self.importance
+        labels = [f"head {h + 1}" for h in range(result.heads)]
+        self.importance_map.set_matrix(result.drop, result.layers, labels)
+        marked = ", ".join(f"{result.layers[layer]} head {head + 1}" for layer, head in sorted(self.chosen))
+        self.importance_map.set_title(f"drop in log p when one head is ablated ({result.mode})")
+        if self.effect is None:
+            self.status.setText("Click heads to ablate them together." if not self.chosen else "")
+            return
+        effect = self.effect
+        moved = max(effect.attention_change.values(), default=0.0)
+        self.status.setText(f"ablated {marked}: log p {effect.clean.sum():.3f} → {effect.ablated.sum():.3f}; "
+                            f"attention moved up to {moved:.3f}")
+
+    # -- panel contract -------------------------------------------------------------------------
+
+    def busy(self) -> bool:
+        return super().busy() or self.bus.probing
+
+    def has_content(self) -> bool:
+        return self.importance is not None
+
+    def plot_items(self) -> dict[str, object]:
+        items = {"importance": self.importance_map.ci}
+        if self.patching is not None:
+            items["patching"] = self.patching_map.ci
+        return items
+
+    def tables(self) -> dict[str, tuple[list[str], list[list]]]:
+        tables = {}
+        if self.importance is not None:
+            tables["importance"] = matrix_table(self.importance.drop, self.importance.layers,
+                                                [f"head {h + 1}" for h in range(self.importance.heads)],
+                                                "layer \\ head")
+        if self.effect is not None:
+            tables["ablated"] = (["output", "log p", "log p ablated"],
+                                 [[r, c, a] for r, c, a in zip(self.effect.rows, self.effect.clean,
+                                                               self.effect.ablated)])
+        if self.patching is not None:
+            tables["patching"] = matrix_table(self.patching.recovered, self.patching.layers,
+                                              self.patching.positions, "layer \\ position")
+        return tables
+
+
+def _effect(workspace, source, target, heads, mode):
+    """The ablation's effect; mean ablation first averages the heads' outputs on the probe."""
+    from explorer.analysis.attribution_input import attribution_input
+    from explorer.analysis.interventions import head_means
+
+    means = None
+    if mode == "mean":
+        means = head_means(workspace.model, [attribution_input(workspace, source, target)], sorted(heads))
+    return ablation_effect(workspace, source, target, heads=heads, mode=mode, means=means)

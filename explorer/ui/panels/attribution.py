@@ -1,0 +1,359 @@
+"""Why this token: attribution maps beside the attention (explorer.analysis.attribution, rollout).
+
+Rows are the output tokens, columns the source tokens then the target prefix. The map follows the
+probe: a probe between runs (or of a scrubbed snapshot, which arrives as a new workspace) is
+explained in the panel's job runner, cancellable, with progress; while training runs, the
+training thread computes it between steps at most every few seconds (explain.LIVE_EVERY_S), and
+only while this view is shown and following. `RolloutPanel` is the same view on attention rollout
+(`explorer export --plots rollout`).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QGridLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSizePolicy,
+    QSpinBox, QStackedWidget, QVBoxLayout,
+)
+
+from explorer.analysis.attribution import AttributionResult, AttributionSettings
+from explorer.analysis.explain import ExplainRequest, explain
+from explorer.analysis.rollout import RolloutResult
+from explorer.export.tables import matrix_table
+from explorer.ui.bus import AppBus
+from explorer.ui.export import install_export_menu
+from explorer.ui.heatmap import HeatmapWidget
+from explorer.ui.panels.base import Panel, elide
+
+METHOD_LABELS = {
+    "ig": "Integrated gradients",
+    "saliency": "Saliency (gradient norm)",
+    "grad-input": "Gradient × input",
+    "occlusion": "Occlusion",
+    "rollout": "Attention rollout",
+}
+METHOD_TIPS = {
+    "ig": "Integrated gradients: the gradient averaged along a straight path from the baseline "
+          "embeddings to the input's, times (input − baseline). Its sum should equal "
+          "f(x) − f(baseline): the completeness gap shown below says how far it is.",
+    "saliency": "‖∂f/∂e_j‖: how strongly f reacts to a small change of token j's embedding.",
+    "grad-input": "Σ_d e_jd ∂f/∂e_jd: the first-order estimate of removing token j's embedding.",
+    "occlusion": "f(x) − f(x with token j replaced by the baseline embedding): one forward pass "
+                 "per source and prefix token.",
+    "rollout": "Abnar & Zuidema's attention rollout: head-fused attention plus the residual "
+               "identity, rows renormalised, multiplied through the layers.",
+}
+
+
+class AttributionPanel(Panel):
+    PANEL_ID = "attribution"
+    TITLE = "Attribution"
+    TOOLTIP = ("Why each output token: how much every source token and every earlier target token "
+               "contributes to its log-probability (rows: output tokens; columns: source, then "
+               "the target prefix). Attention says where the model looked; this says what mattered.")
+    DEFAULT_METHOD = "ig"
+
+    progress_changed = Signal(float)  # emitted from the job's thread, drawn on the GUI thread
+
+    def __init__(self, bus: AppBus, parent=None) -> None:
+        super().__init__(bus, parent)
+        self.workspace = None
+        self.probe_text = ("", "")
+        self.training = False
+        self.result: AttributionResult | RolloutResult | None = None
+        self.stop_event = threading.Event()
+        self.runner = self.job_runner("explain")
+
+        self.method_box = QComboBox()
+        for method, label in METHOD_LABELS.items():
+            self.method_box.addItem(label, method)
+            self.method_box.setItemData(self.method_box.count() - 1, METHOD_TIPS[method],
+                                        Qt.ItemDataRole.ToolTipRole)
+        self.method_box.setCurrentIndex(self.method_box.findData(self.DEFAULT_METHOD))
+        self.method_box.setToolTip("What explains the output: gradients, occlusion or attention rollout")
+        self.baseline_box = QComboBox()
+        for name in ("pad", "zero", "unk"):
+            self.baseline_box.addItem({"pad": "<pad> embedding", "zero": "zero embedding",
+                                       "unk": "<unk> embedding"}[name], name)
+        self.baseline_box.setToolTip("Integrated gradients' path start, and what occlusion puts in "
+                                     "a token's place")
+        self.steps_box = QSpinBox()
+        self.steps_box.setRange(1, 2000)
+        self.steps_box.setValue(50)
+        self.steps_box.setToolTip("Integrated gradients' interpolation steps: more steps, smaller "
+                                  "completeness gap")
+        self.batch_box = QSpinBox()
+        self.batch_box.setRange(1, 1024)
+        self.batch_box.setValue(16)
+        self.batch_box.setToolTip("Interpolation steps per forward pass (Captum's internal_batch_size): "
+                                  "memory grows with it")
+        self.contrast_edit = QLineEdit()
+        self.contrast_edit.setPlaceholderText("rather than… (a token)")
+        self.contrast_edit.setToolTip("Contrastive: explain log p(token) − log p(this token), "
+                                      "e.g. why 'dogs' rather than 'dog'")
+        self.fusion_box = QComboBox()
+        self.fusion_box.addItems(["mean", "max", "min"])
+        self.fusion_box.setToolTip("Rollout: how the heads of a layer are fused")
+        self.map_box = QComboBox()
+        self.map_box.setToolTip("Rollout: which stack, or the decoder's path back to the source")
+        self.follow_box = QCheckBox("Follow the probe")
+        self.follow_box.setChecked(True)
+        self.follow_box.setToolTip("Recompute on every probe (every few seconds while training)")
+        self.explain_button = QPushButton("Explain")
+        self.explain_button.setToolTip("Compute the map for the probe input (Ctrl+E)")
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop the computation (Esc)")
+        self.stop_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 100)
+        self.progress.setTextVisible(False)
+        self.progress.setMaximumHeight(8)
+        self.status = QLabel("Open or create a model.")
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.status.setWordWrap(True)
+
+        controls = QGridLayout()
+        controls.addWidget(self.method_box, 0, 0, 1, 2)
+        controls.addWidget(QLabel("Baseline"), 0, 2)
+        controls.addWidget(self.baseline_box, 0, 3)
+        controls.addWidget(QLabel("Steps"), 0, 4)
+        controls.addWidget(self.steps_box, 0, 5)
+        controls.addWidget(QLabel("Batch"), 0, 6)
+        controls.addWidget(self.batch_box, 0, 7)
+        controls.addWidget(QLabel("Contrast"), 1, 0)
+        controls.addWidget(self.contrast_edit, 1, 1)
+        controls.addWidget(QLabel("Heads"), 1, 2)
+        controls.addWidget(self.fusion_box, 1, 3)
+        controls.addWidget(self.map_box, 1, 4, 1, 2)
+        controls.addWidget(self.follow_box, 1, 6, 1, 2)
+        controls.addWidget(self.explain_button, 0, 8)
+        controls.addWidget(self.stop_button, 1, 8)
+
+        self.scores_map = HeatmapWidget("CET-D1", levels=None, symmetric=True,
+                                        row_title="output token", col_title="source | prefix",
+                                        value_name="attribution")
+        self.rollout_map = HeatmapWidget("viridis", levels=(0.0, 1.0), row_title="position",
+                                         col_title="input token", value_name="share")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.scores_map)
+        self.stack.addWidget(self.rollout_map)
+        layout = QVBoxLayout(self)
+        layout.addLayout(controls)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.status)
+        layout.addWidget(self.stack, stretch=1)
+
+        self.explain_button.clicked.connect(self.compute)
+        self.stop_button.clicked.connect(self.stop)
+        QShortcut(QKeySequence("Ctrl+E"), self, self.compute)
+        QShortcut(QKeySequence("Escape"), self, self.stop)
+        self.method_box.currentIndexChanged.connect(self._on_settings_changed)
+        self.baseline_box.currentIndexChanged.connect(self._on_settings_changed)
+        self.fusion_box.currentIndexChanged.connect(self._on_settings_changed)
+        self.steps_box.editingFinished.connect(self._on_settings_changed)
+        self.batch_box.editingFinished.connect(self._on_settings_changed)
+        self.contrast_edit.editingFinished.connect(self._on_settings_changed)
+        self.follow_box.toggled.connect(self._on_settings_changed)
+        self.map_box.currentIndexChanged.connect(self._draw_rollout)
+        self.progress_changed.connect(lambda fraction: self.progress.setValue(int(100 * fraction)))
+        self.runner.done.connect(self._on_done)
+        self.runner.failed.connect(self._on_failed)
+        self.runner.busy_changed.connect(self._on_busy)
+        bus.workspace_changed.connect(self.set_workspace)
+        bus.probe.connect(self.show_snapshot)
+        bus.probe_input_changed.connect(self._on_probe_input)
+        bus.training_state.connect(self._on_training_state)
+        install_export_menu(self)
+        self._enable_controls()
+
+    # -- what to compute ------------------------------------------------------------------------
+
+    def request(self) -> ExplainRequest:
+        contrast = self.contrast_edit.text().strip() or None
+        settings = AttributionSettings(steps=self.steps_box.value(), baseline=self.baseline_box.currentData(),
+                                       batch_size=self.batch_box.value(), contrast=contrast)
+        return ExplainRequest(self.method_box.currentData(), settings, self.fusion_box.currentText())
+
+    def _enable_controls(self) -> None:
+        method = self.method_box.currentData()
+        self.baseline_box.setEnabled(method in ("ig", "occlusion"))
+        self.steps_box.setEnabled(method == "ig")
+        self.batch_box.setEnabled(method in ("ig", "occlusion"))
+        self.contrast_edit.setEnabled(method != "rollout")
+        self.fusion_box.setEnabled(method == "rollout")
+        self.map_box.setEnabled(method == "rollout")
+
+    def _on_settings_changed(self) -> None:
+        self._enable_controls()
+        self._announce_live()
+        if self.follow_box.isChecked():
+            self.compute()
+
+    def _announce_live(self) -> None:
+        """Ask the training probe to explain too, only while this view is shown and following."""
+        wanted = self.isVisible() and self.follow_box.isChecked() and self.workspace is not None
+        self.bus.explanation_requested.emit(self.request() if wanted else None)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self._announce_live()
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        self.bus.explanation_requested.emit(None)  # training pays nothing for a hidden view
+
+    # -- inputs ---------------------------------------------------------------------------------
+
+    def set_workspace(self, workspace) -> None:
+        self.workspace = workspace
+        if workspace is None:
+            self.result = None
+            self.status.setText("Open or create a model.")
+            return
+        self._announce_live()
+
+    def _on_probe_input(self, source: str, target: str) -> None:
+        self.probe_text = (source, target)
+
+    def _on_training_state(self, state: str) -> None:
+        self.training = state == "running"
+
+    def show_snapshot(self, snapshot) -> None:
+        """A probe arrived: a training probe brings its explanation; otherwise compute one."""
+        self.probe_text = (snapshot.source, snapshot.target)
+        live = getattr(snapshot, "explanation", None)
+        if live is not None:
+            if live.result is not None:
+                self.show_result(live.result, f"step {snapshot.step}")
+            elif live.message:
+                self.status.setText(live.message)
+            return
+        if self.follow_box.isChecked() and not self.training:
+            self.compute()
+
+    # -- computing ------------------------------------------------------------------------------
+
+    def compute(self) -> None:
+        """Explain the probe input with the current settings, in the panel's job runner."""
+        source, target = self.probe_text
+        if self.workspace is None or not (source or target) or self.training:
+            return
+        self.stop_event.set()  # a running computation of older settings stops at its next batch
+        self.stop_event = threading.Event()
+        self.progress.setValue(0)
+        self.status.setText(f"{METHOD_LABELS[self.request().method]}: {elide(source)!r}…")
+        self.runner.submit(explain, self.workspace, source, target, self.request(),
+                           self.progress_changed.emit, self.stop_event.is_set)
+
+    def stop(self) -> None:
+        if self.runner.busy:
+            self.stop_event.set()
+            self.runner.cancel()
+            self.status.setText("Stopped.")
+
+    def _on_busy(self, busy: bool) -> None:
+        self.stop_button.setEnabled(busy)
+        if not busy:
+            self.progress.setValue(0)
+
+    def _on_done(self, _job: int, result) -> None:
+        self.show_result(result, f"step {getattr(self.workspace, 'step', 0)}")
+
+    def _on_failed(self, _job: int, message: str) -> None:
+        self.status.setText(message)
+
+    # -- drawing --------------------------------------------------------------------------------
+
+    def show_result(self, result, where: str) -> None:
+        self.result = result
+        if isinstance(result, RolloutResult):
+            self.stack.setCurrentWidget(self.rollout_map)
+            names = [m.name for m in result.maps]
+            if [self.map_box.itemText(i) for i in range(self.map_box.count())] != names:
+                self.map_box.blockSignals(True)
+                self.map_box.clear()
+                self.map_box.addItems(names)
+                self.map_box.setCurrentIndex(max(0, len(names) - 1))  # the decoder's path first
+                self.map_box.blockSignals(False)
+            self.status.setText(result.reason or f"{where}: attention rollout, heads fused by "
+                                                  f"{result.fusion}; each row sums to 1")
+            self._draw_rollout()
+            return
+        self.stack.setCurrentWidget(self.scores_map)
+        matrix = result.scores.astype(np.float32)
+        self.scores_map.set_matrix(matrix, result.rows, self._column_labels(result))
+        quantity = (f"log p(token) − log p({result.contrast!r})" if result.contrast else "log p(token)")
+        self.scores_map.set_title(f"{METHOD_LABELS[result.method]} of {quantity}")
+        self.status.setText(f"{where}: " + self._summary(result))
+        self.status.setStyleSheet("color: #c0392b;" if result.warning else "")
+
+    @staticmethod
+    def _column_labels(result: AttributionResult) -> list[str]:
+        """Source columns as they are; the prefix marked, so the boundary is visible."""
+        labels = []
+        for name, side in result.sides:
+            labels += [f"›{label}" if name == "prefix" and len(result.sides) > 1 else label for label in side]
+        return labels
+
+    @staticmethod
+    def _summary(result: AttributionResult) -> str:
+        if result.gap is None:
+            return f"{METHOD_LABELS[result.method]}: rows are output tokens, › marks the target prefix"
+        relative = result.relative_gap
+        worst = int(relative.argmax())
+        text = (f"completeness gap Σattr − (f(x) − f(baseline)): at most {100 * relative[worst]:.2f}% "
+                f"of |f(x) − f(baseline)| ({result.steps} steps, {result.baseline} baseline)")
+        return text + (f" — large at {result.rows[worst]!r}: use more steps" if result.warning else "")
+
+    def _draw_rollout(self) -> None:
+        if not isinstance(self.result, RolloutResult) or not self.result.maps:
+            return
+        chosen = self.result.maps[max(0, self.map_box.currentIndex())]
+        self.rollout_map.set_matrix(chosen.matrix.astype(np.float32), chosen.rows, chosen.columns)
+        self.rollout_map.set_title(f"attention rollout: {chosen.name}")
+
+    # -- panel contract -------------------------------------------------------------------------
+
+    def busy(self) -> bool:
+        return super().busy() or self.bus.probing
+
+    def has_content(self) -> bool:
+        if isinstance(self.result, RolloutResult):
+            return bool(self.result.maps)
+        return self.result is not None
+
+    def plot_items(self) -> dict[str, object]:
+        heatmap = self.rollout_map if isinstance(self.result, RolloutResult) else self.scores_map
+        return {"map": heatmap.ci}
+
+    def tables(self) -> dict[str, tuple[list[str], list[list]]]:
+        result = self.result
+        if isinstance(result, RolloutResult):
+            return {m.name.replace(" → ", "_to_"): matrix_table(m.matrix, m.rows, m.columns, "row \\ column")
+                    for m in result.maps}
+        if result is None:
+            return {}
+        tables = {"map": matrix_table(result.scores, result.rows, self._column_labels(result),
+                                      "output \\ input")}
+        if result.gap is not None:
+            tables["completeness"] = (["output", "f(x)", "f(baseline)", "gap", "relative_gap"],
+                                      [[row, result.target[r], result.baseline_target[r], result.gap[r],
+                                        result.relative_gap[r]] for r, row in enumerate(result.rows)])
+        return tables
+
+    def documents(self) -> dict[str, object]:
+        return {} if self.result is None else {"result": self.result.to_dict()}
+
+
+class RolloutPanel(AttributionPanel):
+    """The attribution view on attention rollout (`explorer export --plots rollout`)."""
+
+    PANEL_ID = "rollout"
+    TITLE = "Attention rollout"
+    TOOLTIP = ("Attention rollout (Abnar & Zuidema 2020): how much each input token reaches each "
+               "position through the layers, residual connections included")
+    DEFAULT_METHOD = "rollout"

@@ -1,0 +1,63 @@
+"""The default window on a real (virtual) screen, saved as a PNG: what a newcomer sees first.
+
+    xvfb-run -a -s "-screen 0 1280x800x24" python scripts/screenshot_window.py OUT.png [--raise beam]
+
+The window opens maximised on the screen with the demo Transformer, waits until every panel has
+drawn, raises the docks named by --raise, and saves `QWidget.grab()`. Settings go to a temporary
+folder, so a saved layout of the user's is neither read nor changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--raise", dest="raised", default="", help="comma-separated dock ids")
+    parser.add_argument("--timeout", type=float, default=180.0)
+    args = parser.parse_args()
+
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication(sys.argv[:1])
+    from explorer.training.checkpoint import demo_checkpoints
+    from explorer.ui.app import apply_theme
+    from explorer.ui.main_window import MainWindow
+
+    apply_theme(app)
+    folder = tempfile.mkdtemp(prefix="explorer-shot-")
+    settings = QSettings(str(Path(folder) / "settings.ini"), QSettings.Format.IniFormat)
+    settings.setValue("runs/data_dir", str(Path(folder) / "data"))
+    window = MainWindow(settings=settings, load_demo=False)
+    window.showMaximized()
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline and window.first_paint_time is None:
+        app.processEvents()
+    window.create_panels()
+    demo = next(path for name, path in demo_checkpoints().items() if "transformer" in name)
+    window.controller.open_checkpoint(demo)
+    while time.monotonic() < deadline and not (
+            all(p.has_content() for p in window.panels.values()) and not window.controller.jobs.busy):
+        app.processEvents()
+        time.sleep(0.02)
+    for dock_id in filter(None, args.raised.split(",")):
+        window.docks[dock_id].raise_()
+    for _ in range(50):
+        app.processEvents()
+        time.sleep(0.02)
+    window.grab().save(str(args.out))
+    screen = app.primaryScreen().availableGeometry()
+    print(f"{args.out}: window {window.width()} x {window.height()} on a "
+          f"{screen.width()} x {screen.height()} screen")
+    window.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""GPT-2's and Marian's token labels show a visible space mark ("␣", as the char tokenizer's),
+never the tokenizer's own "Ġ" or "▁", in the probe's panels and in decoding."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer.analysis.probe import probe
+from explorer.decoding.scoring import encode_context
+from explorer.decoding.search import greedy
+
+TEXT = "the cat sat on the mat"
+
+
+@pytest.mark.parametrize("name, mark", [("gpt2", "Ġ"), ("marian", "▁")])
+def test_labels_show_a_visible_space_mark(hf_workspace, name, mark):
+    workspace = hf_workspace(name)
+    hf = workspace.tokenizer.hf
+    ids = hf(TEXT)["input_ids"]
+    raw = hf.convert_ids_to_tokens(ids)  # the tokenizer's own strings: the reference
+    assert any(mark in token for token in raw), "this tokenizer marks spaces inside its tokens"
+    labels = workspace.tokenizer.tokens(ids)
+    assert labels == [token.replace(mark, "␣") for token in raw]
+
+    snapshot = probe(workspace, TEXT, TEXT)
+    shown = {label for attention in snapshot.attention for label in attention.rows + attention.cols}
+    assert any(label.startswith("␣") for label in shown)  # a word start, marked
+    decoded = greedy(workspace.model, encode_context(workspace, TEXT), max_len=6,
+                     tokenizer=workspace.tokenizer)
+    for label in [*shown, *decoded.tokens]:
+        assert "Ġ" not in label and "▁" not in label, label

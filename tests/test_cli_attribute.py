@@ -1,0 +1,64 @@
+"""`explorer attribute`: per output token the attributions over source and prefix, as JSON."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from explorer.cli import main
+
+
+def _run(capsys, *argv):
+    code = main(["attribute", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_ig_json_matches_the_core_and_carries_the_gap(reverse_checkpoint, capsys):
+    from explorer.analysis.attribution import AttributionSettings, attribute
+    from explorer.commands.decode import load_workspace
+
+    code, out, _ = _run(capsys, "--checkpoint", str(reverse_checkpoint), "--source", "abc",
+                        "--target", "cba", "--method", "ig", "--steps", "30", "--baseline", "zero",
+                        "--json")
+    assert code == 0
+    document = json.loads(out)
+    expected = attribute(load_workspace(str(reverse_checkpoint)), "abc", "cba",
+                         AttributionSettings(method="ig", steps=30, baseline="zero"))
+    assert document["sides"] == ["source", "prefix"] and document["source"] == ["a", "b", "c", "<eos>"]
+    assert [entry["token"] for entry in document["outputs"]] == ["c", "b", "a", "<eos>"]
+    for r, entry in enumerate(document["outputs"]):
+        assert len(entry["prefix"]) == r + 1  # <bos> and the tokens before it
+        np.testing.assert_allclose(entry["source"] + entry["prefix"],
+                                   expected.scores[r][~np.isnan(expected.scores[r])], atol=1e-6)
+        total = sum(entry["source"]) + sum(entry["prefix"])
+        assert entry["gap"] == pytest.approx(total - (entry["target"] - entry["baseline_target"]), abs=1e-6)
+
+
+@pytest.mark.parametrize("method", ["saliency", "grad-input", "occlusion"])
+def test_other_methods_print_one_entry_per_output_token(reverse_checkpoint, capsys, method):
+    code, out, _ = _run(capsys, "--checkpoint", str(reverse_checkpoint), "--source", "ab",
+                        "--target", "ba", "--method", method, "--contrast", "a", "--json")
+    document = json.loads(out)
+    assert code == 0 and document["contrast"] == "a" and len(document["outputs"]) == 3
+    assert all("gap" not in entry for entry in document["outputs"])
+
+
+def test_rollout_json_rows_sum_to_one(reverse_checkpoint, capsys):
+    code, out, _ = _run(capsys, "--checkpoint", str(reverse_checkpoint), "--source", "abc",
+                        "--method", "rollout", "--json")
+    document = json.loads(out)
+    assert code == 0 and [m["name"] for m in document["maps"]] == ["encoder", "decoder", "decoder → source"]
+    for m in document["maps"]:
+        np.testing.assert_allclose(np.sum(m["matrix"], axis=1), 1.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--steps", "0"], "at least 1 step"),
+    (["--contrast", "no-such-token"], "not in the model's vocabulary"),
+])
+def test_bad_input_is_one_line(reverse_checkpoint, capsys, argv, message):
+    code, out, err = _run(capsys, "--checkpoint", str(reverse_checkpoint), "--source", "abc", *argv)
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1
