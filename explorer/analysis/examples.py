@@ -273,7 +273,7 @@ def _loss_columns(picked, correct) -> dict[str, np.ndarray]:
 def _seq2seq_batch(workspace, chunk, beam: int, max_len: int | None) -> ExampleTable:
     from explorer.decoding.scoring import encode_context
     from explorer.decoding.search import beam_search_batch, greedy_batch, make_hypothesis
-    from explorer.training.evaluation import bleu_tokenization
+    from explorer.decoding.file_bleu import bleu_tokenization
 
     model, tokenizer = workspace.model, workspace.tokenizer
     sources = [s for s, _ in chunk]

@@ -107,7 +107,9 @@ def state_vectors(workspace, pairs: Sequence[tuple[str, str]], kind: str = "enco
     start_id, _, pad_id = special_ids(model)
     contexts, targets = _encoded(workspace, pairs)
     src, src_pad = _padded(contexts, pad_id)  # (B, S)
-    tgt_in, tgt_pad = _padded([[start_id] + t[:-1] for t in targets], pad_id)  # (B, T)
+    # the encoder's state does not depend on the target: one decoder step is enough then
+    fed = [[start_id] + t[:-1] for t in targets] if kind == "decoder" else [[start_id]] * len(targets)
+    tgt_in, tgt_pad = _padded(fed, pad_id)  # (B, T)
     inputs = (src, tgt_in, src_pad, tgt_pad)
     lengths = torch.tensor([len(c) for c in contexts])
     with inference(model):

@@ -10,7 +10,20 @@ from explorer.ui.bus import AppBus
 
 
 @pytest.fixture
-def panel(qtbot, isolated_settings, tiny_workspace):
+def app_names(qapp, isolated_settings):
+    """The app's own names (as `explorer gui` sets them): the panel keeps its state only there."""
+    from explorer.ui.app import APPLICATION, ORGANISATION
+
+    before = qapp.organizationName(), qapp.applicationName()
+    qapp.setOrganizationName(ORGANISATION)
+    qapp.setApplicationName(APPLICATION)
+    yield
+    qapp.setOrganizationName(before[0])
+    qapp.setApplicationName(before[1])
+
+
+@pytest.fixture
+def panel(qtbot, app_names, tiny_workspace):
     from explorer.ui.panels.examples import ExamplesPanel
 
     bus = AppBus()
@@ -96,6 +109,18 @@ def test_state_is_kept_between_sessions(panel, qtbot, tiny_workspace):
     again.shutdown()
 
 
+def test_outside_the_app_no_state_is_read_or_kept(panel, qtbot, qapp):
+    from explorer.ui.panels.examples import ExamplesPanel
+
+    panel.pattern_boxes["source"].setText("^a")
+    panel.apply_filter()
+    qapp.setApplicationName("a script")  # explorer export, a user's script
+    other = ExamplesPanel(AppBus())
+    qtbot.addWidget(other)
+    assert other.pattern_boxes["source"].text() == "" and not other.slices
+    other.shutdown()
+
+
 def test_export_writes_the_rows_shown(panel, tmp_path):
     import csv
 
@@ -161,3 +186,13 @@ def test_neighbours_of_the_probe_in_the_background(panel, qtbot):
     with qtbot.waitSignal(panel.bus.probe_requested) as probe:
         view.table.cellClicked.emit(1, 0)
     assert probe.args == [view.neighbours[1].source, view.neighbours[1].target]
+
+
+def test_evaluation_leaves_the_shared_model_alone(panel, qtbot):
+    model = panel.workspace.model
+    model.train()  # as the training thread has it
+    before = {name: value.clone() for name, value in model.state_dict().items()}
+    with qtbot.waitSignal(panel.evaluated, timeout=60_000):
+        panel.evaluate()
+    assert model.training  # never switched to eval mode under the trainer's feet
+    assert all((before[name] == value).all() for name, value in model.state_dict().items())

@@ -45,6 +45,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.analysis.examples import (
+    TEXT_COLUMNS,
     SliceFilter,
     evaluate_examples,
     examples_of,
@@ -60,12 +61,19 @@ from explorer.ui.neighbours_view import NeighboursView
 from explorer.ui.panels.base import Panel
 
 SETTINGS_PREFIX = "examples/"
+TEXT_WIDTH, NUMBER_WIDTH = 280, 78  # column widths in pixels
 WORST_TOKENS = 30
 
 
-def _settings() -> QSettings:
+def _settings() -> QSettings | None:
+    """The app's settings; None outside the app (`explorer export`, scripts), whose tables show
+    every row whatever filter the user last left in the app."""
+    from PySide6.QtCore import QCoreApplication
+
     from explorer.ui.app import APPLICATION, ORGANISATION
 
+    if QCoreApplication.applicationName() != APPLICATION:
+        return None
     return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORGANISATION, APPLICATION)
 
 
@@ -153,6 +161,7 @@ class ExamplesPanel(Panel):
         for box, tip in ((self.min_length, "Shortest source (tokens); 0: no bound"),
                          (self.max_length, "Longest source (tokens); 0: no bound")):
             box.setRange(0, 100_000)
+            box.setSpecialValueText("any")  # 0: no bound
             box.setToolTip(tip)
             box.editingFinished.connect(self.apply_filter)
         filters.addWidget(QLabel("src len"))
@@ -191,6 +200,7 @@ class ExamplesPanel(Panel):
         self.length_widget, self.length_plot = make_length_widget()
         self.tokens_table = QTableWidget(0, 4)
         self.tokens_table.setHorizontalHeaderLabels(["token", "count", "error rate", "mean loss"])
+        self.tokens_table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
         self.tokens_table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.tokens_table.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.tokens_table.setToolTip("Reference tokens the model predicts worst under teacher "
@@ -247,7 +257,7 @@ class ExamplesPanel(Panel):
         if self.pairs is not None or getattr(workspace, "data", None) is not None:
             self.evaluate()  # a new model, or a scrubbed snapshot: its own scores
 
-    def evaluate(self, model_copy: bool = False) -> int:
+    def evaluate(self) -> int:
         """Evaluate the current examples in the background; -1 when there is nothing to do."""
         if self.workspace is None:
             self._say("no model yet: train one or open a checkpoint")
@@ -257,10 +267,10 @@ class ExamplesPanel(Panel):
         except UserError as exc:
             self._say(str(exc))
             return -1
-        workspace = self.workspace
-        if model_copy:  # training goes on with the original in its own thread
-            workspace = copy.copy(workspace)
-            workspace.model = copy.deepcopy(self.workspace.model)
+        # the runner works on its own copy: training may start (or go on) with the original in
+        # its thread, and `inference` would otherwise flip the shared model's train/eval mode
+        workspace = copy.copy(self.workspace)
+        workspace.model = copy.deepcopy(self.workspace.model)
         self._stop = threading.Event()
         self.progress.setRange(0, len(pairs))
         self.progress.setValue(0)
@@ -311,14 +321,19 @@ class ExamplesPanel(Panel):
 
     def _on_eval_metrics(self, _metrics) -> None:
         if self.training and self.auto_box.isChecked() and not self.runner.busy:
-            self.evaluate(model_copy=True)
+            self.evaluate()
 
     def _on_training_state(self, state: str) -> None:
         self.training = state in ("running", "paused")
 
     def _on_table(self, _job, table) -> None:
         self.progress.setValue(self.progress.maximum())
+        first = self.model.table is None
         self.model.set_table(table, self.pinned)
+        if first:  # the texts get the room; the numbers fit their values
+            header = self.view.horizontalHeader()
+            for column, name in enumerate(self.model.names):
+                header.resizeSection(column, TEXT_WIDTH if name in TEXT_COLUMNS else NUMBER_WIDTH)
         self._restore_sort()
         self._say("" if self.pinned is None or self.model.change is not None else
                   "the pinned evaluation is of other examples: no change column")
@@ -455,11 +470,14 @@ class ExamplesPanel(Panel):
         state = {"filter": self.current_filter().to_dict(), "slices": self.slices,
                  "sort": names[section] if 0 <= section < len(names) else None,
                  "descending": header.sortIndicatorOrder() == Qt.DescendingOrder}
-        _settings().setValue(SETTINGS_PREFIX + "state", json.dumps(state))
+        settings = _settings()
+        if settings is not None:
+            settings.setValue(SETTINGS_PREFIX + "state", json.dumps(state))
 
     def _restore_state(self) -> None:
+        settings = _settings()
         try:
-            state = json.loads(str(_settings().value(SETTINGS_PREFIX + "state", "{}")))
+            state = json.loads(str(settings.value(SETTINGS_PREFIX + "state", "{}"))) if settings else {}
         except ValueError:
             state = {}
         self.slices = dict(state.get("slices") or {})
