@@ -120,9 +120,9 @@ def attribution_input(workspace, source: str, target: str = "") -> AttributionIn
     if family.masked_lm:
         rows = _masked_rows(workspace, encoded)
     else:
-        out_labels = labels.get("target_out") or labels["tokens"][1:] + [
-            str(workspace.tokenizer.tokens([targets[-1]])[0])]
-        rows = [Row(p, t, str(out_labels[p])) for p, t in enumerate(targets)]
+        # a language model reads every token typed; the last has no next token to explain (< 0)
+        out_labels = labels.get("target_out") or labels["tokens"][1:] + [""]
+        rows = [Row(p, t, str(out_labels[p])) for p, t in enumerate(targets) if t >= 0]
     if not rows:
         raise UserError("there is no output token to explain in this input")
     specials = [_special_ids(workspace, side.name) for side in sides]
