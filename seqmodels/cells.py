@@ -4,7 +4,8 @@
 against the names, and the new-model dialog (tips), "Compare cells" (every cell, in its colour)
 and `explorer train --cell` (help) read the same table, so a new cell is its class and one
 `register_cell(RecurrentCell(...))`. A class is a `seqmodels.recurrent.RNNCell` subclass (its
-`update(gi, gh, state)` is the cell's equations), or a "module:Class" name imported when first
+`update(gi, gh, state)` is the cell's equations; one that also takes `see=None` and passes each
+gate through `see(gate, value)` lets the activation layer read and replace its gates), or a "module:Class" name imported when first
 built, so this module imports no torch.
 """
 

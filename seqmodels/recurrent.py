@@ -14,6 +14,7 @@ function and is kept for traces and for the UGRNN, which has no fused kernel.
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -162,6 +163,8 @@ class RNN(nn.Module):
         super().__init__()
         self.cell = cell
         self.cell_type = cell_class(cell)  # the cell registry, seqmodels.cells
+        # a cell whose update takes `see` lets the activation layer read and replace its gates
+        self._cell_sees_gates = "see" in inspect.signature(self.cell_type.update).parameters
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bidirectional, self.batch_first, self.dropout = bidirectional, batch_first, dropout
         self.num_directions = 2 if bidirectional else 1
@@ -289,8 +292,12 @@ class RNN(nn.Module):
         hook, name = self.activation_hook, f"l{layer}{suffix}"
         for t in steps:
             h = state[0] if is_lstm else state
-            see = None if hook is None else (lambda gate, value, t=t: hook(name, "gate_" + gate, t, value))
-            new_state, step_gates = self.cell_type.update(gi_all[t], F.linear(h, w_hh, b_hh), state, see)
+            gh = F.linear(h, w_hh, b_hh)
+            if hook is not None and self._cell_sees_gates:
+                see = (lambda gate, value, t=t: hook(name, "gate_" + gate, t, value))
+                new_state, step_gates = self.cell_type.update(gi_all[t], gh, state, see)
+            else:
+                new_state, step_gates = self.cell_type.update(gi_all[t], gh, state)
             if keep is not None:  # a padded step carries the state through unchanged
                 if is_lstm:
                     new_state = tuple(torch.where(keep[t], new, old) for new, old in zip(new_state, state))

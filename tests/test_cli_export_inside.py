@@ -48,7 +48,7 @@ def test_export_hidden_gates_embeddings(qapp, tmp_path, capsys, monkeypatch):
     with open(out / "hidden_h.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     assert rows[0] == ["unit", *layers[0].tokens]
-    assert [r[0] for r in rows[1:]] == [f"l{k}:{u}" for k in (0, 1) for u in range(6)]
+    assert [r[0] for r in rows[1:]] == [f"l{k}:{u}" for k in (1, 2) for u in range(6)]
     values = np.array([[float(v) for v in r[1:]] for r in rows[1:]], dtype=np.float32)
     np.testing.assert_array_equal(values, np.concatenate([layer.hidden for layer in layers]))
     # one column per token typed, equal to the model's own trace on all of them
