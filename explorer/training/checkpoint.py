@@ -356,8 +356,11 @@ def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: b
 def _family_loader(config: dict):
     from explorer.families import get_family
 
+    name = config["model"].get("family") if isinstance(config.get("model"), dict) else None
+    if not isinstance(name, str):
+        return None  # config_from_dict says what is wrong with it below
     try:
-        family = get_family(config["model"].get("family"))
+        family = get_family(name)
     except UserError:
         return None  # an unknown family: config_from_dict says so below
     return family.load if family.opens is None else None  # `opens` families were asked first
