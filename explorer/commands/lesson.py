@@ -43,9 +43,13 @@ def _paths(path: str):
     target = Path(path)
     if target.is_dir():
         return course(target)
-    if not target.is_file():
-        raise UserError(f"{path}: no such lesson file or folder")
-    return [target]
+    if target.is_file():
+        return [target]
+    named = [p for p in builtin_lessons() if p.stem == path or p.stem.split("-", 1)[-1] == path]
+    if named:  # a built-in lesson by name, from any folder: 08-bleu or bleu
+        return named
+    raise UserError(f"{path}: no such lesson file or folder, nor a built-in lesson "
+                    "(explorer lesson --list names them)")
 
 
 def _list() -> int:
