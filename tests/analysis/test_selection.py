@@ -151,7 +151,7 @@ def test_state_streams_equal_each_text_s_own_trace(family, cell):
     pairs = [(line, line[::-1]) for line in LINES]
     streams = state_streams(ws, pairs, batch_size=2)
     for i, (source, target) in enumerate(pairs):
-        snapshot = hidden_snapshot(ws, source + "x" if family != "seq2seq" else source, target)
+        snapshot = hidden_snapshot(ws, source, target)  # every token typed is read
         if snapshot.layers:
             named = {layer.name: (layer.hidden, layer.tokens) for layer in snapshot.layers}
         else:
