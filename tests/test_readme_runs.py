@@ -9,7 +9,9 @@ within a few minutes:
 * `curl` is a shell function that writes a stand-in of the file it would download: `input.txt`
   is plain text (this README's lines), Multi30k's `*.de.gz` / `*.en.gz` are gzip'd line-aligned
   pairs of the built-in translate-toy task;
-* `explorer` is `python -m explorer` of this checkout.
+* `explorer` is `python -m explorer` of this checkout;
+* in the Python blocks `explorer.show(...)` opens its window, waits until the model is in, and
+  closes it (a script's call would block until a person closes the window).
 A block after `<!-- readme-test: skip (why) -->` is not run (installs, downloaded HF models, GPUs).
 A quoted JSON output (`# {...}` under a command) must match what it printed, `...` standing for
 numbers that depend on the training.
@@ -47,6 +49,28 @@ else:
     pairs = splits.val if out.name.startswith("val") else splits.train
     side = 0 if ".de" in out.name else 1
     out.write_bytes(gzip.compress(("\n".join(p[side] for p in pairs) + "\n").encode()))
+'''
+
+
+SHOW_THEN_CLOSE = r'''
+import explorer as _explorer
+from explorer.ui.show_window import show as _show
+
+
+def _show_then_close(*args, **kwargs):
+    from PySide6.QtCore import QCoreApplication, QElapsedTimer
+
+    window = _show(*args, block=False, **kwargs)
+    clock = QElapsedTimer()
+    clock.start()
+    while not window.panels and clock.elapsed() < 120_000:
+        QCoreApplication.processEvents()
+    assert window.panels, "explorer.show: the window never started up"
+    window.close()
+    return window
+
+
+_explorer.show = _show_then_close
 '''
 
 
@@ -111,7 +135,7 @@ def test_the_readme_runs_top_to_bottom(tmp_path):
                              cwd=folder, env=env, capture_output=True, text=True, timeout=900)
         assert run.returncode == 0, f"{block}\n--- stderr:\n{run.stderr[-3000:]}"
         check_quoted(block, run.stdout)
-    script = "\n".join(blocks("python"))
+    script = SHOW_THEN_CLOSE + "\n".join(blocks("python"))
     run = subprocess.run([sys.executable, "-c", script], cwd=folder, env=env, capture_output=True,
                          text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
