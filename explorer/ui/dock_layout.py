@@ -81,6 +81,9 @@ def hide_stale_tab_bars(window: QMainWindow) -> None:
     for bar in bars:
         if any(docks_on[id(bar)] < docks_on[id(other)] for other in bars):
             bar.hide()
+        else:  # every panel's name whole: a group with more tabs than fit scrolls, never elides
+            bar.setElideMode(Qt.TextElideMode.ElideNone)
+            bar.setUsesScrollButtons(True)
 
 
 def apply_default_sizes(window: QMainWindow, docks: dict[str, QDockWidget], layout: tuple) -> None:
