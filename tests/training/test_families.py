@@ -55,8 +55,9 @@ HF_ARCHITECTURES = (["hf-gpt2", "hf-bert", "hf-marian", "hf-t5"]
 
 
 def test_the_app_and_models_know_the_same_families():
-    assert FAMILIES == list(model_families()) == ["rnn-lm", "seq2seq", "transformer", "gpt", "bert",
-                                                  *HF_ARCHITECTURES]
+    # a user model's families (explorer.usermodel) are unlisted and have no presets: its code builds it
+    buildable = [name for name, family in model_families().items() if family.presets]
+    assert FAMILIES == buildable == ["rnn-lm", "seq2seq", "transformer", "gpt", "bert", *HF_ARCHITECTURES]
 
 
 @pytest.mark.parametrize("name", FAMILIES)
