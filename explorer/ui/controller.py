@@ -136,12 +136,15 @@ class Controller(QObject):
             return Path(_core().save_checkpoint(self.workspace, Path(folder)))
         finally:
             if was_training:
-                self.train(steps=self._steps_left(), paused=paused)
+                self._train_on(paused)
 
-    def _steps_left(self) -> int | None:
+    def _train_on(self, paused: bool) -> None:
+        """Restart a stopped run for the steps it had left. A run stopped between its last step
+        and its thread's end has none: starting it again would add a step (found by the soak)."""
         if self._target_steps is None:
-            return None
-        return max(1, self._target_steps - self.workspace.step)
+            self.train(paused=paused)
+        elif self._target_steps > self.workspace.step:
+            self.train(steps=self._target_steps - self.workspace.step, paused=paused)
 
     # -- training --------------------------------------------------------------------------------
 
@@ -161,7 +164,7 @@ class Controller(QObject):
         # batch size, device and seed shape the data feed and the optimiser: restart from this step
         paused = self.control.paused
         self.stop_training()
-        self.train(steps=self._steps_left(), paused=paused)
+        self._train_on(paused)
 
     def is_training(self) -> bool:
         return self.training is not None and self.training.is_running()
