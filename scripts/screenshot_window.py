@@ -37,6 +37,8 @@ def main() -> None:
     settings.setValue("runs/data_dir", str(Path(folder) / "data"))
     window = MainWindow(settings=settings, load_demo=False)
     window.showMaximized()
+    # a bare X server (xvfb-run) has no window manager to maximise it: fill the screen by hand
+    window.setGeometry(app.primaryScreen().availableGeometry())
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline and window.first_paint_time is None:
         app.processEvents()

@@ -43,6 +43,8 @@ def test_export_hidden_gates_embeddings(qapp, tmp_path, capsys, monkeypatch):
                  "gates_heatmap.png", "gates_i.csv", "gates_o.csv", "embeddings_projection.png",
                  "embeddings_projection.csv"):
         assert str(out / name) in printed
+    # no units selected headless: no figure of empty traces that says "drag across the tokens"
+    assert not (out / "hidden_traces.png").exists()
 
     layers = hidden_snapshot(load_checkpoint(checkpoint), "the (cat) sat").layers
     with open(out / "hidden_h.csv", newline="", encoding="utf-8") as handle:

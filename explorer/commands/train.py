@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     model.add_argument("--dropout", type=float, help="dropout probability")
 
     train = parser.add_argument_group("training")
-    train.add_argument("--steps", type=int, help="train until this step (default: 1000)")
+    train.add_argument("--steps", type=int, help="train until this step, with --resume too (default: 1000)")
     train.add_argument("--epochs", type=float, help="passes over the training data instead")
     train.add_argument("--batch-size", type=int, help="examples per step (default: 32)")
     train.add_argument("--lr", type=float, help="peak learning rate (default: 1e-3)")

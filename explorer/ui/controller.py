@@ -9,6 +9,7 @@ events the worker sends (at most ~30 batches a second) and re-emits them on the 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, Signal
@@ -112,8 +113,10 @@ class Controller(QObject):
         if cut is not None:  # the curves end early: said, never accepted silently
             self.error.emit(f"{folder}: {cut}")
 
-    def resume_from(self, folder: str | Path, steps: int | None = None) -> None:
-        """Open a checkpoint and go on training it (its optimiser state included)."""
+    def resume_from(self, folder: str | Path,
+                    steps: int | Callable[[int], int] | None = None) -> None:
+        """Open a checkpoint and go on training it (its optimiser state included) for `steps`
+        more steps (a function of the step it was saved at: the Training dock's "until")."""
         self.stop_training()
         self._resume_steps = steps
         self.run_job(_load_checkpoint, str(folder), on_done=lambda workspace: self._train_loaded(
@@ -121,7 +124,8 @@ class Controller(QObject):
 
     def _train_loaded(self, workspace, folder) -> None:
         self._opened(workspace, folder)
-        self.train(steps=self._resume_steps)
+        steps = self._resume_steps
+        self.train(steps=steps(workspace.step) if callable(steps) else steps)
 
     def save_checkpoint(self, folder: str | Path) -> Path:
         """Save between steps: a running trainer stops (leaving its optimiser state in the

@@ -151,7 +151,7 @@ class MainWindow(QMainWindow):
         a.new_model.triggered.connect(lambda: self.new_model())
         a.data.triggered.connect(self.data_dialog)
         a.summary.triggered.connect(self.show_summary)
-        a.train.triggered.connect(lambda: c.train(steps=self.controls.steps.value()))
+        a.train.triggered.connect(self.train)
         a.pause.toggled.connect(lambda on: c.pause() if on else c.resume())
         a.step.triggered.connect(c.step_once)
         a.stop.triggered.connect(c.stop_training)
@@ -297,11 +297,19 @@ class MainWindow(QMainWindow):
         dialog.accepted.connect(lambda: self.controller.open_model_code(*dialog.spec()))
         dialog.open()
 
+    def train(self) -> None:
+        """Train (Ctrl+T): until the Training dock's "train until step", or go on when paused."""
+        workspace, controller = self.controller.workspace, self.controller
+        if workspace is None or controller.is_training():
+            controller.train()
+        else:
+            controller.train(steps=self.controls.steps_to_train(workspace.step))
+
     def resume_dialog(self) -> None:
         folder = self._ask_folder("Resume training from a checkpoint")
         if folder:
             self.add_recent(folder)
-            self.controller.resume_from(folder, steps=self.controls.steps.value())
+            self.controller.resume_from(folder, steps=self.controls.steps_to_train)
 
     def save_checkpoint_dialog(self) -> None:
         folder = self._ask_folder("Save checkpoint into folder")

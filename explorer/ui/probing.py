@@ -73,4 +73,6 @@ class Prober(QObject):
             self.set_input(*default_probe_input(workspace))
 
     def _on_training_state(self, state: str) -> None:
-        self.training = state in ("running", "paused")
+        was_training, self.training = self.training, state in ("running", "paused")
+        if was_training and not self.training:
+            self.probe()  # the trainer's last probe may be a few steps older than the weights

@@ -124,6 +124,7 @@ class RunSession(QObject):
         self.timeline.position_chosen.connect(self.choose)
         self.bus.workspace_changed.connect(self._on_workspace)
         self.bus.training_state.connect(self._on_training_state)
+        self.bus.probe.connect(self._on_probe)
         self.bus.run_folder_changed.connect(self._on_app_run)
         self.controller.jobs.failed.connect(self._on_job_failed)
 
@@ -257,14 +258,16 @@ class RunSession(QObject):
         step = self.bus.run.step if self.bus.run is not None else None
         if step in steps:
             self.timeline.show_index(steps.index(step))
-        elif steps and step is not None:  # a step with no position: deleted, or never saved
+        elif steps and step is not None:  # a step with no position: training, deleted, unsaved
             nearest = min(range(len(steps)), key=lambda i: abs(steps[i] - step))
             self.timeline.show_index(nearest)
-            deleted = self.shown is not None and self.shown.step == step
-            # (after a training in the app stops, its newest step has no snapshot: nothing was
-            # deleted, so "deleted" would be wrong there)
-            self.timeline.step_label.setText(
-                f"step {step} ({'deleted; ' if deleted else 'no snapshot; '}shown from memory)")
+            if self.controller.is_training():
+                why = "training"
+            elif self.shown is not None and self.shown.step == step:
+                why = "deleted; shown from memory"
+            else:  # e.g. a training in the app stopped between snapshots: nothing was deleted
+                why = "no snapshot; shown from memory"
+            self.timeline.step_label.setText(f"step {step} ({why})")
 
     # -- following -------------------------------------------------------------------------------
 
@@ -309,6 +312,16 @@ class RunSession(QObject):
     def _on_workspace(self, workspace) -> None:
         if self.bus.run is not None and workspace is not self.bus.run.workspace:
             self.close_run()  # another model: the run is no longer on show
+
+    def _on_probe(self, snapshot) -> None:
+        """The app's own training moves its model on: the timeline names the step the panels
+        show (that of their latest probe), not the one the training started at."""
+        run = self.bus.run
+        if run is None or self.viewer or run.workspace is not self.controller.workspace:
+            return
+        if run.step != snapshot.step:
+            run.step = snapshot.step
+            self._show_current()
 
     def _on_training_state(self, state: str) -> None:
         if state in ("running", "paused") and self.viewer and self.bus.run is not None:

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
+DEFAULT_SPAN = 1000  # steps a first Train trains
 
 
 class TrainingControls(QWidget):
@@ -54,10 +55,14 @@ class TrainingControls(QWidget):
         self.seed = QSpinBox()
         self.seed.setRange(0, 2**31 - 1)
         self.seed.setToolTip("Fixed random seed: the same seed, data and model train identically")
+        # "until step N", as `explorer train --steps N`: after a Stop, Train goes on towards it
         self.steps = QSpinBox()
         self.steps.setRange(1, 10_000_000)
-        self.steps.setValue(1000)
-        self.steps.setToolTip("Steps to train when Train is pressed (on top of those done)")
+        self.steps.setValue(DEFAULT_SPAN)
+        self.steps.setToolTip(
+            "Train stops at this step, as explorer train --steps N does: after a Stop, Train goes "
+            "on towards it. Once the model is there, the field moves on by as many steps again.")
+        self._span = DEFAULT_SPAN  # how far the last Train went: how far the next one goes on
 
         clip_row = QWidget()
         clip_layout = QGridLayout(clip_row)
@@ -70,7 +75,7 @@ class TrainingControls(QWidget):
         form.addRow("clip τ", clip_row)
         form.addRow("device", self.device)
         form.addRow("seed", self.seed)
-        form.addRow("steps", self.steps)
+        form.addRow("train until step", self.steps)
 
         layout = QVBoxLayout(self)
         layout.addLayout(buttons)
@@ -78,6 +83,8 @@ class TrainingControls(QWidget):
         layout.addStretch(1)
 
         window.bus.train_config_changed.connect(self.show_config)
+        window.bus.workspace_changed.connect(self._on_workspace)
+        window.bus.training_state.connect(self._on_training_state)
         self.lr.editingFinished.connect(self._apply)
         self.batch_size.editingFinished.connect(self._apply)
         self.clip.editingFinished.connect(self._apply)
@@ -85,6 +92,27 @@ class TrainingControls(QWidget):
         self.device.currentTextChanged.connect(self._apply)
         self.seed.editingFinished.connect(self._apply)
         self._showing = False
+
+    def steps_to_train(self, step: int) -> int:
+        """How many steps Train trains a model at `step`: up to the "train until step" field."""
+        self._move_on(step)
+        self._span = self.steps.value() - step
+        return self._span
+
+    def _move_on(self, step: int) -> None:
+        """A model at (or past) the field's step: the field moves on by the last span. A step
+        still ahead is kept, whichever model is open: it means what it says."""
+        if self.steps.value() <= step:
+            self.steps.setValue(step + self._span)
+
+    def _on_workspace(self, workspace) -> None:
+        if workspace is not None:
+            self._move_on(workspace.step)
+
+    def _on_training_state(self, state: str) -> None:
+        workspace = self.controller.workspace
+        if state in ("idle", "stopped") and workspace is not None:
+            self._move_on(workspace.step)  # reached: the field shows where Train goes next
 
     def show_config(self, config) -> None:
         """Mirror the controller's TrainConfig without echoing the changes back."""

@@ -118,7 +118,9 @@ def check_t5_relative_bias(window):
     """No table (one line why), and the bias per head is the model's own compute_bias."""
     panel, hf = window.panels["positional"], window.bus.workspace.model.hf
     assert panel.model_positions is None
-    assert panel.model_map.title_text == "no position table"
+    # said in the view, with no empty heatmap (it had a ±1e-12 colour bar), nor in the export
+    assert panel.model_view.empty and panel.model_view.message.startswith("No position table: T5")
+    assert "model" not in panel.plot_items()
     assert "T5 adds a learned bias per head" in panel.status.text()
     view = panel.relative_view
     view.length_box.setValue(20)
@@ -307,6 +309,15 @@ def test_fill_view_on_our_own_bert(qtbot):
 def check_file_bleu_needs_a_source(window):
     row = window.panels["bleu"].file_row
     assert not row.button.isEnabled() and "encoder-decoder" in row.status.text()
+    # and no empty BLEU axes: the plot's place says the same
+    assert window.panels["bleu"].plot_state.message == row.status.text()
+
+
+def check_curves_say_there_is_no_history(window):
+    """A folder just opened has no recorded training: one line why, no empty 0-1 axes."""
+    curves = window.panels["curves"]
+    assert curves.view_state.empty and curves.plot_items() == {}
+    assert "no recorded training and no data" in curves.view_state.message
 
 
 def test_gpt2_in_every_panel(qtbot, make_main_window, hf_models):
@@ -316,6 +327,7 @@ def test_gpt2_in_every_panel(qtbot, make_main_window, hf_models):
     check_step_through(window, "gpt2")
     check_beam_tree(qtbot, window, "gpt2")
     check_file_bleu_needs_a_source(window)
+    check_curves_say_there_is_no_history(window)
 
 
 def test_marian_in_every_panel(qtbot, make_main_window, hf_models, tmp_path):

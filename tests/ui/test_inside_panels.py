@@ -15,7 +15,7 @@ from explorer.data.tasks import make_task
 from explorer.data.tokenizers import CharTokenizer
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.embeddings import EmbeddingsPanel, arrow_angle
-from explorer.ui.panels.hidden import LENS, GatesPanel, HiddenPanel
+from explorer.ui.panels.hidden import LENS, NO_UNIT_ON, TRACES_HINT, GatesPanel, HiddenPanel
 from explorer.ui.probing import Prober
 from explorer.workspace import Workspace
 from seqmodels import build_model, make_config
@@ -76,15 +76,21 @@ def test_lstm_hidden_panel_draws_hovers_selects_and_exports(qtbot, tmp_path):
     assert panel.side_list.item(0).text().startswith("units tracking bracket depth")
 
     panel.quantity_box.setCurrentIndex(panel.quantity_box.findData("h"))
+    # before a selection the traces say how to make one, with no empty plot (nor its export)
+    assert panel.traces_view.empty and panel.traces_view.message == TRACES_HINT
+    assert "traces" not in panel.plot_items()
     panel.threshold.setValue(-100)  # every unit is above -1 on any span: all are on, none off around
     panel.select_span(1, 4)
+    assert panel.traces_view.empty and panel.traces_view.message == NO_UNIT_ON  # none off around
     assert panel.heatmap.span() == (1, 4)
     panel.threshold.setValue(0)
     selection = panel.selection
     h = snapshot.layers[0].hidden
     expected = [u for u in range(h.shape[0]) if h[u, 1:4].min() > 0 and max(h[u, 0], h[u, 4]) <= 0]
     assert sorted(selection.units.tolist()) == expected
+    assert panel.traces_view.empty == (not expected)
     if expected:
+        assert "traces" in panel.plot_items()
         qtbot.waitUntil(lambda: panel.matches is not None and not panel.busy(), timeout=30_000)
         assert panel.side_list.item(0).text().endswith("validation tokens:")
 

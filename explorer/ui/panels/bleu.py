@@ -27,8 +27,9 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.families import family_of
-from explorer.ui.bleu_file_row import ParallelFileRow
+from explorer.ui.bleu_file_row import NO_SOURCE as NOT_TRANSLATING, ParallelFileRow
 from explorer.ui.bus import AppBus
+from explorer.ui.empty_state import EmptyState, no_curves_reason
 from explorer.ui.live_plots import RUN_CLOSED, GrowingBuffer, place_marker, step_marker
 from explorer.ui.panels.base import Panel
 from explorer.ui.plot_style import readable_axes
@@ -143,14 +144,16 @@ class BleuPanel(Panel):
             "by the longest matched n-gram (pale: 1-gram … dark: 4-gram)."
         )
 
-        details = QWidget()
+        self.details = details = QWidget()
+        details.hide()  # an empty table and a blank box until a first BLEU: the plot says why
         details_layout = QVBoxLayout(details)
         details_layout.setContentsMargins(0, 0, 0, 0)
         details_layout.addWidget(self.table)
         details_layout.addWidget(self.summary)
         details_layout.addWidget(self.example_view)
+        self.plot_state = EmptyState(self.plot_widget)  # no empty axes before a BLEU point
         splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(self.plot_widget)
+        splitter.addWidget(self.plot_state)
         splitter.addWidget(details)
         splitter.setStretchFactor(0, 1)
         splitter.setStretchFactor(1, 1)
@@ -169,6 +172,7 @@ class BleuPanel(Panel):
         bus.run_curves.connect(self.on_run_curves)
         bus.run_changed.connect(self.on_run_changed)
         bus.run_step.connect(lambda step: place_marker(self.step_line, step))
+        self.draw_history()
 
     def on_workspace(self, workspace) -> None:
         if workspace is self._workspace:
@@ -181,7 +185,7 @@ class BleuPanel(Panel):
         for row in getattr(workspace, "history", None) or []:
             if row.get("bleu") is not None and "step" in row:
                 self.history.extend(np.array([(row["step"], row["bleu"])], dtype=np.float64))
-        self.curve.setData(self.history.view()[:, 0], self.history.view()[:, 1])
+        self.draw_history()
 
     def on_run_curves(self, update) -> None:
         """A recorded run's BLEU (explorer/ui/run_session.py): all of it, or what was appended."""
@@ -190,7 +194,17 @@ class BleuPanel(Panel):
             self.history.clear()
         recorded = np.isfinite(bleu)
         self.history.extend(np.column_stack([steps[recorded], bleu[recorded]]))  # (N, 2)
+        self.draw_history()
+
+    def draw_history(self) -> None:
         self.curve.setData(self.history.view()[:, 0], self.history.view()[:, 1])
+        workspace = self.bus.workspace
+        if self.history.size:
+            self.plot_state.show_view()
+        elif workspace is not None and not self.applies_to(workspace):
+            self.plot_state.show_message(NOT_TRANSLATING)
+        else:
+            self.plot_state.show_message(no_curves_reason(workspace, "BLEU points"))
 
     def on_run_changed(self, run) -> None:
         if run is None:  # the run closed: the workspace's own history again (none: empty)
@@ -204,7 +218,7 @@ class BleuPanel(Panel):
         if not (len(steps) and steps[-1] == metrics.step):  # a re-evaluation of the same step
             # in step order: a snapshot evaluated after later steps were recorded goes between
             self.history.upsert((metrics.step, metrics.bleu))
-            self.curve.setData(self.history.view()[:, 0], self.history.view()[:, 1])
+            self.draw_history()
         if metrics.bleu_detail is not None:
             self.show_breakdown(metrics.bleu_detail)
         if metrics.example is not None:
@@ -218,6 +232,7 @@ class BleuPanel(Panel):
 
     def show_breakdown(self, breakdown) -> None:
         self.breakdown = breakdown
+        self.details.show()
         for n in range(MAX_ORDER):
             values = (
                 str(n + 1),
@@ -262,7 +277,7 @@ class BleuPanel(Panel):
         return self.history.size > 0 or self.breakdown is not None
 
     def plot_items(self) -> dict[str, object]:
-        return {"bleu": self.plot}
+        return {} if self.plot_state.empty else {"bleu": self.plot}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         tables = {"bleu": (["step", "bleu"], self.history.view().tolist())}

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout
 from superqt.utils import qthrottled
 
 from explorer.ui.bus import AppBus
+from explorer.ui.empty_state import EmptyState, no_curves_reason
 from explorer.ui.live_plots import (
     MAX_REDRAW_INTERVAL_MS, REDRAW_BUDGET, REDRAW_INTERVAL_MS, RUN_CLOSED, GrowingBuffer,
     place_marker, step_marker,
@@ -145,7 +146,8 @@ class TrainingCurvesPanel(Panel):
         self.readout.setToolTip("Exact values at the step under the mouse")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
-        layout.addWidget(self.view, 1)
+        self.view_state = EmptyState(self.view)  # no empty axes before any step: one line why
+        layout.addWidget(self.view_state, 1)
         layout.addWidget(self.readout)
         self._hover = pg.SignalProxy(
             self.view.scene().sigMouseMoved, rateLimit=30, slot=self._on_hover
@@ -158,6 +160,7 @@ class TrainingCurvesPanel(Panel):
         bus.run_curves.connect(self.on_run_curves)
         bus.run_changed.connect(self.on_run_changed)
         bus.run_step.connect(self.mark_step)
+        self.view_state.set_message(no_curves_reason(bus.workspace, "training curves"))
 
     # -- data in ---------------------------------------------------------------------------------
 
@@ -267,6 +270,8 @@ class TrainingCurvesPanel(Panel):
         interval); the evaluations change a few times a run, the steps at every batch. Out of
         sight (a dock behind another's tab) the curves wait until they are shown, unless `force`."""
         self._schedule_redraw.cancel()
+        self.view_state.set_message(None if self.has_content() else no_curves_reason(
+            self.bus.workspace, "training curves"))
         if not (force or self.isVisible()):
             return
         started = time.perf_counter()
@@ -361,7 +366,7 @@ class TrainingCurvesPanel(Panel):
         return self.train.size > 0 or self.evals.size > 0
 
     def plot_items(self) -> dict[str, object]:
-        return {"all": self.view.ci, **self.plots}
+        return {} if self.view_state.empty else {"all": self.view.ci, **self.plots}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         return {

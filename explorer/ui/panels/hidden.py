@@ -24,11 +24,16 @@ from PySide6.QtWidgets import (
 from explorer.analysis.labels import layer_label
 from explorer.export.tables import matrix_table
 from explorer.ui.bus import AppBus
+from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu
 from explorer.ui.panels.base import Panel, elide
 from explorer.ui.panels.inside_widgets import Background, LensTable, TracesPlot, UnitHeatmap
 
 RESIDUAL, LENS = "residual", "lens"  # Transformer views besides one block's output
+TRACES_HINT = ("Drag across the tokens above: the units on there and off around it are traced "
+               "here.")
+NO_MODEL = "Open or create a model: its hidden states over the probe text are drawn here."
+NO_UNIT_ON = "No unit is on over the span and off around it at this threshold: lower it."
 QUANTITY_TITLES = {"h": "hidden state h_t", "c": "cell state c_t", "i": "input gate i", "f": "forget gate f",
                    "g": "candidate g", "o": "output gate o", "r": "reset gate r", "z": "update gate z",
                    "n": "candidate n", "u": "update gate u", "s": "candidate s"}
@@ -84,14 +89,17 @@ class HiddenPanel(Panel):
         self.stack.addWidget(self.heatmap)
         self.stack.addWidget(self.lens_table)
         self.traces = TracesPlot()
+        self.traces_view = EmptyState(self.traces, TRACES_HINT)  # no empty plot before a selection
         self.side_list = QListWidget()
         self.side_list.setToolTip("matches of the selection in the validation data, or depth units")
         self.side_list.itemClicked.connect(self._on_side_item)
+        self.side_list.hide()  # an empty list read as a blank white box: shown once it lists any
         lower = QSplitter(Qt.Orientation.Horizontal)
-        lower.addWidget(self.traces)
+        lower.addWidget(self.traces_view)
         lower.addWidget(self.side_list)
         split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(self.stack)
+        self.views = EmptyState(self.stack, NO_MODEL)  # no empty heatmap before a probe
+        split.addWidget(self.views)
         split.addWidget(lower)
         split.setSizes([600, 300])
         layout = QVBoxLayout(self)
@@ -122,10 +130,15 @@ class HiddenPanel(Panel):
         if workspace is None:
             self.snapshot = None
             self.status.setText("Open or create a model.")
+            self.views.show_message(NO_MODEL)
             return
         if not same:
             self.snapshot, self.selection, self.depth = None, None, []
             self.target_edit.setEnabled(workspace.is_seq2seq)
+            self.traces_view.show_message(TRACES_HINT)
+            self.views.show_message("Probing the model on the probe text…")
+            self.side_list.clear()
+            self.side_list.hide()
         if workspace.task == "brackets" and not workspace.is_seq2seq:
             self.find_depth_units()
 
@@ -239,11 +252,15 @@ class HiddenPanel(Panel):
         if self.layer_box.currentData() == LENS and self.snapshot is not None:
             self.lens_table.show_lens(self.snapshot.lens)
             self.stack.setCurrentWidget(self.lens_table)
+            self.views.show_view()
             return
         self.stack.setCurrentWidget(self.heatmap)
         current = self.current_matrix()
         if current is None:
+            if self.snapshot is not None:
+                self.views.show_message(f"{self.TITLE}: nothing to show for this model's layers.")
             return
+        self.views.show_view()
         matrix, rows, tokens, _ = current
         view = self.layer_box.currentData()
         residual = isinstance(view, tuple) and view[0] == RESIDUAL
@@ -283,10 +300,11 @@ class HiddenPanel(Panel):
             self.heatmap.show_span(start, end)
         self.selection = select_units(matrix, start, end, self.threshold_value())
         units = self.selection.units
-        self.traces.show_units(matrix[units], [rows[u] for u in units], tokens, self.threshold_value())
+        self.show_traces(matrix[units], [rows[u] for u in units], tokens)
         text = "".join(tokens[start:end]) if all(len(t) <= 1 for t in tokens[start:end]) else " ".join(tokens[start:end])
         self.status.setText(f"{len(units)} unit(s) on over {text!r} and off around it (threshold {self.threshold_value():+.2f})")
         self.side_list.clear()
+        self.side_list.hide()
         self.matches = None
         if len(units) and stream_name is not None:
             self._with_streams(lambda: self._show_matches(stream_name))
@@ -304,6 +322,7 @@ class HiddenPanel(Panel):
         for start, end in zip(self.matches.starts, self.matches.ends):
             before, match, after = match_context(stream, int(start), int(end))
             self.side_list.addItem(f"…{before}[{match}]{after}…")
+        self.side_list.show()
         self.status.setText(self.status.text() + f"; {len(self.matches)} match(es) in the validation data")
 
     def _show_depth_units(self) -> None:
@@ -315,7 +334,8 @@ class HiddenPanel(Panel):
         self.side_list.clear()
         self.side_list.addItem("units tracking bracket depth (Pearson r over the validation data):")
         for unit in self.depth:
-            self.side_list.addItem(f"{unit.name}  {unit.label}  r = {unit.correlation:+.3f}")
+            self.side_list.addItem(f"{unit.label}  r = {unit.correlation:+.3f}")
+        self.side_list.show()
         self.status.setText(f"depth unit {self.depth[0].label}: r = {self.depth[0].correlation:+.3f}")
 
     def _on_side_item(self, item) -> None:
@@ -327,7 +347,12 @@ class HiddenPanel(Panel):
             current = self.current_matrix()
             if current is not None:
                 matrix, rows, tokens, _ = current
-                self.traces.show_units(matrix[[unit.unit]], [rows[unit.unit]], tokens, self.threshold_value())
+                self.show_traces(matrix[[unit.unit]], [rows[unit.unit]], tokens)
+
+    def show_traces(self, values: np.ndarray, names: list[str], tokens: list[str]) -> None:
+        """values (k, T): the units' lines over the text, or why there are none."""
+        self.traces.show_units(values, names, tokens, self.threshold_value())
+        self.traces_view.set_message(None if names else NO_UNIT_ON)
 
     # -- panel contract -------------------------------------------------------------------------
 
@@ -346,7 +371,10 @@ class HiddenPanel(Panel):
         return self.snapshot is not None and (self.current_matrix() is not None or self.layer_box.currentData() == LENS)
 
     def plot_items(self) -> dict[str, object]:
-        return {"heatmap": self.heatmap.ci, "traces": self.traces.plot}
+        # the traces only once units are selected (headless: never): no figure of empty axes
+        heatmap = {} if self.views.empty else {"heatmap": self.heatmap.ci}
+        traces = {} if self.traces_view.empty else {"traces": self.traces.plot}
+        return {**heatmap, **traces}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         from explorer.analysis.hidden import hidden_table

@@ -121,9 +121,6 @@ class TracesPlot(pg.PlotWidget):
         self.values: np.ndarray = np.zeros((0, 0))
         self.tokens: list[str] = []
         self.legend.hide()
-        self.plot.setTitle(self.HINT, size="9pt")
-
-    HINT = "drag across the tokens above: the units on there and off around it are drawn here"
 
     def show_units(self, values: np.ndarray, names: list[str], tokens: list[str], threshold: float) -> None:
         """values (k, T): one line per unit (the first MAX_CURVES)."""
@@ -139,8 +136,6 @@ class TracesPlot(pg.PlotWidget):
                 curve.setData([], [])
         self.threshold_line.setValue(threshold)
         self.legend.setVisible(bool(self.names))
-        self.plot.setTitle(None if self.names else "no unit is on over the span and off around it "
-                           "at this threshold", size="9pt")
         self.plot.enableAutoRange()
 
     def table(self) -> tuple[list[str], list[list]]:

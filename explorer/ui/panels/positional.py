@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 from explorer.analysis import positional as pe
 from explorer.export.tables import matrix_table
 from explorer.ui.bus import AppBus
+from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, label_font
 from explorer.ui.panels.base import Panel
@@ -152,9 +153,11 @@ class PositionalPanel(Panel):
 
         # two views a page, large enough to read in a small dock: the model beside the reference
         self.pages = ViewPages()
-        self.pages.add_page("PE matrix: sinusoidal and the model", self.matrix_map, self.model_map)
+        # a model without a table and an unfitted M_k say why instead of an empty heatmap
+        self.model_view, self.shift_view = EmptyState(self.model_map), EmptyState(self.shift_map)
+        self.pages.add_page("PE matrix: sinusoidal and the model", self.matrix_map, self.model_view)
         self.pages.add_page("Sinusoids and similarity", self.curves, self.similarity_map)
-        self.pages.add_page("Relative positions: Mₖ", self.shift_map, self.residual_plot)
+        self.pages.add_page("Relative positions: Mₖ", self.shift_view, self.residual_plot)
         self.relative_view = RelativeBiasView()
         self.pages.add_page("Relative-position bias (T5)", self.relative_view)
         layout = QVBoxLayout(self)
@@ -261,12 +264,18 @@ class PositionalPanel(Panel):
     def _draw_model(self) -> None:
         found = self.model_positions
         if found is None:
-            self.model_map.set_matrix(np.zeros((1, 1)))
-            self.model_map.set_title("no position table" if self.model_note
-                                     else "no positional table (not a Transformer)")
+            self.model_view.show_message(self._no_table_reason())
             return
         self.model_map.set_matrix(found.table)
         self.model_map.set_title(f"the model: {KIND_NAMES[found.kind]}")
+        self.model_view.show_view()
+
+    def _no_table_reason(self) -> str:
+        if self.workspace is None:
+            return "Open a Transformer to see its own positional table beside the sinusoid."
+        if self.model_note:  # a Hugging Face model's own reason (T5's bias, rotary, ...)
+            return self.model_note[:1].upper() + self.model_note[1:] + "."
+        return "No positional table: this model is no Transformer (it reads positions in order)."
 
     def _draw_relative(self, sinusoid: np.ndarray, chosen: np.ndarray) -> None:
         k = self.shift_box.value()
@@ -281,8 +290,7 @@ class PositionalPanel(Panel):
         self.residual_plot.setXRange(0, max(fitted) * 1.05 + 1, padding=0)
         if chosen.shape[1] > MAX_FIT_DIMS:
             self.fit = None
-            self.shift_map.set_matrix(np.zeros((1, 1)))
-            self.shift_map.set_title(f"M_k not fitted: d = {chosen.shape[1]}")
+            self.shift_view.show_message(f"M_k is not fitted: d = {chosen.shape[1]} (see below).")
             lines.append(
                 f"PE(n+k) ≈ PE(n)·M_k is fitted for d ≤ {MAX_FIT_DIMS}: {self._source_name()} has "
                 f"d = {chosen.shape[1]}, a least-squares fit per shift that would stall the window.")
@@ -290,12 +298,14 @@ class PositionalPanel(Panel):
             self.fit = pe.fit_shift_map(chosen, k)
             self.shift_map.set_matrix(self.fit.matrix)
             self.shift_map.set_title(f"fitted M_{k}, {self._source_name()}")
+            self.shift_view.show_view()
             lines.append(
                 f"PE(n+{k}) ≈ PE(n)·M_{k} fitted on {self.fit.rows_used} positions "
                 f"({self._source_name()}): relative residual {self.fit.relative_residual:.2e}"
             )
         else:
             self.fit = None
+            self.shift_view.show_message(f"M_{k} is not fitted: too few positions (see below).")
             lines.append(
                 f"{self._source_name()} has {chosen.shape[0]} positions: shift {k} leaves too few "
                 f"(n, n+{k}) pairs to test a {chosen.shape[1]}-d map (it needs more than d + k)")
@@ -333,12 +343,13 @@ class PositionalPanel(Panel):
         relative = self.relative_view
         extra = ({"relative_bias": relative.heatmap.ci, "relative_curves": relative.curves.getPlotItem()}
                  if relative.has_content() else {})
-        return {**extra, 
+        shown = {name: view.view.ci for name, view in (("model", self.model_view),
+                                                       ("shift_map", self.shift_view))
+                 if not view.empty}  # no figure of an empty heatmap
+        return {**extra, **shown,
             "matrix": self.matrix_map.ci,
-            "model": self.model_map.ci,
             "similarity": self.similarity_map.ci,
             "curves": self.curves.getPlotItem(),
-            "shift_map": self.shift_map.ci,
             "relative": self.residual_plot.getPlotItem(),
         }
 
