@@ -51,6 +51,27 @@ def test_labels_of_a_small_vocabulary_do_not_overlap(qtbot, size):
     assert overlapping([rect for _, rect in panel.drawn_label_rects()]) == []
 
 
+def relative_luminance(colour) -> float:
+    """WCAG 2's relative luminance of a QColor."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    return 0.2126 * linear(colour.redF()) + 0.7152 * linear(colour.greenF()) + 0.0722 * linear(
+        colour.blueF())
+
+
+def test_token_labels_read_against_the_plot_background(qtbot):
+    """WCAG's 4.5:1 for text (pyqtgraph's default label grey on white was 1.7:1)."""
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QApplication
+
+    panel = open_panel(qtbot, EmbeddingsPanel, char_workspace("transformer", "dates"))
+    # the app's plots are drawn on the palette's Base colour (explorer.ui.app.apply_theme)
+    background = QApplication.palette().color(QPalette.ColorRole.Base)
+    lighter, darker = sorted((relative_luminance(background), relative_luminance(
+        panel.labels[0].textItem.defaultTextColor())), reverse=True)
+    assert (lighter + 0.05) / (darker + 0.05) >= 4.5
+
+
 def test_zooming_in_brings_back_the_labels_that_did_not_fit(qtbot):
     ws = char_workspace("transformer", "dates")
     panel = open_panel(qtbot, EmbeddingsPanel, ws)

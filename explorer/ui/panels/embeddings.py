@@ -29,6 +29,7 @@ from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.inside_widgets import Background
+from explorer.ui.plot_style import theme_text
 
 MAX_LABELS = 150  # labels drawn at once: beyond this many points in view, only the marked ones
 MAX_POINTS = 8000  # points drawn at once: a 50k vocabulary pans at ~10 fps when every point is drawn
@@ -106,7 +107,8 @@ class EmbeddingsPanel(Panel):
         for item in (self.points, self.highlight, self.marked):
             self.plot.addItem(item)
         self.points.sigClicked.connect(self._on_points_clicked)
-        self.labels = [pg.TextItem(anchor=(0, 1)) for _ in range(MAX_LABELS)]
+        # the theme's text colour: pyqtgraph's default light grey was hard to read on white
+        self.labels = [pg.TextItem(anchor=(0, 1), color=theme_text()) for _ in range(MAX_LABELS)]
         for label in self.labels:
             label.hide()
             self.plot.addItem(label, ignoreBounds=True)
