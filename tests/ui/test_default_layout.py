@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QTabBar
 
 from explorer.training.checkpoint import demo_checkpoints
 from explorer.ui import dock_layout
+from explorer.ui.panels.bleu import PLOT_MIN_LINES
 from explorer.ui.plot_style import drawn_labels
 
 MIN_VIEW_PX = (80, 50)  # a plot's data area: room for a readable curve between its axes
@@ -131,6 +132,12 @@ def test_every_dock_fits_its_contents_at_the_default_size(make_main_window, qtbo
         if found:
             problems[dock_id] = found
     assert not problems, "\n".join(f"{d}: {p}" for d, found in problems.items() for p in found)
+    # the BLEU plot reads: squashed to 45 px at 1920 x 1080 its value axis drew no label
+    bleu = window.panels["bleu"]
+    window.docks["bleu"].raise_()
+    bleu.grab()
+    assert bleu.plot_widget.height() >= PLOT_MIN_LINES * bleu.table.fontMetrics().height()
+    assert len(drawn_labels(bleu.plot.getAxis("left"))) >= 2
     # the tab bars of tabbed docks sit below their groups, over no dock
     for bar in window.findChildren(QTabBar):
         if bar.isVisible() and bar.parent() is window:

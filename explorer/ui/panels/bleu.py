@@ -83,6 +83,9 @@ def orders_from_matches(length: int, matched) -> list[int]:
     return orders
 
 
+PLOT_MIN_LINES = 8  # the BLEU plot's least height, in lines of text
+
+
 class BleuPanel(Panel):
     PANEL_ID = "bleu"
     TITLE = "BLEU"
@@ -139,6 +142,10 @@ class BleuPanel(Panel):
         self.summary.setToolTip("BP = min(1, exp(1 − r/c)); c, r: hypothesis, reference length")
         self.example_view = QTextBrowser()
         self.example_view.setMinimumHeight(60)
+        # its three lines and a margin: the room it took beyond them squashed the plot to ~45 px
+        self.example_view.setMaximumHeight(6 * line)
+        # a readable plot: a few y ticks between the axis labels (tall screens stack docks)
+        self.plot_widget.setMinimumHeight(PLOT_MIN_LINES * line)
         self.example_view.setToolTip(
             "One validation sentence: hypothesis tokens shared with the reference are highlighted "
             "by the longest matched n-gram (pale: 1-gram … dark: 4-gram)."
@@ -155,8 +162,8 @@ class BleuPanel(Panel):
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(self.plot_state)
         splitter.addWidget(details)
-        splitter.setStretchFactor(0, 1)
-        splitter.setStretchFactor(1, 1)
+        splitter.setStretchFactor(0, 1)  # the plot takes the room the details do not need
+        splitter.setStretchFactor(1, 0)
         splitter.setChildrenCollapsible(False)  # never squeeze the table's rows under the text
         self.file_row = ParallelFileRow(self.job_runner("file"))
         self.file_row.scored.connect(self.show_file_bleu)
