@@ -12,7 +12,7 @@ make one for their bus.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, QTimer
 
 from explorer.ui.bus import AppBus
 from explorer.ui.jobs import JobRunner
@@ -75,4 +75,11 @@ class Prober(QObject):
     def _on_training_state(self, state: str) -> None:
         was_training, self.training = self.training, state in ("running", "paused")
         if was_training and not self.training:
-            self.probe()  # the trainer's last probe may be a few steps older than the weights
+            # the trainer's last probe may be a few steps older than the weights: probe them, once
+            # this event is handled (a restart, e.g. a new batch size, trains on at once: no probe)
+            stopped_on = self.bus.workspace
+            QTimer.singleShot(0, self, lambda: self._probe_after_training(stopped_on))
+
+    def _probe_after_training(self, workspace) -> None:
+        if not self.training and self.bus.workspace is workspace:
+            self.probe()
