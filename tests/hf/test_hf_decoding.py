@@ -22,7 +22,7 @@ PROMPTS = {"gpt2": "the cat sat", "marian": "the cat sat on the mat", "t5": "the
 def reference_greedy(workspace, context, max_new):
     """transformers' own generate: ids of the new tokens and their log-probabilities."""
     hf = workspace.model.hf
-    ids = torch.tensor([context])
+    ids = torch.tensor([context], device=hf.device)
     out = hf.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
                       max_new_tokens=max_new, output_logits=True, return_dict_in_generate=True)
     start = len(context) if workspace.family == "hf-causal-lm" else 1  # the prompt / decoder start
