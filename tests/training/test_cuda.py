@@ -5,6 +5,7 @@ run on a lent GPU with `pytest tests/training/test_cuda.py` (see benchmarks/gpu_
 from __future__ import annotations
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -91,3 +92,19 @@ def test_hf_gpt2_greedy_on_the_gpu_is_generate(tmp_path):
     ids, logprobs = reference_greedy(workspace, context, 12)  # generate, on the same GPU model
     assert ours.token_ids == ids
     assert ours.token_logprobs == pytest.approx(logprobs, abs=1e-4)
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+def test_recurrent_weights_sit_in_one_cudnn_buffer(cell):
+    # seqmodels' RNN calls torch's fused kernel with its own parameters: moved to the GPU they are
+    # laid out in one buffer as torch.nn.GRU's are, else cuDNN copies them at every call and warns
+    workspace = make_tiny_workspace("rnn-lm", cell=cell, num_layers=2)
+    before = {k: v.clone() for k, v in workspace.model.state_dict().items()}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        losses = _losses(workspace, steps=5, device="cuda")
+    assert not [w for w in caught if "contiguous chunk" in str(w.message)]
+    assert len(losses) == 5
+    reference = make_tiny_workspace("rnn-lm", cell=cell, num_layers=2)
+    assert all(torch.equal(before[k], v) for k, v in reference.model.state_dict().items())
+    assert _losses(reference, steps=5) == pytest.approx(losses, rel=1e-3, abs=1e-4)
