@@ -16,7 +16,7 @@ from superqt.utils import qthrottled
 
 from explorer.ui.bus import AppBus
 from explorer.ui.live_plots import (
-    MAX_REDRAW_INTERVAL_MS, REDRAW_BUDGET, REDRAW_INTERVAL_MS, RUN_CLOSED, GrowingBuffer,
+    MAX_REDRAW_INTERVAL_MS, REDRAW_BUDGET, REDRAW_INTERVAL_MS, GrowingBuffer,
     place_marker, step_marker,
 )
 from explorer.ui.panels.base import Panel
@@ -84,7 +84,6 @@ class TrainingCurvesPanel(Panel):
         self.train = GrowingBuffer(len(TRAIN_COLUMNS))
         self.evals = GrowingBuffer(len(EVAL_COLUMNS), capacity=64)
         self._stale = {"train", "evals"}  # the buffers that changed since the curves last saw them
-        self._workspace = None
 
         self.view = TimedGraphicsLayoutWidget()
         self.view.setToolTip(self.TOOLTIP)
@@ -184,9 +183,10 @@ class TrainingCurvesPanel(Panel):
 
     def on_workspace(self, workspace) -> None:
         """A different workspace replaces the curves with its history; the same one keeps them."""
-        if workspace is self._workspace:
-            return
-        self._workspace = workspace
+        if not self.bus.state.same_model:
+            self.show_history(workspace)
+
+    def show_history(self, workspace) -> None:
         self.on_train_config(getattr(workspace, "train_config", None))
         if self.bus.shows_run(workspace):
             return  # a snapshot of the run on show: the run's whole curves stay
@@ -215,8 +215,7 @@ class TrainingCurvesPanel(Panel):
 
     def on_run_changed(self, run) -> None:
         if run is None:  # the run closed: the workspace's own history again (none: empty)
-            self._workspace = RUN_CLOSED  # never a workspace, so on_workspace redraws
-            self.on_workspace(self.bus.workspace)
+            self.show_history(self.bus.workspace)
 
     def mark_step(self, step) -> None:
         """A vertical line at the step of the run's snapshot the panels show (None: none)."""
