@@ -218,7 +218,7 @@ def run_attention(folder: str | Path, name: str, step: int | None, source: str,
 
 def default_input(folder: str | Path) -> tuple[str, str]:
     """A validation example of the run's data (its first), else a fixed phrase."""
-    from explorer.analysis.probe import default_probe_input
+    from explorer.analysis.probe_input import default_probe_input
     from explorer.training.checkpoint import load_checkpoint
 
     return default_probe_input(load_checkpoint(checkpoint_of(folder, None), load_state=False))

@@ -36,10 +36,10 @@ def panel(qtbot):
     qtbot.addWidget(panel)
     panel.resize(1100, 600)
     panel.show()
-    panel.source_box.setText("the cat sat")
     panel.form.set_values(beam_size=3, max_len=6, alpha=0.0)
+    bus.set_workspace(tiny_workspace())  # its probe input is decoded; then this source
     with qtbot.waitSignal(panel.decoded, timeout=10000):
-        bus.set_workspace(tiny_workspace())
+        panel.set_source("the cat sat")
     yield panel
     panel.jobs.shutdown()
 

@@ -180,7 +180,7 @@ def test_neighbours_of_the_probe_in_the_background(panel, qtbot):
     assert len(view.index) == len(panel.workspace.data.train)
     source, target = panel.workspace.data.train[5]
     with qtbot.waitSignal(view.query_runner.done, timeout=60_000):
-        view.set_probe(source, target)
+        panel.bus.state.set_probe_input(source, target)
     assert view.neighbours[0].index == 5 and view.neighbours[0].distance < 1e-4
     assert view.table.item(0, 0).text() == source
     with qtbot.waitSignal(panel.bus.probe_requested) as probe:

@@ -45,9 +45,9 @@ def panel(qtbot):
     qtbot.addWidget(panel)
     panel.resize(900, 700)
     panel.show()
-    panel.source_box.setText(SOURCE)
     panel.form.boxes["max_len"].setValue(6)
     bus.set_workspace(tiny_workspace())
+    panel.set_source(SOURCE)
     return panel
 
 

@@ -35,9 +35,6 @@ class AblationPanel(Panel):
 
     def __init__(self, bus: AppBus, parent=None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
-        self.probe_text = ("", "")
-        self.training = False
         self.importance: HeadImportance | None = None
         self.effect: AblationEffect | None = None
         self.patching: PatchingResult | None = None
@@ -89,15 +86,12 @@ class AblationPanel(Panel):
         self.runner.failed.connect(lambda _job, message: self.status.setText(message))
         bus.workspace_changed.connect(self.set_workspace)
         bus.probe.connect(self._on_probe)
-        bus.training_state.connect(lambda state: setattr(self, "training", state == "running"))
         install_export_menu(self)
 
-    def set_workspace(self, workspace) -> None:
-        self.workspace = workspace
+    def set_workspace(self, _workspace) -> None:
         self.chosen.clear()
 
-    def _on_probe(self, snapshot) -> None:
-        self.probe_text = (snapshot.source, snapshot.target)
+    def _on_probe(self, _snapshot) -> None:
         if not self.training:  # the model belongs to the training thread meanwhile
             self.compute()
 

@@ -61,9 +61,6 @@ class AttributionPanel(Panel):
 
     def __init__(self, bus: AppBus, parent=None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
-        self.probe_text = ("", "")
-        self.training = False
         self.result: AttributionResult | RolloutResult | None = None
         self.stop_event = threading.Event()
         self.runner = self.job_runner("explain")
@@ -166,8 +163,6 @@ class AttributionPanel(Panel):
         self.runner.busy_changed.connect(self._on_busy)
         bus.workspace_changed.connect(self.set_workspace)
         bus.probe.connect(self.show_snapshot)
-        bus.probe_input_changed.connect(self._on_probe_input)
-        bus.training_state.connect(self._on_training_state)
         install_export_menu(self)
         self._enable_controls()
 
@@ -210,22 +205,14 @@ class AttributionPanel(Panel):
     # -- inputs ---------------------------------------------------------------------------------
 
     def set_workspace(self, workspace) -> None:
-        self.workspace = workspace
         if workspace is None:
             self.result = None
             self.status.setText("Open or create a model.")
             return
         self._announce_live()
 
-    def _on_probe_input(self, source: str, target: str) -> None:
-        self.probe_text = (source, target)
-
-    def _on_training_state(self, state: str) -> None:
-        self.training = state == "running"
-
     def show_snapshot(self, snapshot) -> None:
         """A probe arrived: a training probe brings its explanation; otherwise compute one."""
-        self.probe_text = (snapshot.source, snapshot.target)
         live = getattr(snapshot, "explanation", None)
         if live is not None:
             if live.result is not None:

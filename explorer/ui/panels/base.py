@@ -4,7 +4,8 @@ call on it, the required parts and the optional hooks with their defaults.
 A panel is registered with one line in explorer/ui/panels/__init__.py (PANELS, with its dock
 group). It is built as `Panel(bus)`, listens to the bus and never imports another panel: data
 reaches it as plain-data events (workspace, metrics, probe snapshots), and it asks for a new probe
-input on the bus (`bus.probe_requested`). Work it starts off the GUI thread goes through a
+input on the bus (`bus.probe_requested`). It reads the workspace and the probe input from the app
+state (`self.workspace`, `self.probe_text`) and keeps no copy of them. Work it starts off the GUI thread goes through a
 `JobRunner` made with `self.job_runner(name)`, which `busy()` and `shutdown()` cover.
 """
 
@@ -36,6 +37,22 @@ class Panel(QWidget):
         self.runners: list[JobRunner] = []
         self.setObjectName(f"{self.PANEL_ID}Panel")
         self.setToolTip(self.TOOLTIP)
+
+    @property
+    def workspace(self):
+        """The open workspace. It lives in the app state (explorer/state.py), never in a panel:
+        `set_workspace`/`on_workspace` hear that it changed."""
+        return self.bus.workspace
+
+    @property
+    def probe_text(self) -> tuple[str, str]:
+        """What is probed, (source, target): the app state's probe input."""
+        return self.bus.probe_text
+
+    @property
+    def training(self) -> bool:
+        """A run is training the model now (it belongs to the training thread meanwhile)."""
+        return self.bus.state.training.status == "running"
 
     def job_runner(self, name: str) -> JobRunner:
         """A latest-wins runner for this panel's background work (explorer/ui/jobs.py)."""

@@ -68,7 +68,6 @@ class BeamTreePanel(Panel):
 
     def __init__(self, bus, parent: QWidget | None = None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
         self.result: BeamResult | None = None
         self.layout_: TreeLayout | None = None
         self.visible_ids = np.zeros(0, dtype=np.int64)  # node ids in the layout, layout order
@@ -221,7 +220,6 @@ class BeamTreePanel(Panel):
     # ---- workspace and decoding ------------------------------------------------------------
 
     def set_workspace(self, workspace) -> None:
-        self.workspace = workspace
         self.example_box.clear()
         if workspace is None:
             self._clear()

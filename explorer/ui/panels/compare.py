@@ -66,7 +66,6 @@ class ComparePanel(Panel):
 
     def __init__(self, bus, parent: QWidget | None = None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
         self.outputs = []
         self.outputs_input = None  # (source, reference, DecodeSettings) `outputs` were decoded with
         self._newest_input = None  # ... and the newest compare job's
@@ -149,7 +148,6 @@ class ComparePanel(Panel):
     # ---- decoding --------------------------------------------------------------------------
 
     def set_workspace(self, workspace) -> None:
-        self.workspace = workspace
         self.example = None
         self.explanation.clear()
         self.explanation.hide()

@@ -96,12 +96,10 @@ class ExamplesPanel(Panel):
 
     def __init__(self, bus, parent: QWidget | None = None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
         self.pairs: list[tuple[str, str]] | None = None  # None: the workspace's validation set
         self.data_label = "validation set"
         self.pinned = None  # an ExampleTable to compare with
         self.pinned_label = ""
-        self.training = False
         self.slices: dict[str, dict] = {}
         self.message = ""
         self.worst = None  # explorer.analysis.examples.TokenErrors of the table shown
@@ -117,7 +115,6 @@ class ExamplesPanel(Panel):
         self._restore_state()
         bus.workspace_changed.connect(self.set_workspace)
         bus.eval_metrics.connect(self._on_eval_metrics)
-        bus.training_state.connect(self._on_training_state)
         if bus.workspace is not None:
             self.set_workspace(bus.workspace)
 
@@ -208,7 +205,7 @@ class ExamplesPanel(Panel):
         self.tokens_table.cellClicked.connect(lambda row, _col: self.show_token_rows(row))
         self.neighbours = NeighboursView(self)
         self.neighbours.chosen.connect(self.bus.probe_requested.emit)
-        self.bus.probe_input_changed.connect(self.neighbours.set_probe)
+        self.bus.probe_input_changed.connect(self.neighbours.query)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.length_widget, "By length")
         self.tabs.addTab(self.tokens_table, "Worst tokens")
@@ -244,7 +241,6 @@ class ExamplesPanel(Panel):
         from explorer.families import family_of
 
         self.stop()
-        self.workspace = workspace
         self.neighbours.set_workspace(workspace)
         decodes = workspace is not None and family_of(workspace.model).decodes
         self.evaluate_button.setEnabled(decodes)
@@ -320,11 +316,8 @@ class ExamplesPanel(Panel):
         self.stop_button.setEnabled(busy)
 
     def _on_eval_metrics(self, _metrics) -> None:
-        if self.training and self.auto_box.isChecked() and not self.runner.busy:
+        if self.bus.state.training.active and self.auto_box.isChecked() and not self.runner.busy:
             self.evaluate()
-
-    def _on_training_state(self, state: str) -> None:
-        self.training = state in ("running", "paused")
 
     def _on_table(self, _job, table) -> None:
         self.progress.setValue(self.progress.maximum())

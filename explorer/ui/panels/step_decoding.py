@@ -63,12 +63,10 @@ class StepDecodingPanel(Panel):
 
     def __init__(self, bus, parent: QWidget | None = None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
         self.decoder = None
         self.error = ""
         self.force_error = ""  # one line: why the last what-if token was refused
         self.masked = False  # a masked LM: the fill-mask view replaces decoding
-        self.training = False  # the trainer writes the weights meanwhile: decode a frozen copy
         self.setFocusPolicy(Qt.StrongFocus)
         self._build_controls()
         self._build_views()
@@ -82,7 +80,7 @@ class StepDecodingPanel(Panel):
         page.addWidget(self.output_label)
         page.addWidget(self.sample_caption)
         page.addWidget(self.views, 1)
-        self.fill_view = FillMaskView()
+        self.fill_view = FillMaskView(bus.state)
         self.fill_view.hide()
         root = QVBoxLayout(self)
         root.addWidget(self.decode_page, 1)
@@ -90,7 +88,6 @@ class StepDecodingPanel(Panel):
         self.timer = QTimer(self)
         self.timer.timeout.connect(self._play_tick)
         bus.workspace_changed.connect(self.set_workspace)
-        bus.training_state.connect(self._on_training_state)
         if bus.workspace is not None:
             self.set_workspace(bus.workspace)
         bus.probe_input_changed.connect(self._follow_probe)
@@ -201,14 +198,13 @@ class StepDecodingPanel(Panel):
     def set_workspace(self, workspace) -> None:
         from explorer.families import family_of
 
-        self.workspace = workspace
         self.masked = workspace is not None and family_of(workspace.model).masked_lm
         self.decode_page.setVisible(not self.masked)
         self.fill_view.setVisible(self.masked)
         if self.masked:
             self.pause()
             self.decoder = None
-            self.fill_view.set_workspace(workspace)
+            self.fill_view.fill()
             return
         data = getattr(workspace, "data", None) if workspace is not None else None
         if data is not None and data.val and not self.source_box.text():
@@ -250,15 +246,12 @@ class StepDecodingPanel(Panel):
     def _decoded_model(self):
         """While training runs, a frozen copy of this moment's weights: a decode stepped through
         over seconds sees one set of weights, in eval mode, whatever the trainer does meanwhile."""
-        if not self.training:
+        if not self.bus.state.training.active:  # the trainer writes the weights meanwhile
             return self.workspace
         from explorer.readers import frozen_copy
 
         workspace = self.workspace
         return frozen_copy(workspace.model), workspace.tokenizer, workspace.src_tokenizer
-
-    def _on_training_state(self, state: str) -> None:
-        self.training = state in ("running", "paused")
 
     def step(self) -> bool:
         self.force_error = ""
