@@ -131,7 +131,8 @@ def test_presentation_scales_the_text_of_every_panel_and_gives_the_layout_back(
         panel.grab()
         # panels that fit their text to their size do so again on the screen: the next passes
         # scale what they set
-        qtbot.waitUntil(lambda: window.presentation.scaling.apply() == 0 and not panel.grab().isNull())
+        qtbot.waitUntil(lambda shown=panel: window.presentation.scaling.apply() == 0
+                        and not shown.grab().isNull())
         after = _text_heights(panel)
         window.presentation.leave()
         # known gap: after the examples panel, the training curves' plot, resized behind its
