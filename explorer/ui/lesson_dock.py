@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.errors import UserError
-from explorer.lessons.format import read_lesson
+from explorer.lessons.format import course, read_lesson
 from explorer.lessons.runner import panel_controls, step_figure
 from explorer.lessons.session import LessonSession
 
@@ -61,6 +61,16 @@ class LessonDock(QDockWidget):
         self.results: dict[int, list] = {}
         self._training_for: int | None = None  # step whose @train is running
         self._steps_trained = 0  # its steps, which the `compare.` twin trains afterwards
+        self.lessons: list = []  # the course's lessons (one when a single file is open)
+        self.passed: dict[Path, set] = {}  # lesson -> its (step, check) pairs passed so far
+        self.course_list = QListWidget()
+        self.course_list.setObjectName("course")
+        self.course_list.setToolTip("The course's lessons, with the checks you passed in each: "
+                                    "click one to open it")
+        self.course_list.setMaximumHeight(160)
+        self.course_list.hide()  # a single lesson needs no list
+        self.course_list.itemClicked.connect(
+            lambda item: self.open_lesson(self.lessons[self.course_list.row(item)].path))
         self.title = QLabel()
         self.title.setWordWrap(True)
         self.title.setStyleSheet("font-weight: bold; font-size: 14pt;")
@@ -87,6 +97,7 @@ class LessonDock(QDockWidget):
             buttons.addWidget(button)
         body = QWidget()
         layout = QVBoxLayout(body)
+        layout.addWidget(self.course_list)
         layout.addWidget(self.title)
         layout.addWidget(self.text, stretch=3)
         layout.addWidget(self.checks, stretch=1)
@@ -94,7 +105,7 @@ class LessonDock(QDockWidget):
         layout.addWidget(self.handout_button)
         self.setWidget(body)
         self.back_button.clicked.connect(lambda: self.go(self.index - 1))
-        self.next_button.clicked.connect(lambda: self.go(self.index + 1))
+        self.next_button.clicked.connect(self.next)
         self.do_button.clicked.connect(self.do_step)
         self.check_button.clicked.connect(self.check_step)
         self.handout_button.clicked.connect(self.export_handout_dialog)
@@ -104,14 +115,46 @@ class LessonDock(QDockWidget):
 
     # -- opening ------------------------------------------------------------------------------
 
+    def open_course(self, folder: str | Path) -> None:
+        """Every lesson of the folder in the list (each file checked first), the first opened."""
+        try:
+            lessons = [read_lesson(path) for path in course(folder)]
+        except UserError as exc:
+            self.window_.show_error(str(exc))
+            return
+        self.lessons = lessons
+        self.course_list.show()
+        self.open_lesson(lessons[0].path)
+
+    def _show_course(self) -> None:
+        """One row per lesson: ✓ when all its checks passed, its checks passed so far, the one
+        open in bold."""
+        self.course_list.clear()
+        for row, lesson in enumerate(self.lessons):
+            total = sum(len(step.of("check")) for step in lesson.steps)
+            passed = len(self.passed.get(lesson.path, ()))
+            mark = "✓" if total and passed == total else "○"
+            self.course_list.addItem(f"{mark} {row + 1}. {lesson.title}  ({passed}/{total} checks)")
+            if self.session is not None and lesson.path == self.session.lesson.path:
+                item = self.course_list.item(row)
+                font = item.font()
+                font.setBold(True)
+                item.setFont(font)
+                self.course_list.setCurrentRow(row)
+
     def open_lesson(self, path: str | Path, overrides: dict | None = None) -> None:
         try:
             lesson = read_lesson(path)
         except UserError as exc:
             self.window_.show_error(str(exc))
             return
+        if lesson.path not in [known.path for known in self.lessons]:  # not of the open course
+            self.lessons = [lesson]
+            self.course_list.hide()
         self.session = LessonSession(lesson, overrides)
+        self._set_enabled(False)  # until its model is open
         self.results, self.index = {}, 0
+        self._show_course()
         self.title.setText(lesson.title)
         self.text.setMarkdown(f"*Setting up: {lesson.settings.get('steps', 0)} training steps…*\n\n"
                               + lesson.intro)
@@ -152,11 +195,25 @@ class LessonDock(QDockWidget):
         self.text.setMarkdown(step.text + (f"\n\n*Lecture notes: {cites}*" if cites and
                                            self.index == 0 else ""))
         self.back_button.setEnabled(self.index > 0)
-        self.next_button.setEnabled(self.index < len(steps) - 1)
+        last = self.index == len(steps) - 1
+        self.next_button.setText("Next lesson ▶" if last and self._next_lesson() else "Next ▶")
+        self.next_button.setEnabled(not last or self._next_lesson() is not None)
         self._show_results()
         self.window_.show_panel(step_figure(self.session.lesson, self.index))
         for directive in step.of("highlight"):
             self._control(directive.args[0], None)
+
+    def _next_lesson(self):
+        paths = [lesson.path for lesson in self.lessons]
+        here = paths.index(self.session.lesson.path) if self.session.lesson.path in paths else -1
+        return self.lessons[here + 1] if 0 <= here < len(paths) - 1 else None
+
+    def next(self) -> None:
+        """The next step; after a course lesson's last step, the course's next lesson."""
+        if self.index < len(self.session.lesson.steps) - 1:
+            self.go(self.index + 1)
+        elif self._next_lesson() is not None:
+            self.open_lesson(self._next_lesson().path)
 
     def _show_results(self) -> None:
         """One row per `@check` of the step: ✓ / ✗ with the measured value, … until checked."""
@@ -230,6 +287,9 @@ class LessonDock(QDockWidget):
 
     def _checked(self, index: int, results: list) -> None:
         self.results[index] = results
+        passed = self.passed.setdefault(self.session.lesson.path, set())
+        passed.update((index, i) for i, result in enumerate(results) if result.passed)
+        self._show_course()
         if index == self.index:
             self._show_results()
 

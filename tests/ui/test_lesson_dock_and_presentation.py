@@ -147,3 +147,52 @@ def test_presentation_scales_the_text_of_every_panel_and_gives_the_layout_back(
             not_grown[panel_id] = small
     assert not moved, f"the layout did not come back after presenting {moved}"
     assert not not_grown, "\n".join(f"{p}: {', '.join(found)}" for p, found in not_grown.items())
+
+
+COURSE_LESSON = """---
+title: {title}
+checkpoint: demo:translate-toy-transformer
+panels: positional
+---
+## Shifts
+@show positional
+@check shift_residual k={k} below=1e-6
+"""
+
+
+def test_a_course_lists_every_lesson_with_its_progress_and_moves_between_them(make_main_window,
+                                                                             qtbot, tmp_path):
+    folder = tmp_path / "course"
+    folder.mkdir()
+    for name, title, k in (("01-first.md", "First shifts", 1), ("02-second.md", "Second shifts", 3)):
+        (folder / name).write_text(COURSE_LESSON.format(title=title, k=k), encoding="utf-8")
+    window = make_main_window()
+    window.show()
+    window.open_lesson(folder)  # File ▸ Open course…, `explorer lesson FOLDER`
+    dock = window.lesson_dock
+    qtbot.waitUntil(lambda: dock.do_button.isEnabled(), timeout=60_000)
+    rows = [dock.course_list.item(i).text() for i in range(dock.course_list.count())]
+    assert dock.course_list.isVisible()
+    assert rows == ["○ 1. First shifts  (0/1 checks)", "○ 2. Second shifts  (0/1 checks)"]
+    assert dock.session.lesson.title == "First shifts" and dock.course_list.currentRow() == 0
+    dock.do_button.click()
+    qtbot.waitUntil(lambda: dock.course_list.item(0).text().startswith("✓"), timeout=60_000)
+    assert dock.course_list.item(0).text() == "✓ 1. First shifts  (1/1 checks)"
+    assert dock.next_button.text() == "Next lesson ▶" and dock.next_button.isEnabled()
+    dock.next_button.click()  # the last step of the first lesson: on to the second
+    qtbot.waitUntil(lambda: dock.session.lesson.title == "Second shifts" and dock.do_button.isEnabled(),
+                    timeout=60_000)
+    assert dock.course_list.currentRow() == 1 and not dock.next_button.isEnabled()
+    assert dock.course_list.item(0).text().startswith("✓")  # the first lesson's progress stays
+    dock.course_list.itemClicked.emit(dock.course_list.item(0))  # back to the first by the list
+    qtbot.waitUntil(lambda: dock.session.lesson.title == "First shifts", timeout=60_000)
+    qtbot.waitUntil(lambda: dock.do_button.isEnabled(), timeout=60_000)
+    window.open_lesson(folder / "02-second.md")  # one file of the course keeps the course listed
+    qtbot.waitUntil(lambda: dock.session.lesson.title == "Second shifts", timeout=60_000)
+    assert dock.course_list.count() == 2
+    other = tmp_path / "alone.md"
+    other.write_text(COURSE_LESSON.format(title="Alone", k=2), encoding="utf-8")
+    window.open_lesson(other)  # a lesson outside the course: no list
+    qtbot.waitUntil(lambda: dock.session.lesson.title == "Alone", timeout=60_000)
+    assert not dock.course_list.isVisible()
+    qtbot.waitUntil(lambda: dock.do_button.isEnabled(), timeout=60_000)
