@@ -67,7 +67,10 @@ class LessonDock(QDockWidget):
         self.course_list.setObjectName("course")
         self.course_list.setToolTip("The course's lessons, with the checks you passed in each: "
                                     "click one to open it")
-        self.course_list.setMaximumHeight(160)
+        self.course_list.setMaximumHeight(130)  # six rows: the step's text keeps the room
+        # progress first, long titles elided (the dock is a third of a 1280 px window)
+        self.course_list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.course_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.course_list.hide()  # a single lesson needs no list
         self.course_list.itemClicked.connect(
             lambda item: self.open_lesson(self.lessons[self.course_list.row(item)].path))
@@ -134,7 +137,9 @@ class LessonDock(QDockWidget):
             total = sum(len(step.of("check")) for step in lesson.steps)
             passed = len(self.passed.get(lesson.path, ()))
             mark = "✓" if total and passed == total else "○"
-            self.course_list.addItem(f"{mark} {row + 1}. {lesson.title}  ({passed}/{total} checks)")
+            self.course_list.addItem(f"{mark} {passed}/{total}  {row + 1}. {lesson.title}")
+            self.course_list.item(row).setToolTip(
+                f"{lesson.title}: {passed} of its {total} checks passed")
             if self.session is not None and lesson.path == self.session.lesson.path:
                 item = self.course_list.item(row)
                 font = item.font()

@@ -173,11 +173,11 @@ def test_a_course_lists_every_lesson_with_its_progress_and_moves_between_them(ma
     qtbot.waitUntil(lambda: dock.do_button.isEnabled(), timeout=60_000)
     rows = [dock.course_list.item(i).text() for i in range(dock.course_list.count())]
     assert dock.course_list.isVisible()
-    assert rows == ["○ 1. First shifts  (0/1 checks)", "○ 2. Second shifts  (0/1 checks)"]
+    assert rows == ["○ 0/1  1. First shifts", "○ 0/1  2. Second shifts"]
     assert dock.session.lesson.title == "First shifts" and dock.course_list.currentRow() == 0
     dock.do_button.click()
     qtbot.waitUntil(lambda: dock.course_list.item(0).text().startswith("✓"), timeout=60_000)
-    assert dock.course_list.item(0).text() == "✓ 1. First shifts  (1/1 checks)"
+    assert dock.course_list.item(0).text() == "✓ 1/1  1. First shifts"
     assert dock.next_button.text() == "Next lesson ▶" and dock.next_button.isEnabled()
     dock.next_button.click()  # the last step of the first lesson: on to the second
     qtbot.waitUntil(lambda: dock.session.lesson.title == "Second shifts" and dock.do_button.isEnabled(),
