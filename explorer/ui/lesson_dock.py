@@ -9,6 +9,7 @@ as a job when no training runs. The core is explorer.lessons (no Qt).
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -30,6 +31,16 @@ from explorer.lessons.runner import panel_controls, step_figure
 from explorer.lessons.session import LessonSession
 
 LESSON_DOCK_ID = "lesson"
+TOKEN_TAG = re.compile(r"<(/?[A-Za-z_]+)>")  # <mask>, <eos>: tokens, not HTML
+
+
+def lesson_markdown(text: str) -> str:
+    """A lesson's Markdown with its token names (<mask>, <eos>) shown: raw HTML would swallow
+    them and the rest of the step. Code spans show them as they are."""
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):  # outside code spans
+        parts[i] = TOKEN_TAG.sub(r"&lt;\1&gt;", parts[i])
+    return "`".join(parts)
 LIVE_PROBE_EVERY_S = 0.5  # the lesson's own runs skip probes; the app's training shows them
 
 
@@ -162,7 +173,7 @@ class LessonDock(QDockWidget):
         self._show_course()
         self.title.setText(lesson.title)
         self.text.setMarkdown(f"*Setting up: {lesson.settings.get('steps', 0)} training steps…*\n\n"
-                              + lesson.intro)
+                              + lesson_markdown(lesson.intro))
         self.show()
         self.raise_()
         self.window_.controller.run_job(open_session, self.session, on_done=self._opened,
@@ -197,8 +208,8 @@ class LessonDock(QDockWidget):
         step = self.step
         self.title.setText(f"{self.session.lesson.title} — {self.index + 1}/{len(steps)}: {step.title}")
         cites = self.session.lesson.settings.get("cites")
-        self.text.setMarkdown(step.text + (f"\n\n*Lecture notes: {cites}*" if cites and
-                                           self.index == 0 else ""))
+        self.text.setMarkdown(lesson_markdown(step.text + (f"\n\n*Lecture notes: {cites}*"
+                                                           if cites and self.index == 0 else "")))
         self.back_button.setEnabled(self.index > 0)
         last = self.index == len(steps) - 1
         self.next_button.setText("Next lesson ▶" if last and self._next_lesson() else "Next ▶")
@@ -223,6 +234,7 @@ class LessonDock(QDockWidget):
     def _show_results(self) -> None:
         """One row per `@check` of the step: ✓ / ✗ with the measured value, … until checked."""
         self.checks.clear()
+        self.checks.setVisible(bool(self.step.of("check")))  # no empty box under a plain step
         results = self.results.get(self.index, [])
         for i, directive in enumerate(self.step.of("check")):
             if i < len(results):

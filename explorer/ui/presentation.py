@@ -7,6 +7,8 @@ layout exactly (QMainWindow.saveState before == after)."""
 
 from __future__ import annotations
 
+from html import escape
+
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QFont, QKeySequence, QShortcut
 from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
@@ -66,7 +68,7 @@ class Presentation:
         layout = QVBoxLayout(self.screen)
         lesson = getattr(window, "lesson_dock", None)
         if lesson is not None and lesson.session is not None:
-            step = QLabel(f"<h2>{lesson.step.title}</h2>{lesson.step.text}")
+            step = QLabel(f"<h2>{escape(lesson.step.title)}</h2>{escape(lesson.step.text)}")
             step.setWordWrap(True)
             layout.addWidget(step)
         layout.addWidget(panel, stretch=1)

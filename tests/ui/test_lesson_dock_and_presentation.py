@@ -196,3 +196,13 @@ def test_a_course_lists_every_lesson_with_its_progress_and_moves_between_them(ma
     qtbot.waitUntil(lambda: dock.session.lesson.title == "Alone", timeout=60_000)
     assert not dock.course_list.isVisible()
     qtbot.waitUntil(lambda: dock.do_button.isEnabled(), timeout=60_000)
+
+
+def test_token_names_in_a_lesson_step_are_shown_not_taken_for_html(qapp):
+    from PySide6.QtGui import QTextDocument
+
+    from explorer.ui.lesson_dock import lesson_markdown
+
+    document = QTextDocument()
+    document.setMarkdown(lesson_markdown("80% become <mask>, 10% stay; `<eos>` ends it. **Then**"))
+    assert document.toPlainText() == "80% become <mask>, 10% stay; <eos> ends it. Then"
