@@ -92,6 +92,9 @@ class LessonDock(QDockWidget):
         self.text.setOpenExternalLinks(True)
         self.checks = QListWidget()
         self.checks.setToolTip("This step's conditions, measured on your model: ✓ passed, ✗ not yet")
+        # long conditions (a sentence BLEU's sentences) end in "…"; each row's tooltip has it all
+        self.checks.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.checks.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.back_button = QPushButton("◀ Back")
         self.back_button.setShortcut("Alt+PgUp")
         self.back_button.setToolTip("The previous step (Alt+PgUp)")
@@ -242,6 +245,7 @@ class LessonDock(QDockWidget):
             else:
                 options = " ".join(f"{k}={v}" for k, v in directive.options.items())
                 self.checks.addItem(f"… {directive.args[0]} {options}")
+            self.checks.item(i).setToolTip(self.checks.item(i).text())
 
     def _control(self, target: str, value) -> None:
         """`@set` / `@highlight` on a panel's control (the session's own are applied by it)."""
