@@ -40,6 +40,7 @@ BASELINES = ("pad", "zero", "unk")
 OCCLUSIONS = ("replace", "drop")
 # a completeness gap above this share of |f(x) - f(baseline)| is flagged: more steps are needed
 GAP_WARNING = 0.05
+ALTERNATIVES = 8  # the most probable other tokens offered as contrasts, per output token
 
 
 class Cancelled(UserError):
@@ -84,6 +85,9 @@ class AttributionResult:
     baseline_target: np.ndarray | None = None  # (R,) f(baseline), integrated gradients only
     gap: np.ndarray | None = None  # (R,) sum of the row's attributions - (f(x) - f(baseline))
     notes: list[str] = field(default_factory=list)
+    # per row the model's most probable other tokens there, best first: contrasts to choose from
+    alternative_ids: list[list[int]] = field(default_factory=list)
+    alternatives: list[list[str]] = field(default_factory=list)  # their labels (attribute())
 
     @property
     def columns(self) -> list[str]:
@@ -112,6 +116,8 @@ class AttributionResult:
         for r, label in enumerate(self.rows):
             entry = {"token": label, "position": self.positions[r], "target": float(self.target[r]),
                      **self.side_scores(r)}
+            if self.alternatives:
+                entry["alternatives"] = self.alternatives[r]
             if self.gap is not None:
                 entry.update(gap=float(self.gap[r]), relative_gap=float(relative[r]),
                              baseline_target=float(self.baseline_target[r]))
@@ -149,7 +155,9 @@ def attribute(workspace, source: str, target: str = "", settings: AttributionSet
     contrast_id = None
     if settings.contrast:
         contrast_id = token_id(workspace.tokenizer, settings.contrast)
-    return attribute_item(workspace.model, item, settings, contrast_id, progress, should_stop)
+    result = attribute_item(workspace.model, item, settings, contrast_id, progress, should_stop)
+    result.alternatives = [[str(t) for t in workspace.tokenizer.tokens(ids)] for ids in result.alternative_ids]
+    return result
 
 
 def attribute_item(model, item: AttributionInput, settings: AttributionSettings,
@@ -267,13 +275,18 @@ class _Run:
     def result(self, settings, scores: np.ndarray, **extra) -> AttributionResult:
         scores = np.where(self.reachable(), scores, np.nan)
         target = np.array([self.quantity(self.logits, row).item() for row in self.item.rows])
+        alternatives = []
+        for row in self.item.rows:
+            logits = self.logits[0, self.positions.index(row.position)]  # (V,)
+            ranked = logits.topk(min(ALTERNATIVES + 1, logits.numel())).indices.tolist()
+            alternatives.append([i for i in ranked if i != row.token_id][:ALTERNATIVES])
         ig, occlusion = settings.method == "ig", settings.method == "occlusion"
         return AttributionResult(
             method=settings.method, baseline=settings.baseline if ig or occlusion else None,
             steps=settings.steps if ig else None, contrast=settings.contrast,
             rows=[row.label for row in self.item.rows], positions=[row.position for row in self.item.rows],
             sides=[(side.name, list(side.labels)) for side in self.item.sides],
-            scores=scores, target=target, **extra)
+            scores=scores, target=target, alternative_ids=alternatives, **extra)
 
     # ---- methods ------------------------------------------------------------------------------
     def compute(self, settings: AttributionSettings) -> AttributionResult:

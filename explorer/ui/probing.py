@@ -1,7 +1,8 @@
 """The one place the app probes: a Prober owns the probe input and runs each probe once.
 
-Panels never probe. They ask on the bus (`probe_requested(source, target)`), hear the new input
-(`probe_input_changed`) and the result (`probe(snapshot)` or `probe_failed(message)`), and read
+Panels never probe. They ask on the bus (`probe_requested(source, target)`, or
+`token_pick_requested(pick)` for one output token to explain), hear the new input
+(`probe_input_changed`, then `token_picked(pick)`) and the result (`probe(snapshot)` or `probe_failed(message)`), and read
 `bus.probing` while a probe runs. A new workspace resets the input to its first validation example.
 While training runs the trainer probes the same input (see `Controller.train`) and its snapshots
 reach the bus the same way, so data flows one way: worker -> snapshot -> panels.
@@ -35,6 +36,7 @@ class Prober(QObject):
         bus.workspace_changed.connect(self._on_workspace)
         bus.training_state.connect(self._on_training_state)
         bus.probe_requested.connect(self.set_input)
+        bus.token_pick_requested.connect(self.pick_token)
         bus.explanation_requested.connect(self._set_explanation)
 
     def set_input(self, source: str, target: str = "") -> None:
@@ -42,6 +44,11 @@ class Prober(QObject):
         self.input.set(source, target)
         self.bus.probe_input_changed.emit(source, target)
         self.probe()
+
+    def pick_token(self, pick) -> None:
+        """Probe the picked token's input; the attribution view then explains that token."""
+        self.set_input(pick.source, pick.target)
+        self.bus.token_picked.emit(pick)
 
     def probe(self) -> None:
         from explorer.analysis.probe import probe

@@ -14,6 +14,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QComboBox,
     QGridLayout,
     QHBoxLayout,
     QLabel,
@@ -110,6 +111,13 @@ class ComparePanel(Panel):
         button_row = QHBoxLayout()
         button_row.addWidget(decode)
         button_row.addWidget(self.find_button)
+        # why this token: any token of the three outputs, explained in the attribution view
+        self.explain_box = QComboBox()
+        self.explain_box.setToolTip("Why this token? Pick a token of one of the outputs: the "
+                                    "attribution view explains it, with that output before it")
+        self.explain_box.activated.connect(self._explain_token)
+        button_row.addWidget(QLabel("Why"))
+        button_row.addWidget(self.explain_box)
         button_row.addStretch(1)
         button_row.addWidget(QLabel(legend_html()))
 
@@ -240,6 +248,7 @@ class ComparePanel(Panel):
                 lines.append(f"BLEU = <b>{b.score:.1f}</b>")
                 lines.append(f"p1..p4 = {precisions}, BP = {b.bp:.2f}")
             cell.setText("<br>".join(lines))
+        self._list_tokens()
         labels = [STRATEGY_TITLES[o.strategy] for o in self.outputs]
         scores = np.array([o.hypothesis.score for o in self.outputs])
         # Bars grow down from 0 for log p; the chart shows -log p so longer = less probable.
@@ -247,6 +256,25 @@ class ComparePanel(Panel):
         bleu = [o.bleu.score if o.bleu is not None else 0.0 for o in self.outputs]
         self.bleu_chart.set_data(labels, np.array(bleu), value_max=100.0)
         self._fit_cards()
+
+    def _list_tokens(self) -> None:
+        """The outputs' tokens in the "why" list: (strategy, how many tokens up to it)."""
+        self.explain_box.clear()
+        self.explain_box.addItem("a token…", None)
+        for output in self.outputs:
+            for index, token in enumerate(output.hypothesis.tokens):
+                self.explain_box.addItem(f"{STRATEGY_TITLES[output.strategy]} {index + 1}: {token}",
+                                         (output.strategy, index + 1))
+
+    def _explain_token(self, index: int) -> None:
+        chosen = self.explain_box.itemData(index)
+        if chosen is None or self.outputs_input is None:
+            return
+        strategy, length = chosen
+        output = next(o for o in self.outputs if o.strategy == strategy)
+        message = self.explain_token(self.outputs_input[0], output.hypothesis.token_ids[:length],
+                                     f"the compare panel ({STRATEGY_TITLES[strategy].lower()})")
+        self.status.setText(message or "")
 
     def _fit_cards(self) -> None:
         """Every card as tall as its wrapped text at its current width: a word-wrapped rich-text
