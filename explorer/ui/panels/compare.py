@@ -72,6 +72,7 @@ class ComparePanel(Panel):
         self.outputs_input = None  # (source, reference, DecodeSettings) `outputs` were decoded with
         self._newest_input = None  # ... and the newest compare job's
         self.example = None
+        self.token_choices: list[tuple[str, int]] = []  # the "why" list's tokens (_list_tokens)
         self._build()
         self.jobs = self.job_runner("decode")
         self.jobs.done.connect(self._on_result)
@@ -258,19 +259,20 @@ class ComparePanel(Panel):
         self._fit_cards()
 
     def _list_tokens(self) -> None:
-        """The outputs' tokens in the "why" list: (strategy, how many tokens up to it)."""
+        """The outputs' tokens in the "why" list; item i + 1 is token_choices[i]: (strategy, how
+        many of its output's tokens up to the chosen one)."""
+        self.token_choices = [(output.strategy, index + 1) for output in self.outputs
+                              for index in range(len(output.hypothesis.tokens))]
+        tokens = {o.strategy: o.hypothesis.tokens for o in self.outputs}
         self.explain_box.clear()
-        self.explain_box.addItem("a token…", None)
-        for output in self.outputs:
-            for index, token in enumerate(output.hypothesis.tokens):
-                self.explain_box.addItem(f"{STRATEGY_TITLES[output.strategy]} {index + 1}: {token}",
-                                         (output.strategy, index + 1))
+        self.explain_box.addItem("a token…")
+        self.explain_box.addItems([f"{STRATEGY_TITLES[strategy]} {length}: {tokens[strategy][length - 1]}"
+                                   for strategy, length in self.token_choices])
 
     def _explain_token(self, index: int) -> None:
-        chosen = self.explain_box.itemData(index)
-        if chosen is None or self.outputs_input is None:
+        if index < 1 or self.outputs_input is None:
             return
-        strategy, length = chosen
+        strategy, length = self.token_choices[index - 1]
         output = next(o for o in self.outputs if o.strategy == strategy)
         message = self.explain_token(self.outputs_input[0], output.hypothesis.token_ids[:length],
                                      f"the compare panel ({STRATEGY_TITLES[strategy].lower()})")
