@@ -53,6 +53,7 @@ class HeadImportance:
     drop: np.ndarray  # (L, H): log p(outputs) clean minus with that head ablated; NaN: no such head
     mode: str
     points: list[str] = field(default_factory=list)  # each layer's z point, for `ablate`
+    quantity: str = "drop in log p"  # what `drop` measures (head_importance_data: loss, BLEU)
 
 
 @dataclass

@@ -195,3 +195,25 @@ def test_ablation_panel_mean_mode(qtbot):
     qtbot.waitUntil(lambda: panel.effect is not None and not panel.busy(), timeout=30_000)
     drop = panel.effect.clean.sum() - panel.effect.ablated.sum()
     assert drop == pytest.approx(panel.importance.drop[1, 1], abs=1e-4)
+
+
+def test_ablation_panel_importance_on_validation_loss_with_progress_and_stop(qtbot, monkeypatch):
+    from explorer.analysis.head_importance_data import head_importance_on_data
+    from explorer.ui.panels import ablation
+
+    monkeypatch.setattr(ablation, "DATA_EXAMPLES", 3)
+    workspace = char_workspace("transformer", "reverse")
+    panel = open_panel(qtbot, ablation.AblationPanel, workspace)
+    seen = []
+    panel.progress_changed.connect(seen.append)
+    panel.metric_box.setCurrentIndex(panel.metric_box.findData("loss"))
+    qtbot.waitUntil(lambda: panel.importance.quantity == "rise in validation loss" and not panel.busy(),
+                    timeout=60_000)
+    expected = head_importance_on_data(workspace, "loss", 3)
+    np.testing.assert_allclose(panel.importance.drop, expected.drop, atol=1e-5)
+    assert seen and seen[-1] == 1.0 and not panel.mode_box.isEnabled()
+    panel.metric_box.setCurrentIndex(panel.metric_box.findData("bleu"))
+    assert panel.busy() and panel.stop_button.isEnabled()
+    panel.stop_button.click()
+    qtbot.waitUntil(lambda: not panel.busy(), timeout=60_000)
+    assert panel.status.text() == "Stopped." and panel.importance.quantity == "rise in validation loss"
