@@ -118,7 +118,7 @@ class BeamTreePanel(Panel):
         self.details_button.setToolTip("Show or hide the clicked node's attention and the "
                                        "candidates it was chosen from")
         self.details_button.clicked.connect(self.set_detail_open)
-        self.explain_button = QPushButton("Why this token?")
+        self.explain_button = QPushButton("Why?")
         self.explain_button.setToolTip("Explain the clicked node's token, with the path to it as the "
                                        "output before it, in the attribution view")
         self.explain_button.setEnabled(False)
@@ -130,12 +130,12 @@ class BeamTreePanel(Panel):
         top.addWidget(QLabel("Source"))
         top.addWidget(self.source_box, 3)
         top.addWidget(self.example_box, 2)
+        top.addWidget(self.explain_button)  # here: the row below is as wide as the dock already
         numbers = QHBoxLayout()
         numbers.addWidget(self.form)
         numbers.addWidget(self.pruned_box)
         numbers.addWidget(fit)
         numbers.addWidget(self.details_button)
-        numbers.addWidget(self.explain_button)
         numbers.addStretch(1)
         self.controls = QVBoxLayout()
         self.controls.addLayout(top)

@@ -101,24 +101,26 @@ class ComparePanel(Panel):
                                     "relative to greedy's")
         self.find_button.clicked.connect(self.find_example)
 
+        # why this token: any token of the three outputs, explained in the attribution view
+        self.explain_box = QComboBox()
+        self.explain_box.setToolTip("Why this token? Pick a token of one of the outputs: the "
+                                    "attribution view explains it, with that output before it")
+        self.explain_box.activated.connect(self._explain_token)
+        # as narrow as a short token list: the items' texts do not widen the panel
+        self.explain_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.explain_box.setMinimumContentsLength(10)
         text_row = QHBoxLayout()
         text_row.addWidget(QLabel("Source"))
         text_row.addWidget(self.source_box, 1)
         text_row.addWidget(QLabel("Reference"))
         text_row.addWidget(self.reference_box, 1)
+        text_row.addWidget(self.explain_box)  # here: the button row is as wide as the dock already
         option_row = QHBoxLayout()
         option_row.addWidget(self.form)
         option_row.addStretch(1)
         button_row = QHBoxLayout()
         button_row.addWidget(decode)
         button_row.addWidget(self.find_button)
-        # why this token: any token of the three outputs, explained in the attribution view
-        self.explain_box = QComboBox()
-        self.explain_box.setToolTip("Why this token? Pick a token of one of the outputs: the "
-                                    "attribution view explains it, with that output before it")
-        self.explain_box.activated.connect(self._explain_token)
-        button_row.addWidget(QLabel("Why"))
-        button_row.addWidget(self.explain_box)
         button_row.addStretch(1)
         button_row.addWidget(QLabel(legend_html()))
 
@@ -265,7 +267,7 @@ class ComparePanel(Panel):
                               for index in range(len(output.hypothesis.tokens))]
         tokens = {o.strategy: o.hypothesis.tokens for o in self.outputs}
         self.explain_box.clear()
-        self.explain_box.addItem("a token…")
+        self.explain_box.addItem("Why this token?")
         self.explain_box.addItems([f"{STRATEGY_TITLES[strategy]} {length}: {tokens[strategy][length - 1]}"
                                    for strategy, length in self.token_choices])
 
