@@ -23,6 +23,10 @@ class AppBus(QObject):
     probe_input_changed = Signal(str, str)  # what is probed from now on
     probe_failed = Signal(str)  # one line, e.g. an LM text of a single token
     probing_changed = Signal(bool)  # a probe runs (True) or has been delivered (False)
+    # an output token picked to be explained (explorer.analysis.token_pick.TokenPick): panels ask,
+    # the Prober probes its input and answers `token_picked` for the attribution view
+    token_pick_requested = Signal(object)
+    token_picked = Signal(object)
     # an explorer.analysis.explain.ExplainRequest the training probe computes too (None: none);
     # the attribution view asks while it is shown and follows the probe
     explanation_requested = Signal(object)

@@ -1,10 +1,11 @@
 """The one place the app probes: a Prober probes the app state's probe input, once per change.
 
 The input lives in the app state (explorer/state.py), which a new workspace resets to its first
-validation example. Panels never probe. They ask on the bus (`probe_requested(source, target)`),
-which the Prober sets on the state; they hear the new input (`probe_input_changed`, read
-`bus.probe_text`) and the result (`probe(snapshot)` or `probe_failed(message)`), and read
-`bus.probing` while a probe runs.
+validation example. Panels never probe. They ask on the bus (`probe_requested(source, target)`, or
+`token_pick_requested(pick)` for one output token to explain), which the Prober sets on the state;
+they hear the new input (`probe_input_changed`, read `bus.probe_text`, then `token_picked(pick)`)
+and the result (`probe(snapshot)` or `probe_failed(message)`), and read `bus.probing` while a
+probe runs.
 While training runs the trainer probes the same input (see `Controller.train`) and its snapshots
 reach the bus the same way, so data flows one way: worker -> snapshot -> panels.
 
@@ -34,6 +35,7 @@ class Prober(QObject):
         bus.workspace_changed.connect(self._on_workspace)
         bus.probe_input_changed.connect(self._on_probe_input)
         bus.probe_requested.connect(self.set_input)
+        bus.token_pick_requested.connect(self.pick_token)
         bus.explanation_requested.connect(self._set_explanation)
 
     @property
@@ -44,6 +46,11 @@ class Prober(QObject):
     def set_input(self, source: str, target: str = "") -> None:
         """Probe this input from now on (and at once, unless the trainer probes it)."""
         self.state.set_probe_input(source, target)
+
+    def pick_token(self, pick) -> None:
+        """Probe the picked token's input; the attribution view then explains that token."""
+        self.set_input(pick.source, pick.target)
+        self.bus.token_picked.emit(pick)
 
     def probe(self) -> None:
         from explorer.analysis.probe import probe

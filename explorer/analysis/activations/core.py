@@ -263,6 +263,16 @@ def list_points(model, inputs: tuple) -> list[HookPoint]:
             for name, per_step in session.seen.items()]
 
 
+@contextlib.contextmanager
+def replacing(model, replace: Mapping[str, Callable]):
+    """While open, every forward pass of `model` in this thread (a decoder's steps included)
+    applies `replace` as run_with does: for work that makes its own passes (an evaluation, a
+    decode). Other threads' passes wait for it (one run at a time)."""
+    session = _Session((), replace, ())
+    with _RUN_LOCK, provider_for(model).attach(model, session.visit):
+        yield
+
+
 def run_with(model, inputs: tuple, read: Iterable[str] = (), replace: Mapping[str, Callable] | None = None,
              grad: Iterable[str] = ()) -> Run:
     """One forward pass of `model` on `inputs` that records the `read` points (detached; a name with

@@ -15,10 +15,13 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QWidget
 
+from explorer.analysis.token_pick import pick_token
+from explorer.errors import UserError
 from explorer.ui.bus import AppBus
 from explorer.ui.jobs import JobRunner
 
 EXPORT_FORMATS = ("png", "svg", "csv")
+EXPLAIN_PANEL = "attribution"  # the view a picked output token is explained in
 
 
 def elide(text: str, limit: int = 60) -> str:
@@ -59,6 +62,19 @@ class Panel(QWidget):
         runner = JobRunner(f"{self.PANEL_ID}.{name}", self)
         self.runners.append(runner)
         return runner
+
+    def explain_token(self, source: str, output_ids: list[int], origin: str) -> str | None:
+        """Ask for the last of `output_ids` (decoded from `source`) to be explained in the
+        attribution view, through the Prober; the one-line reason when it cannot be."""
+        if self.bus.workspace is None:
+            return "open or create a model first"
+        try:
+            pick = pick_token(self.bus.workspace, source, output_ids, origin)
+        except UserError as exc:
+            return str(exc)
+        self.bus.token_pick_requested.emit(pick)
+        self.bus.show_panel.emit(EXPLAIN_PANEL)
+        return None
 
     # -- required -------------------------------------------------------------------------------
 

@@ -65,7 +65,7 @@ class StepDecodingPanel(Panel):
         super().__init__(bus, parent)
         self.decoder = None
         self.error = ""
-        self.force_error = ""  # one line: why the last what-if token was refused
+        self.force_error = ""  # one line: why the last what-if token (or explain) was refused
         self.masked = False  # a masked LM: the fill-mask view replaces decoding
         self.setFocusPolicy(Qt.StrongFocus)
         self._build_controls()
@@ -133,6 +133,9 @@ class StepDecodingPanel(Panel):
                                          "decoding from it (F)", self.force)
         self.button_row.addWidget(self.force_box)
         self.button_row.addWidget(self.force_button)
+        self.explain_button = self._button("Why? ▶", "Explain the last output token in the "
+                                           "attribution view (E)", self.explain_last)
+        self.button_row.addWidget(self.explain_button)
         self.button_row.addStretch(1)
 
     def _button(self, text, tip, slot) -> QPushButton:
@@ -276,6 +279,13 @@ class StepDecodingPanel(Panel):
         self._refresh()
         return not self.force_error
 
+    def explain_last(self) -> None:
+        """The attribution view explains the output's last token (through the Prober)."""
+        ids = list(self.decoder.output.token_ids) if self.decoder is not None else []
+        self.force_error = self.explain_token(self.source_box.text(), ids, "step-through decoding") or ""
+        if self.decoder is not None:
+            self._show_output()
+
     def back(self) -> bool:
         moved = self.decoder is not None and self.decoder.back()
         self._refresh()
@@ -302,7 +312,7 @@ class StepDecodingPanel(Panel):
 
     def keyPressEvent(self, event) -> None:
         actions = {Qt.Key_Right: self.step, Qt.Key_Left: self.back, Qt.Key_Space: self.toggle_play,
-                   Qt.Key_Home: self.reset, Qt.Key_F: self.force}
+                   Qt.Key_Home: self.reset, Qt.Key_F: self.force, Qt.Key_E: self.explain_last}
         action = None if self.masked else actions.get(event.key())
         if action is None:
             super().keyPressEvent(event)
