@@ -153,7 +153,7 @@ class ExamplesPanel(Panel):
             box = QLineEdit()
             box.setPlaceholderText(f"{name} regex")
             box.setToolTip(f"Show only rows whose {name} matches this regular expression "
-                           "(case-insensitive)")
+                           "(case-insensitive unless it has a capital letter)")
             box.editingFinished.connect(self.apply_filter)
             self.pattern_boxes[name] = box
             filters.addWidget(box, 1)
