@@ -196,3 +196,36 @@ def test_evaluation_leaves_the_shared_model_alone(panel, qtbot):
         panel.evaluate()
     assert model.training  # never switched to eval mode under the trainer's feet
     assert all((before[name] == value).all() for name, value in model.state_dict().items())
+
+
+def test_clicking_a_worst_token_shows_exactly_its_examples(panel, qtbot, tiny_workspace):
+    from seqmodels.config import EOS_ID
+
+    worst = panel.worst
+    assert worst is not None and len(worst.labels) > 0
+    table = panel.model.table
+    item = panel.tokens_table.item(0, 0)
+    rect = panel.tokens_table.visualItemRect(item)
+    qtbot.mouseClick(panel.tokens_table.viewport(), Qt.LeftButton, pos=rect.center())
+    token_id = int(table.tokens["id"][table.tokens["label"] == worst.labels[0]][0])
+    # independent of the table's token rows: the references that hold the token, tokenized again
+    holding = {i for i, reference in enumerate(table.columns["reference"])
+               if token_id in tiny_workspace.tokenizer.encode(reference) + [EOS_ID]}
+    assert set(panel.model.view.tolist()) == holding
+    assert panel.model.rowCount() == len(holding)
+
+
+def test_change_against_a_pinned_evaluation_sorts_by_improvement(panel, qtbot):
+    from explorer.analysis.examples import ExampleTable
+
+    table = panel.model.table
+    rng = np.random.default_rng(0)
+    before = ExampleTable({**table.columns, "bleu": rng.random(len(table)) * 100}, True,
+                          bleu_stats=table.bleu_stats, tokens=table.tokens)
+    panel.pinned = before
+    panel.model.set_table(table, before)
+    change = panel.model.names.index("change")
+    panel.view.horizontalHeader().setSortIndicator(change, Qt.DescendingOrder)
+    shown = np.asarray(_column(panel, "change"), dtype=float)
+    want = np.sort(table.columns["bleu"] - before.columns["bleu"])[::-1]
+    assert shown == pytest.approx(want, abs=0.01)  # the cells show two decimals
