@@ -36,6 +36,7 @@ class AppBus(QObject):
     run_curves = Signal(object)  # explorer.ui.run_session.RunCurves: its rows, all or appended
     run_step = Signal(object)  # the step of the snapshot the panels show (int), or None
     run_folder_changed = Signal(str)  # the run folder the current training writes ("" for none)
+    compared_runs = Signal(object)  # {name: run folder} in the Compare runs panel, on each change
     show_panel = Signal(str)  # raise this panel's dock (the architecture diagram's double click)
 
     def __init__(self, parent: QObject | None = None, state=None) -> None:
@@ -48,6 +49,7 @@ class AppBus(QObject):
         self.state.probe_input_changed.connect(self.probe_input_changed.emit)
         self.probing = False
         self.run = None  # explorer.ui.run_session.RunView while a run is on show
+        self.compared_runs_now: dict = {}  # the last `compared_runs`, for a panel made later
 
     @property
     def workspace(self):
