@@ -36,7 +36,7 @@ def head_importance_on_data(workspace, metric: str = "loss", examples: int = 32,
                             should_stop=None) -> HeadImportance:
     """Per layer and head: the validation loss with the head zeroed minus the clean loss
     ("loss"), or the clean BLEU minus the BLEU with it zeroed ("bleu"); positive: the head helps."""
-    from explorer.analysis.probe import default_probe_input
+    from explorer.analysis.probe_input import default_probe_input
     from explorer.training.config import TrainConfig
     from explorer.training.evaluation import evaluate_feed
     from explorer.training.feeds import make_feed
