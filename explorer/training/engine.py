@@ -254,7 +254,7 @@ class Trainer:
         lr = learning_rate(config, step, self.total_steps)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        seed_step(self.device, step_seed(config.seed, step))  # dropout, masks: a function of the step
+        seed_step(self.device, step_seed(config.seed, step))  # dropout and masks: from the step
         if getattr(self.feed, "carries_state", False) and self.feed.starts_epoch(step):
             self.lm_state = None  # a new pass over the stream starts from a zero state
         batch = self.feed.train_batch(step)
