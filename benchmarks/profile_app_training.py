@@ -18,7 +18,6 @@ import argparse
 import collections
 import functools
 import os
-import statistics
 import sys
 import threading
 import time
@@ -90,7 +89,7 @@ def mark_steps(engine) -> None:
     engine.Trainer._step = _step
 
 
-def split(marks, whole: Account) -> tuple[Account, Account]:
+def split(marks) -> tuple[Account, Account]:
     """The thread's time in its steps and between them (from the first step's start)."""
     steps = Account()
     for start, end in marks:
@@ -102,18 +101,18 @@ def split(marks, whole: Account) -> tuple[Account, Account]:
     return steps, between
 
 
-def account_headless(bench_gui, steps: int) -> dict[str, Account]:
+def account_headless(bench_gui, steps: int) -> list[tuple[str, Account]]:
     STEP_MARKS.clear()
     start = sched()
     tokens_per_s = bench_gui.headless_tokens_per_s(steps)
     whole = Account()
     whole.add(start, sched())
-    in_steps, between = split(STEP_MARKS[threading.current_thread().name], whole)
+    in_steps, between = split(STEP_MARKS[threading.current_thread().name])
     print(f"headless: {tokens_per_s:,.0f} tokens/s, load {os.getloadavg()[0]:.1f}")
-    return {"headless thread": whole, "  its steps": in_steps, "  between steps": between}
+    return [("headless thread", whole), ("  its steps", in_steps), ("  between steps", between)]
 
 
-def account_app(bench_gui, steps: int) -> dict[str, Account]:
+def account_app(bench_gui, steps: int) -> list[tuple[str, Account]]:
     from explorer.ui.training_worker import TrainingWorker
 
     STEP_MARKS.clear()
@@ -136,10 +135,10 @@ def account_app(bench_gui, steps: int) -> dict[str, Account]:
     finally:
         TrainingWorker.run = original_run
     (marks,) = [m for name, m in STEP_MARKS.items() if name != threading.current_thread().name]
-    in_steps, between = split(marks, worker_account)
+    in_steps, between = split(marks)
     print(f"in-app: {result['tokens_per_s']:,.0f} tokens/s, load {os.getloadavg()[0]:.1f}")
-    return {"app training thread": worker_account, "  its steps": in_steps,
-            "  between steps": between, "app GUI thread (window, train, wait)": gui}
+    return [("app training thread", worker_account), ("  its steps", in_steps),
+            ("  between steps", between), ("app GUI thread (window, train, wait)", gui)]
 
 
 def main() -> None:
@@ -160,7 +159,7 @@ def main() -> None:
     mark_steps(engine)
     timed(engine.Trainer, "_evaluate", "evaluations")
     timed(RunWriter, "snapshot", "run snapshots (write + fsync)")
-    timed(RunWriter, "write_row", "run rows")
+    timed(RunWriter, "flush_rows", "run rows (their writes)")
     timed(probe, "probe", "probe (whole)")
     timed(probe, "parameter_gradient_norms", "probe: parameter gradients (2nd autograd pass)")
     timed(probe, "gradient_norms_per_layer", "probe: hidden-state gradients")
@@ -172,10 +171,10 @@ def main() -> None:
         SPENT.clear()
         CALLS.clear()
         started = time.perf_counter()
-        accounts.update({f"{k} ": v for k, v in account_app(bench_gui, args.steps).items()})
+        accounts += account_app(bench_gui, args.steps)
         wall = time.perf_counter() - started
-        for label, account in accounts.items():
-            print(account.row(label.rstrip() if label.endswith("  ") else label, args.steps))
+        for label, account in accounts:
+            print(account.row(label, args.steps))
         print("  the training thread's extra work (wall time):")
         for label, seconds in sorted(SPENT.items(), key=lambda item: -item[1]):
             print(f"    {label:48s} {seconds:7.2f} s  {100 * seconds / wall:5.1f}%  "

@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from concurrent.futures import Future, ThreadPoolExecutor
 import os
 import shutil
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
