@@ -238,11 +238,15 @@ class RunWriter:
         # the curves live in the run's metrics.jsonl: a snapshot holds none (RunReader adds them)
         frozen = dataclasses.replace(workspace, history=[], train_config=self.trainer.config)
         path = layout.snapshot_dir(self.folder, workspace.step)
+        if in_background:
+            try:
+                frozen.model = frozen_copy(workspace.model)
+            except (TypeError, RuntimeError):  # a user's model that cannot be deep-copied
+                in_background = False
         if not in_background:
             self._snapshot_written(_write_snapshot(frozen, path, state))
             return
-        frozen.model = frozen_copy(workspace.model)  # the optimizer's state is the live one too:
-        state = map_state(state, lambda t: t.detach().clone())  # copied before the next step
+        state = map_state(state, lambda t: t.detach().clone())  # the live one, before the next step
         if self._snapshotter is None:
             self._snapshotter = ThreadPoolExecutor(1, thread_name_prefix="run-snapshots")
         self._snapshot_in_flight = self._snapshotter.submit(_write_snapshot, frozen, path, state)
