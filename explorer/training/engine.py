@@ -58,6 +58,17 @@ def _fused_if_possible(optimizer_class, params, **options) -> torch.optim.Optimi
         return optimizer_class(params, **options)
 
 
+def seed_step(device: torch.device, seed: int) -> None:
+    """Seed the generators a step on `device` draws from: the CPU's, and the device's own.
+
+    Not torch.manual_seed: it also queues a seed for every accelerator torch knows (CUDA, XPU,
+    MTIA) that is not initialised, each with a formatted stack trace, which cost more than a small
+    model's optimizer update on every step (benchmarks/RESULTS.md, issue 22)."""
+    torch.default_generator.manual_seed(seed)
+    if device.type == "cuda":
+        torch.cuda.manual_seed(seed)  # the current device, initialised by the model's move
+
+
 def total_steps(config: TrainConfig, steps_per_epoch: int) -> int:
     """`steps` is the number of the last step (like nanoGPT's max_iters), so a resumed run stops
     where an uninterrupted one would; `epochs` counts passes over the training data."""
@@ -244,7 +255,7 @@ class Trainer:
         lr = learning_rate(config, step, self.total_steps)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        torch.manual_seed(step_seed(config.seed, step))  # dropout and masks: a function of the step
+        seed_step(self.device, step_seed(config.seed, step))  # dropout and masks: from the step
         if getattr(self.feed, "carries_state", False) and self.feed.starts_epoch(step):
             self.lm_state = None  # a new pass over the stream starts from a zero state
         batch = self.feed.train_batch(step)
