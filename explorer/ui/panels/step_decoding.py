@@ -133,10 +133,11 @@ class StepDecodingPanel(Panel):
                                          "decoding from it (F)", self.force)
         self.button_row.addWidget(self.force_box)
         self.button_row.addWidget(self.force_button)
+        self.button_row.addStretch(1)
+        # beside the source, whose box stretches: the button row sets the panel's least width
         self.explain_button = self._button("Why? ▶", "Explain the last output token in the "
                                            "attribution view (E)", self.explain_last)
-        self.button_row.addWidget(self.explain_button)
-        self.button_row.addStretch(1)
+        self.source_row.addWidget(self.explain_button)
 
     def _button(self, text, tip, slot) -> QPushButton:
         button = QPushButton(text)
