@@ -7,45 +7,61 @@
 2. Sorting and filtering 100,000 rows in the panel's table model: < 100 ms.
 3. Building the neighbour index over the 29,000 training pairs: < 30 s; one query: < 50 ms.
 
-Each figure is the median of --repeat runs; the load average is printed beside it. The data is
-read where it lies, never copied.
+Each figure is the median of --repeat runs, wall and CPU (process) seconds, with the load average
+beside it. The data is read where it lies, never copied.
+
+    python benchmarks/bench_examples.py --checkpoint DIR --before OLD [--rounds 3]
+
+times an older copy of the repository (OLD, e.g. from `git archive`) in pairs with this one: each
+round runs both, one process each, in alternating order, so that a shared machine's load falls
+on both alike; the table gives the medians over the rounds.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(os.environ.get("BENCH_ROOT") or Path(__file__).resolve().parent.parent)  # --before
+sys.path.insert(0, str(ROOT))
 
 
 def load() -> str:
     return open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
 
 
-def median_time(fn, repeat: int) -> tuple[float, list[float]]:
-    times = []
+RESULTS: dict[str, tuple[float, float]] = {}  # what -> median (wall s, CPU s), for --before
+
+
+def median_time(fn, repeat: int, name: str | None = None) -> tuple[float, list[float]]:
+    times, cpu = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    if name:
+        RESULTS[name] = (statistics.median(times), statistics.median(cpu))
     return statistics.median(times), times
 
 
 def bench_evaluate(workspace, pairs, repeat: int) -> None:
     from explorer.analysis.examples import evaluate_examples
 
-    table = evaluate_examples(workspace, pairs)  # warm-up, and the corpus figure
     from explorer.analysis.examples import summarize
 
-    print(f"  {summarize(table).format()}")
-    median, times = median_time(lambda: evaluate_examples(workspace, pairs), repeat)
+    evaluate_examples(workspace, pairs[:64])  # warm-up
+    tables = []
+    median, times = median_time(lambda: tables.append(evaluate_examples(workspace, pairs)), repeat,
+                                "evaluate")
+    print(f"  {summarize(tables[-1]).format()}")
     print(f"evaluate {len(pairs)} pairs: median {median:.2f} s ({', '.join(f'{t:.2f}' for t in times)}) "
-          f"target < 10 s; load {load()}")
+          f"CPU {RESULTS['evaluate'][1]:.2f} s; target < 10 s; load {load()}")
 
 
 def bench_gui_lateness(workspace) -> None:
@@ -116,16 +132,22 @@ def bench_table(repeat: int) -> None:
         model.set_table(ExampleTable(dict(columns), True))
         model.sort(source, Qt.AscendingOrder)
 
-    for label, fn in (
-        ("sort 100k rows by BLEU", lambda: model.sort(bleu, Qt.DescendingOrder)),
-        ("sort 100k rows by source text (first time on a table)", first_sort_by_text),
-        ("sort 100k rows by source text (again)", lambda: model.sort(source, Qt.DescendingOrder)),
-        ("filter 100k rows (a new regex + length)",
+    def first_filter() -> None:  # a new table: its texts are prepared for searching again
+        model.set_table(ExampleTable(dict(columns), True))
+        model.set_filter(SliceFilter({"source": next(patterns)}, min_length=5))
+
+    for key, label, fn in (
+        ("sort", "sort 100k rows by BLEU", lambda: model.sort(bleu, Qt.DescendingOrder)),
+        ("sort_text_first", "sort 100k rows by source text (first time on a table)", first_sort_by_text),
+        ("sort_text", "sort 100k rows by source text (again)", lambda: model.sort(source, Qt.DescendingOrder)),
+        ("filter_first", "filter 100k rows (first time on a table)", first_filter),
+        ("filter", "filter 100k rows (a new regex + length)",
          lambda: model.set_filter(SliceFilter({"source": next(patterns)}, min_length=5))),
-        ("clear the filter on 100k rows", lambda: model.set_filter(SliceFilter())),
+        ("filter_clear", "clear the filter on 100k rows", lambda: model.set_filter(SliceFilter())),
     ):
-        median, _ = median_time(fn, repeat)
-        print(f"{label}: median {median * 1000:.1f} ms (target < 100 ms); load {load()}")
+        median, _ = median_time(fn, repeat, key)
+        print(f"{label}: median {median * 1000:.1f} ms, CPU {RESULTS[key][1] * 1000:.1f} ms "
+              f"(target < 100 ms); load {load()}")
 
 
 def bench_neighbours(workspace, train_pairs, repeat: int, decoder: bool) -> None:
@@ -133,14 +155,16 @@ def bench_neighbours(workspace, train_pairs, repeat: int, decoder: bool) -> None
 
     from explorer.analysis.neighbours import build_index, nearest
 
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     index = build_index(workspace, train_pairs)
     built = time.perf_counter() - start
-    print(f"neighbour index over {len(index)} pairs (encoder state): {built:.1f} s (target < 30 s); "
-          f"load {load()}")
+    RESULTS["index"] = (built, time.process_time() - start_cpu)
+    print(f"neighbour index over {len(index)} pairs (encoder state): {built:.1f} s, CPU "
+          f"{RESULTS['index'][1]:.1f} s (target < 30 s); load {load()}")
     rng = np.random.default_rng(0)
     picks = iter(rng.integers(0, len(train_pairs), repeat * 2))
-    median, _ = median_time(lambda: nearest(workspace, index, *train_pairs[next(picks)]), repeat)
+    median, _ = median_time(lambda: nearest(workspace, index, *train_pairs[next(picks)]), repeat,
+                            "query")
     print(f"neighbour query (forward pass + search): median {median * 1000:.1f} ms (target < 50 ms); "
           f"load {load()}")
     if decoder:
@@ -159,7 +183,12 @@ def main() -> int:
     parser.add_argument("--only", default="evaluate,gui,table,neighbours")
     parser.add_argument("--decoder-index", action="store_true",
                         help="also time an index by decoder state (step 3)")
+    parser.add_argument("--before", type=Path, help="an older copy of the repository, timed in pairs")
+    parser.add_argument("--rounds", type=int, default=3, help="paired rounds with --before")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # a round's child
     args = parser.parse_args()
+    if args.before:
+        return paired(args)
     import torch
 
     torch.set_num_threads(args.threads)
@@ -183,6 +212,38 @@ def main() -> int:
     if "neighbours" in only:
         train = read_parallel(data / "train.de.gz", data / "train.en.gz")
         bench_neighbours(workspace, train, max(args.repeat, 20), args.decoder_index)
+    if args.json:
+        print("RESULTS " + json.dumps(RESULTS))
+    return 0
+
+
+def paired(args) -> int:
+    """--rounds rounds of this tree and --before, one process each, in alternating order."""
+    import subprocess
+
+    trees = {"before": args.before.resolve(), "after": Path(__file__).resolve().parent.parent}
+    command = [sys.executable, __file__, "--checkpoint", args.checkpoint, "--data", args.data,
+               "--repeat", str(args.repeat), "--threads", str(args.threads), "--only", args.only,
+               "--json"]
+    runs = {side: [] for side in trees}
+    for round_ in range(args.rounds):
+        for side in (("before", "after") if round_ % 2 == 0 else ("after", "before")):
+            out = subprocess.run(command, capture_output=True, text=True, check=True,
+                                 env={**os.environ, "BENCH_ROOT": str(trees[side])}).stdout
+            runs[side].append(json.loads(out.split("RESULTS ", 1)[1]))
+            print(f"round {round_ + 1} {side}: " + ", ".join(
+                f"{k} {w:.3f}/{c:.3f} s" for k, (w, c) in runs[side][-1].items())
+                + f"; load {load()}", flush=True)
+    print(f"\n| median of {args.rounds} rounds, {args.threads} torch thread(s) | before: wall / CPU s "
+          "| after: wall / CPU s | after / before (CPU) |\n|---|---:|---:|---:|")
+    for key in runs["after"][0]:
+        cells = []
+        for side in trees:
+            wall = statistics.median(r[key][0] for r in runs[side])
+            cpu = statistics.median(r[key][1] for r in runs[side])
+            cells.append((wall, cpu))
+        print(f"| {key} | {cells[0][0]:.3f} / {cells[0][1]:.3f} | {cells[1][0]:.3f} / "
+              f"{cells[1][1]:.3f} | {cells[1][1] / cells[0][1]:.2f} |")
     return 0
 
 

@@ -29,10 +29,14 @@ class PanelEntry:
     group: str  # a DOCK_GROUPS key
     tab: str = ""  # the dock's short title: ten tabs must read whole in a 1280 px window
     exported_by_default: bool = True  # in `explorer export` without --plots
+    # "module:function(workspace) -> {name: (header, rows)}": the panel's tables computed without
+    # Qt, so `explorer export --format csv` of it builds no panel ("": the panel computes them)
+    tables: str = ""
 
 
 PANELS = (
-    PanelEntry("curves", "explorer.ui.panels.curves:TrainingCurvesPanel", "training", "Curves"),
+    PanelEntry("curves", "explorer.ui.panels.curves:TrainingCurvesPanel", "training", "Curves",
+               tables="explorer.export.curves:workspace_tables"),
     PanelEntry("bleu", "explorer.ui.panels.bleu:BleuPanel", "training", "BLEU"),
     PanelEntry("attention", "explorer.ui.panels.attention:AttentionPanel", "inspect", "Attention"),
     PanelEntry("positional", "explorer.ui.panels.positional:PositionalPanel", "inspect", "Positions"),

@@ -126,6 +126,7 @@ class LSTMCell(RNNCell):
 # torch's fused multi-layer kernels, called with torch.nn.RNN/GRU/LSTM's flat weight list.
 # A cell registered later (seqmodels.cells) has none: it runs step by step.
 FUSED_KERNELS = {"rnn": _VF.rnn_tanh, "gru": _VF.gru, "lstm": _VF.lstm}
+CUDNN_MODES = {"rnn": "RNN_TANH", "gru": "GRU", "lstm": "LSTM"}  # what cuDNN calls those kernels
 
 
 def init_uniform(parameters, hidden_size: int) -> None:
@@ -217,16 +218,44 @@ class RNN(nn.Module):
             h_n = (h_n, c_n.squeeze(1) if unbatched else c_n)
         return (output, h_n, record) if trace else (output, h_n)
 
+    def flat_weights(self) -> list[Tensor]:
+        """The parameters in the order of torch.nn.RNN/GRU/LSTM's flat weight list."""
+        kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+        return [getattr(self, f"{kind}_l{layer}{suffix}")
+                for layer in range(self.num_layers) for suffix in self.direction_suffixes()
+                for kind in kinds]
+
+    def _apply(self, fn, recurse=True):
+        moved = super()._apply(fn, recurse)
+        self.flatten_parameters()  # after .to(device) / .cuda(), as torch.nn.RNNBase does
+        return moved
+
+    def flatten_parameters(self) -> None:
+        """On CUDA, lay the fused kernel's weights out in one cuDNN buffer, as torch.nn.RNNBase
+        does: otherwise cuDNN copies them into one at every call (and warns). No-op elsewhere."""
+        if self.cell not in CUDNN_MODES:
+            return
+        weights = self.flat_weights()
+        first = weights[0]
+        if (not all(w.is_cuda and w.dtype == first.dtype for w in weights)
+                or not all(torch.backends.cudnn.is_acceptable(w) for w in weights)
+                or len({w.data_ptr() for w in weights}) != len(weights)):
+            return
+        import torch.backends.cudnn.rnn as cudnn_rnn
+
+        with torch.cuda.device_of(first), torch.no_grad():
+            if torch._use_cudnn_rnn_flatten_weight():
+                torch._cudnn_rnn_flatten_weight(
+                    weights, 4, self.input_size, cudnn_rnn.get_cudnn_mode(CUDNN_MODES[self.cell]),
+                    self.hidden_size, 0, self.num_layers, False, self.bidirectional)
+
     def run_fused(self, x: Tensor, h0: Tensor, c0: Tensor | None, pad_mask: Tensor | None):
         """All layers and directions in one call of torch's kernel. x (T, B, I), h0 and c0 (L * D, B, H).
         A right-padded batch goes in packed, which is what makes padded steps keep the state.
         -> (outputs (T, B, D * H), h_n, c_n or None)."""
         kernel, is_lstm = FUSED_KERNELS[self.cell], self.cell_type.has_cell_state
-        suffixes = self.direction_suffixes()
-        kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
-        flat_weights = [getattr(self, f"{kind}_l{layer}{suffix}")
-                        for layer in range(self.num_layers) for suffix in suffixes for kind in kinds]
-        settings = (flat_weights, True, self.num_layers, self.dropout, self.training, self.bidirectional)
+        settings = (self.flat_weights(), True, self.num_layers, self.dropout, self.training,
+                    self.bidirectional)
         if pad_mask is None:
             result = kernel(x, (h0, c0) if is_lstm else h0, *settings, False)  # batch_first=False
             return result[0], result[1], (result[2] if is_lstm else None)

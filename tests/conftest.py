@@ -35,3 +35,9 @@ def reverse_checkpoint(tmp_path_factory):
     workspace = build_workspace(DataSpec(task="reverse", n_train=32, n_val=4), "transformer", seed=0,
                                 d_model=16, num_heads=2, num_layers=1, d_ff=32, dropout=0.0, max_len=64)
     return save_checkpoint(workspace, tmp_path_factory.mktemp("ckpt") / "reverse", optimizer=False)
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one worker per core, at most four. Each test uses one torch thread (above), and
+    a worker with a window and a trained model holds about 1 GB."""
+    return max(1, min(4, os.cpu_count() or 1))

@@ -76,3 +76,29 @@ def test_a_model_without_attention_has_no_attention_plot(qapp, tmp_path, capsys)
     captured = capsys.readouterr()
     assert "attention: nothing to draw" in captured.err
     assert str(tmp_path / "out" / "gradients_through_time.csv") in captured.out.split()
+
+
+def test_csv_of_the_curves_builds_no_widget_and_matches_the_panels_own(qapp, tmp_path, capsys):
+    """A panel whose registry entry computes its tables without Qt exports CSV headless with no
+    QWidget (PySide6 is never imported), the same files its panel writes."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parents[1] / "resources" / "demo" / "dates-gru-additive"
+    headless, drawn = tmp_path / "headless", tmp_path / "drawn"
+    code = ("import sys; from explorer.cli import main; "
+            f"rc = main(['export', '--checkpoint', {str(demo)!r}, '--plots', 'curves', "
+            f"'--format', 'csv', '--out', {str(headless)!r}]); "
+            "print(rc, any(m.startswith('PySide6') for m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.stdout.split()[-2:] == ["0", "False"], run.stderr
+    # the panel's own export (any format beside csv builds the panels)
+    assert main(["export", "--checkpoint", str(demo), "--plots", "curves", "--format", "csv,svg",
+                 "--out", str(drawn)]) == 0
+    capsys.readouterr()
+    for name in ("curves_train.csv", "curves_validation.csv"):
+        assert (headless / name).read_text() == (drawn / name).read_text(), name
+    rows = read_csv(headless / "curves_train.csv")
+    assert rows[0] == ["step", "loss", "perplexity", "lr", "grad_norm", "grad_norm_clipped"]
+    assert len(rows) > 100 and float(rows[1][2]) == pytest.approx(np.exp(float(rows[1][1])))

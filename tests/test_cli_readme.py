@@ -14,7 +14,7 @@ def test_readme_opens_with_the_two_commands_after_the_cpu_note_and_ci_runs_the_s
     blocks = [(m.start(), m.group(1).strip()) for m in re.finditer(r"```bash\n(.*?)```", readme, re.S)]
     (install_at, install), (test_at, test) = blocks[:2]
     assert install == "pip install -e . && explorer"
-    assert test == 'pip install -e ".[test]" && pytest'
+    assert test == 'pip install -e ".[test]" && pytest -n auto'
     note_at = readme.find("pip install torch==2.13.0")
     assert 0 < note_at < install_at  # read before anything is pasted
     assert "## " not in readme[:test_at]  # nothing but the set-up comes first

@@ -220,3 +220,22 @@ def test_threads_are_chosen_at_start_unless_asked_for():
     assert _train_config({"threads": 2}, None).num_threads == 2
     # a resumed checkpoint's count was the load when it trained, not now
     assert _train_config({}, TrainConfig(num_threads=1)).num_threads is None
+
+
+def test_one_table_maps_every_flag_to_the_config_field_it_sets():
+    import argparse
+    import dataclasses
+
+    from explorer.commands.train import add_arguments
+    from explorer.commands.train_options import FLAG_FIELDS, flag_of_field, model_fields
+    from explorer.training.config import TrainConfig
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    options = {action.dest for action in parser._actions}
+    train = {f.name for f in dataclasses.fields(TrainConfig)}
+    for flag, (config, field) in FLAG_FIELDS.items():
+        assert flag in options, flag
+        assert field in (train if config == "train" else model_fields()), (flag, field)
+        assert flag_of_field(field) == flag
+    assert flag_of_field("embed_dim") == "embed_dim"  # a field no flag names keeps its name

@@ -20,6 +20,18 @@ FORBIDDEN = {
 # Positional tables and T5's relative bias are weights the positional panels read, not activations
 ALLOWED = {"analysis/positional.py", "ui/panels/positional.py", "ui/panels/relative_bias.py"}
 HF_CHECK = r"hasattr\(\w+, ['\"]hf['\"]\)"
+# A family's name (or a Hugging Face model_type) is matched only by the registries that define
+# them; everything else reads the entry's fields (has_source, recurrent, ...) (issue 27)
+REGISTRIES = ("families.py", "hf/families.py", "hf/architectures.py", "hf/loader.py",
+              "usermodel/families.py")
+NAME_SWITCHES = {
+    "a family name matched": r"family(\.name)?\.(endswith|startswith)\(|\[['\"]family['\"]\]\."
+                             r"(endswith|startswith)\(|\bfamily(\.name)?\s*(==|!=)\s*['\"]",
+    "a family name looked up in a literal": r"\.family\s+(not\s+)?in\s*[(\[{]['\"]",
+    "a model_type compared": r"model_type\s*(==|!=|(not\s+)?in\s*[(\[{])",
+}
+# a provider claims the models of its own family prefix (the activation providers' registry)
+NAME_ALLOWED = {"analysis/activations/providers/torch_modules.py": "startswith(\"user-\")"}
 
 
 def _sources():
@@ -42,6 +54,21 @@ def test_no_analysis_finds_activations_by_model_kind():
     assert not found, "\n".join(found)
 
 
+def test_no_code_outside_the_registries_switches_on_a_family_name():
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative in REGISTRIES:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if NAME_ALLOWED.get(relative, "\0") in code:
+                continue
+            found += [f"{relative}:{number}: {what}: {line.strip()}"
+                      for what, pattern in NAME_SWITCHES.items() if re.search(pattern, code)]
+    assert not found, "\n".join(found)
+
+
 def test_the_grep_sees_the_branches_it_forbids():
     """The patterns catch the branches this layer replaced (the test is not vacuous)."""
     replaced = {
@@ -56,4 +83,14 @@ def test_the_grep_sees_the_branches_it_forbids():
     for what, line in replaced.items():
         assert re.search(FORBIDDEN[what], line), what
     assert re.search(HF_CHECK, 'if hasattr(model, "hf"):')
+    switches = {  # the branches issue 27 moved into registry fields
+        "a family name matched": ['cls = UserSeq2Seq if config.family.endswith("seq2seq") else UserLM',
+                                  'seq2seq = fields["family"].endswith("seq2seq")',
+                                  'if family == "gpt":'],
+        "a family name looked up in a literal": ['if config.family in ("gpt", "bert"):'],
+        "a model_type compared": ['sub_layers = SUB[x] if config.model_type in ("t5",) else {}',
+                                  'if hf.config.model_type == "t5":'],
+    }
+    for what, lines in switches.items():
+        assert all(re.search(NAME_SWITCHES[what], line) for line in lines), what
     assert len(list(_sources())) > 50

@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from explorer.analysis.probe import compare_cells, default_probe_input, make_probe_fn, probe
+from explorer.analysis.probe import compare_cells, make_probe_fn, probe
+from explorer.analysis.probe_input import default_probe_input
 from explorer.data.tasks import make_task
 from explorer.data.tokenizers import CharTokenizer
 from explorer.workspace import Workspace

@@ -31,6 +31,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from explorer.analysis.activations import provider_for
 from explorer.analysis.attribution_input import AttributionInput, Row, attribution_input, token_id
 from explorer.errors import UserError
 
@@ -39,6 +40,7 @@ BASELINES = ("pad", "zero", "unk")
 OCCLUSIONS = ("replace", "drop")
 # a completeness gap above this share of |f(x) - f(baseline)| is flagged: more steps are needed
 GAP_WARNING = 0.05
+ALTERNATIVES = 8  # the most probable other tokens offered as contrasts, per output token
 
 
 class Cancelled(UserError):
@@ -83,6 +85,9 @@ class AttributionResult:
     baseline_target: np.ndarray | None = None  # (R,) f(baseline), integrated gradients only
     gap: np.ndarray | None = None  # (R,) sum of the row's attributions - (f(x) - f(baseline))
     notes: list[str] = field(default_factory=list)
+    # per row the model's most probable other tokens there, best first: contrasts to choose from
+    alternative_ids: list[list[int]] = field(default_factory=list)
+    alternatives: list[list[str]] = field(default_factory=list)  # their labels (attribute())
 
     @property
     def columns(self) -> list[str]:
@@ -111,6 +116,8 @@ class AttributionResult:
         for r, label in enumerate(self.rows):
             entry = {"token": label, "position": self.positions[r], "target": float(self.target[r]),
                      **self.side_scores(r)}
+            if self.alternatives:
+                entry["alternatives"] = self.alternatives[r]
             if self.gap is not None:
                 entry.update(gap=float(self.gap[r]), relative_gap=float(relative[r]),
                              baseline_target=float(self.baseline_target[r]))
@@ -148,7 +155,9 @@ def attribute(workspace, source: str, target: str = "", settings: AttributionSet
     contrast_id = None
     if settings.contrast:
         contrast_id = token_id(workspace.tokenizer, settings.contrast)
-    return attribute_item(workspace.model, item, settings, contrast_id, progress, should_stop)
+    result = attribute_item(workspace.model, item, settings, contrast_id, progress, should_stop)
+    result.alternatives = [[str(t) for t in workspace.tokenizer.tokens(ids)] for ids in result.alternative_ids]
+    return result
 
 
 def attribute_item(model, item: AttributionInput, settings: AttributionSettings,
@@ -170,13 +179,17 @@ class _Run:
         self.model, self.item, self.contrast_id = model, item, contrast_id
         self.progress, self.should_stop = progress or (lambda fraction: None), should_stop
         device = next(model.parameters()).device
-        self.inputs = [t.to(device) for t in item.inputs]
+        self.inputs = _cut_after_rows(item, [t.to(device) for t in item.inputs])
+        self.head = output_layer(model)
+        # the output layer runs only at the explained positions: column c of the logits is position
+        # positions[c] (the identity when the model's output layer could not be found)
+        self.positions = sorted({row.position for row in item.rows})
         with torch.no_grad():
             captured: list[torch.Tensor] = []
             read: list[torch.Tensor] = []
             with embedding_hooks(item, captured=captured, read=read):
-                self.logits = _logits(model(*self.inputs))
-        self.embedded = [e.detach() for e in captured]  # per side (1, T, D)
+                self.logits = self.forward_logits(self.inputs)
+        self.embedded = [e.detach() for e in captured]  # per side (1, T, D), T cut after the rows
         # a side the model reads backwards (seq2seq's reverse_source) is embedded in reading
         # order: its columns are flipped back to the text's order
         self.reversed = [not torch.equal(ids, self.inputs[side.input_index])
@@ -184,15 +197,26 @@ class _Run:
                          for side, ids in zip(item.sides, read)]
 
     # ---- pieces -------------------------------------------------------------------------------
-    def forward(self, replacements: list[torch.Tensor]):
+    def forward_logits(self, inputs: list[torch.Tensor], hidden: list | None = None) -> torch.Tensor:
+        """(B, P, V) logits at the explained positions only (the output layer is most of the cost
+        of a forward pass at a large vocabulary); `hidden` gets the output layer's input (B, P, D)."""
+        with output_at(self.head, self.positions, hidden) as sliced:
+            logits = _logits(self.model(*inputs))
+        if not sliced:
+            self.positions = list(range(logits.size(1)))
+        return logits
+
+    def forward(self, replacements: list[torch.Tensor], hidden: list | None = None):
         """Logits with each side's embedding output replaced; batch = the replacements' batch."""
         batch = replacements[0].size(0)
         with embedding_hooks(self.item, replace=replacements):
-            return _logits(self.model(*[t.expand(batch, -1) for t in self.inputs]))
+            return self.forward_logits([t.expand(batch, -1) for t in self.inputs], hidden)
 
     def quantity(self, logits: torch.Tensor, row: Row, position: int | None = None) -> torch.Tensor:
-        """f for each batch entry: log p(token) [- log p(contrast)], (B,)."""
-        logprobs = logits[:, row.position if position is None else position].float().log_softmax(-1)
+        """f for each batch entry: log p(token) [- log p(contrast)], (B,). Without `position` the
+        logits are the explained positions' (forward); with it, a whole output's."""
+        column = self.positions.index(row.position) if position is None else position
+        logprobs = logits[:, column].float().log_softmax(-1)
         value = logprobs[:, row.token_id]
         if self.contrast_id is not None:
             value = value - logprobs[:, self.contrast_id]
@@ -208,9 +232,31 @@ class _Run:
                     for k, side in enumerate(self.item.sides)]
 
     def in_text_order(self, per_side: list[torch.Tensor]) -> torch.Tensor:
-        """Per-side scores (..., T_k) in the text's order, concatenated into columns."""
-        return torch.cat([s.flip(-1) if flipped else s for s, flipped in zip(per_side, self.reversed)],
-                         dim=-1)
+        """Per-side scores (..., T_k) in the text's order, concatenated into columns; a side cut
+        after the explained positions is padded back to its length (those columns are unreachable)."""
+        padded = [torch.nn.functional.pad(s.flip(-1) if flipped else s, (0, len(side.labels) - s.size(-1)))
+                  for s, flipped, side in zip(per_side, self.reversed, self.item.sides)]
+        return torch.cat(padded, dim=-1)
+
+    def row_gradients(self, logits: torch.Tensor, hidden: list, points: list[torch.Tensor],
+                      weight: torch.Tensor | None = None):
+        """For each row in turn: d (sum over the batch of weight * f_row) / d points. Each row's f
+        reads only its own column of the output layer's input, so one backward through the output
+        layer serves every row; then one backward per row through the network below it."""
+        rows = self.item.rows
+        values = [self.quantity(logits, row) * (1.0 if weight is None else weight) for row in rows]
+        if len(hidden) != 1 or len(rows) != len(self.positions):  # the output layer not sliced
+            for r, value in enumerate(values):
+                yield torch.autograd.grad(value.sum(), points, retain_graph=r < len(rows) - 1,
+                                          allow_unused=True)
+            return
+        (shared,) = torch.autograd.grad(sum(v.sum() for v in values), hidden[0], retain_graph=True)
+        for r, row in enumerate(rows):
+            column = self.positions.index(row.position)
+            own = torch.zeros_like(shared)
+            own[:, column] = shared[:, column]  # (B, P, D): this row's part only
+            yield torch.autograd.grad(hidden[0], points, grad_outputs=own, retain_graph=r < len(rows) - 1,
+                                      allow_unused=True)
 
     def check_stop(self) -> None:
         if self.should_stop is not None and self.should_stop():
@@ -229,13 +275,18 @@ class _Run:
     def result(self, settings, scores: np.ndarray, **extra) -> AttributionResult:
         scores = np.where(self.reachable(), scores, np.nan)
         target = np.array([self.quantity(self.logits, row).item() for row in self.item.rows])
+        alternatives = []
+        for row in self.item.rows:
+            logits = self.logits[0, self.positions.index(row.position)]  # (V,)
+            ranked = logits.topk(min(ALTERNATIVES + 1, logits.numel())).indices.tolist()
+            alternatives.append([i for i in ranked if i != row.token_id][:ALTERNATIVES])
         ig, occlusion = settings.method == "ig", settings.method == "occlusion"
         return AttributionResult(
             method=settings.method, baseline=settings.baseline if ig or occlusion else None,
             steps=settings.steps if ig else None, contrast=settings.contrast,
             rows=[row.label for row in self.item.rows], positions=[row.position for row in self.item.rows],
             sides=[(side.name, list(side.labels)) for side in self.item.sides],
-            scores=scores, target=target, **extra)
+            scores=scores, target=target, alternative_ids=alternatives, **extra)
 
     # ---- methods ------------------------------------------------------------------------------
     def compute(self, settings: AttributionSettings) -> AttributionResult:
@@ -247,12 +298,11 @@ class _Run:
 
     def gradients(self, settings) -> AttributionResult:
         leaves = [e.clone().requires_grad_() for e in self.embedded]
-        logits = self.forward(leaves)
+        hidden: list[torch.Tensor] = []
+        logits = self.forward(leaves, hidden)
         rows = []
-        for r, row in enumerate(self.item.rows):
+        for r, grads in enumerate(self.row_gradients(logits, hidden, leaves)):
             self.check_stop()
-            grads = torch.autograd.grad(self.quantity(logits, row).sum(), leaves,
-                                        retain_graph=r < len(self.item.rows) - 1, allow_unused=True)
             per_side = []
             for leaf, grad in zip(leaves, grads):
                 grad = torch.zeros_like(leaf) if grad is None else grad
@@ -276,11 +326,10 @@ class _Run:
                                  device=self.embedded[0].device)[:, None, None]  # (k, 1, 1)
             weight = torch.tensor(weights[chunk.start:chunk.stop], device=alpha.device)
             points = [(b + alpha * d).requires_grad_() for b, d in zip(baselines, deltas)]  # (k, T, D)
-            logits = self.forward(points)
-            for r, row in enumerate(self.item.rows):
-                weighted = (self.quantity(logits, row) * weight).sum()
-                grads = torch.autograd.grad(weighted, points, retain_graph=r < n_rows - 1,
-                                            allow_unused=True)
+            hidden: list[torch.Tensor] = []
+            logits = self.forward(points, hidden)
+            for r, grads in enumerate(self.row_gradients(logits, hidden, points, weight)):
+                self.check_stop()
                 for total, grad in zip(totals, grads):
                     if grad is not None:
                         total[r] += grad.sum(0).double()
@@ -301,8 +350,8 @@ class _Run:
         total = sum(len(side.labels) for side in self.item.sides)
         done = 0
         for k, side in enumerate(self.item.sides):
-            length = len(side.labels)
-            block = np.full((len(self.item.rows), length), np.nan)
+            length = self.embedded[k].size(1)  # a side cut after the rows: the rest is unreachable
+            block = np.full((len(self.item.rows), len(side.labels)), np.nan)
             for start in range(0, length, settings.batch_size):
                 self.check_stop()
                 positions = list(range(start, min(start + settings.batch_size, length)))
@@ -349,6 +398,53 @@ class _Run:
                         continue  # the explained token itself (a mask) is gone
                     position -= 1
                 block[r, j] = full[r] - self.quantity(logits, row, position).item()
+
+
+def _cut_after_rows(item: AttributionInput, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """A causal side's tokens after the last explained position cannot change any explained
+    output: the input is cut there (less to compute, the same numbers)."""
+    last = max(row.position for row in item.rows)
+    for index in {side.input_index for side in item.sides}:
+        if all(side.causal for side in item.sides if side.input_index == index):
+            inputs[index] = inputs[index][:, : last + 1]
+    return inputs
+
+
+def output_layer(model) -> torch.nn.Module | None:
+    """The linear layer that turns the last hidden states into logits (its weight is the model's
+    output embedding), or None when the model has none."""
+    weight = provider_for(model).embeddings(model).get("output")
+    found = [module for module in model.modules()
+             if isinstance(module, torch.nn.Linear) and module.weight is weight]
+    return found[0] if len(found) == 1 else None
+
+
+@contextlib.contextmanager
+def output_at(head: torch.nn.Module | None, positions: list[int], hidden: list | None = None):
+    """While open, the output layer computes only at `positions` of its (B, T, D) input: the model
+    returns (B, P, V) logits. Yields a list that is true once the layer was sliced; `hidden` gets
+    the sliced input. Other threads' passes go through untouched."""
+    sliced: list[bool] = []
+    if head is None:
+        yield sliced
+        return
+    owner = threading.get_ident()
+
+    def hook(module, args):
+        x = args[0]
+        if threading.get_ident() != owner or x.dim() != 3 or x.size(1) <= max(positions):
+            return None
+        x = x[:, positions]  # (B, P, D)
+        sliced.append(True)
+        if hidden is not None:
+            hidden.append(x)
+        return (x, *args[1:])
+
+    handle = head.register_forward_pre_hook(hook)
+    try:
+        yield sliced
+    finally:
+        handle.remove()
 
 
 def gauss_legendre(steps: int) -> tuple[list[float], list[float]]:

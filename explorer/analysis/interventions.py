@@ -53,6 +53,7 @@ class HeadImportance:
     drop: np.ndarray  # (L, H): log p(outputs) clean minus with that head ablated; NaN: no such head
     mode: str
     points: list[str] = field(default_factory=list)  # each layer's z point, for `ablate`
+    quantity: str = "drop in log p"  # what `drop` measures (head_importance_data: loss, BLEU)
 
 
 @dataclass
@@ -89,11 +90,6 @@ class _Eval:
 
     def __exit__(self, *exc) -> None:
         self.model.train(self.was_training)
-
-
-def head_points(model, item: AttributionInput) -> list[str]:
-    """Every per-head output point (`...attn.hook_z`, `...cross_attn.hook_z`), bottom first."""
-    return [p.name for p in list_points(model, _model_inputs(model, item)) if _HEADS.match(p.name)]
 
 
 def head_means(model, items: list[AttributionInput], names: list[str]) -> dict[str, torch.Tensor]:
@@ -168,19 +164,34 @@ def head_importance(workspace, source: str, target: str = "", mode: str = "zero"
     one batched pass per layer (batch row h ablates head h)."""
     model = workspace.model
     item = attribution_input(workspace, source, target)
-    names = head_points(model, item)
+    points = list_points(model, _model_inputs(model, item))
+    names = [p.name for p in points if _HEADS.match(p.name)]
     if not names:
         raise UserError(f"a {family_of(model).name} model has no attention heads to ablate")
     if mode == "mean" and means is None:
         means = head_means(model, [item], names)
+    first_stack = next((m.group(1) for p in points if (m := _RESID.match(p.name))), None)
+    residuals = {p.name for p in points if _RESID.match(p.name)}
     with _Eval(model), torch.no_grad():
         clean = run_with(model, _model_inputs(model, item), read=names)
         base = float(_log_probs(clean.logits, item).sum())
         counts = [clean.values[name].shape[2] for name in names]
         drop = np.full((len(names), max(counts)), np.nan)
         for layer, (name, count) in enumerate(zip(names, counts)):
-            fn = _head_replacement([[h] for h in range(count)], None if mode == "zero" else means[name])
-            logits = run_with(model, _model_inputs(model, item, count), replace={name: fn}).logits
+            replace = {name: _head_replacement([[h] for h in range(count)],
+                                               None if mode == "zero" else means[name])}
+            inputs = _model_inputs(model, item, count)
+            stack, block = _HEADS.match(name).group(1, 2)
+            residual = f"{stack}.blocks.{block}.hook_resid_pre"
+            if stack == first_stack and residual in residuals:
+                # the layers below this one do not depend on the ablated head: they run once (batch
+                # 1) and the residual stream into this layer is copied for each head. Only the
+                # first stack the pass computes: a later one reads the earlier stacks' outputs
+                # (cross-attention), whose batch must match its own.
+                first = item.sides[0].input_index
+                inputs = tuple(t[:1] if k == first else t for k, t in enumerate(inputs))
+                replace[residual] = lambda value, count=count: value.expand(count, -1, -1)  # (H, T, D)
+            logits = run_with(model, inputs, replace=replace).logits
             drop[layer, :count] = base - _log_probs(logits, item).sum(1).numpy()
             if progress is not None:
                 progress((layer + 1) / len(names))

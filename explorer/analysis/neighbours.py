@@ -63,13 +63,14 @@ class Neighbour:
     index: int  # into the training pairs
 
 
-def _encoded(workspace, pairs):
-    """(contexts, target ids) as the model reads them: sources with <eos>, targets with <eos>."""
+def _encoded(workspace, pairs, with_targets: bool = True):
+    """(contexts, target ids) as the model reads them: sources with <eos>, targets with <eos>
+    (None when not `with_targets`: an encoder's state does not depend on the target)."""
     from explorer.analysis.examples import _target_ids
     from explorer.decoding.scoring import encode_context
 
-    return ([encode_context(workspace, s) for s, _ in pairs],
-            [_target_ids(workspace, t) for _, t in pairs])
+    contexts = [encode_context(workspace, s) for s, _ in pairs]
+    return contexts, [_target_ids(workspace, t) for _, t in pairs] if with_targets else None
 
 
 def _rnn_layers(model, inputs) -> tuple[str, str | None] | None:
@@ -88,32 +89,40 @@ def _rnn_layers(model, inputs) -> tuple[str, str | None] | None:
     return f"encoder.rnn.l{top}.fwd.hook_h", backward
 
 
+def _check_kind(kind: str, step: int | None) -> None:
+    if kind not in ("encoder", "decoder"):
+        raise UserError(f"neighbours by encoder or decoder state, not {kind!r}")
+    if kind == "decoder" and (step is None or step < 0):
+        raise UserError("a decoder-state index needs an output step (0 or more)")
+
+
 def state_vectors(workspace, pairs: Sequence[tuple[str, str]], kind: str = "encoder",
                   step: int | None = None, rnn="find") -> tuple[np.ndarray, np.ndarray]:
     """(vectors (B, D) float32, kept (B,) bool) of one batch of pairs; `kept` is False for pairs
     whose target has no position `step` (decoder states). `rnn`: the encoder's h points as
     `_rnn_layers` finds them, None for a Transformer, "find" to look."""
+    _check_kind(kind, step)
+    contexts, targets = _encoded(workspace, pairs, with_targets=kind == "decoder")
+    return _state_vectors(workspace.model, contexts, targets, step, rnn)
+
+
+def _state_vectors(model, contexts, targets, step, rnn) -> tuple[np.ndarray, np.ndarray]:
+    """`state_vectors` of token ids: decoder states when `targets` is given, else encoder ones."""
     import torch
 
     from explorer.analysis.activations import run_with
     from explorer.analysis.examples import _padded
     from explorer.decoding.incremental import inference, special_ids
 
-    if kind not in ("encoder", "decoder"):
-        raise UserError(f"neighbours by encoder or decoder state, not {kind!r}")
-    if kind == "decoder" and (step is None or step < 0):
-        raise UserError("a decoder-state index needs an output step (0 or more)")
-    model = workspace.model
     start_id, _, pad_id = special_ids(model)
-    contexts, targets = _encoded(workspace, pairs)
     src, src_pad = _padded(contexts, pad_id)  # (B, S)
     # the encoder's state does not depend on the target: one decoder step is enough then
-    fed = [[start_id] + t[:-1] for t in targets] if kind == "decoder" else [[start_id]] * len(targets)
+    fed = [[start_id] + t[:-1] for t in targets] if targets is not None else [[start_id]] * len(contexts)
     tgt_in, tgt_pad = _padded(fed, pad_id)  # (B, T)
     inputs = (src, tgt_in, src_pad, tgt_pad)
     lengths = torch.tensor([len(c) for c in contexts])
     with inference(model):
-        if kind == "decoder":
+        if targets is not None:
             out = run_with(model, inputs, read=["decoder.hook_out"]).values["decoder.hook_out"]
             kept = np.array([len(t) > step for t in targets])
             position = min(step, out.shape[1] - 1)
@@ -124,12 +133,12 @@ def state_vectors(workspace, pairs: Sequence[tuple[str, str]], kind: str = "enco
             out = run_with(model, inputs, read=["encoder.hook_out"]).values["encoder.hook_out"]
             real = (~src_pad).unsqueeze(-1).to(out.dtype)  # (B, S, 1)
             pooled = (out * real).sum(1) / real.sum(1)  # (B, D)
-            return pooled.float().numpy(), np.ones(len(pairs), dtype=bool)
+            return pooled.float().numpy(), np.ones(len(contexts), dtype=bool)
         forward, backward = rnn
         values = run_with(model, inputs, read=[p for p in rnn if p]).values
-        last = values[forward][torch.arange(len(pairs)), lengths - 1]  # (B, H) after the last token
+        last = values[forward][torch.arange(len(contexts)), lengths - 1]  # (B, H) after the last token
         parts = [last] + ([values[backward][:, 0]] if backward else [])  # backward ends at 0
-        return torch.cat(parts, dim=-1).float().numpy(), np.ones(len(pairs), dtype=bool)
+        return torch.cat(parts, dim=-1).float().numpy(), np.ones(len(contexts), dtype=bool)
 
 
 def build_index(workspace, pairs: Sequence[tuple[str, str]], kind: str = "encoder",
@@ -142,20 +151,24 @@ def build_index(workspace, pairs: Sequence[tuple[str, str]], kind: str = "encode
     if not pairs:
         raise UserError("there are no training examples to index")
     pairs = list(pairs)
+    _check_kind(kind, step)
     rnn = None
     if kind == "encoder":
         from explorer.decoding.incremental import inference
 
         with inference(workspace.model):
             rnn = _first_rnn_layers(workspace, pairs[0])
-    # sorting by length keeps padding (and so wasted work) small; rows keep the original order
-    order = np.argsort([len(s) for s, _ in pairs], kind="stable")
+    contexts, targets = _encoded(workspace, pairs, with_targets=kind == "decoder")
+    # sorted by length in tokens, a batch has little padding (wasted work); rows keep the order
+    order = np.argsort([len(c) for c in contexts], kind="stable")
     chunks, kept_rows = [], []
     for start in range(0, len(order), batch_size):
         if should_stop is not None and should_stop():
             return None
         rows = order[start : start + batch_size]
-        vectors, kept = state_vectors(workspace, [pairs[i] for i in rows], kind, step, rnn)
+        vectors, kept = _state_vectors(workspace.model, [contexts[i] for i in rows],
+                                       None if targets is None else [targets[i] for i in rows],
+                                       step, rnn)
         chunks.append(vectors[kept])
         kept_rows.append(rows[kept])
         if progress is not None:

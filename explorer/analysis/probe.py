@@ -212,17 +212,6 @@ def make_probe_fn(workspace, probe_input):
     return probe_fn
 
 
-def default_probe_input(workspace) -> tuple[str, str]:
-    """A validation example of the workspace's data (or training example), else a fixed phrase."""
-    data = getattr(workspace, "data", None)
-    for split in ("val", "train", "test"):
-        pairs = getattr(data, split, None) if data is not None else None
-        if pairs:
-            source, target = pairs[0]
-            return source, target
-    return "the quick brown fox", "the quick brown fox"
-
-
 def compare_cells(
     token_ids: list[int],
     vocab_size: int,

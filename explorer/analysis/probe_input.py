@@ -1,4 +1,4 @@
-"""What the app probes: one (source, target) pair, owned by the UI's controller.
+"""What the app probes: one (source, target) pair, held by the app state (explorer/state.py).
 
 The GUI thread sets it; the training thread reads it between steps (`make_probe_fn` in
 explorer/analysis/probe.py reads `.text` at call time). Setting is one tuple assignment, atomic in
@@ -21,3 +21,14 @@ class ProbeInput:
 
     def __bool__(self) -> bool:
         return any(self.text)
+
+
+def default_probe_input(workspace) -> tuple[str, str]:
+    """A validation example of the workspace's data (or training example), else a fixed phrase."""
+    data = getattr(workspace, "data", None)
+    for split in ("val", "train", "test"):
+        pairs = getattr(data, split, None) if data is not None else None
+        if pairs:
+            source, target = pairs[0]
+            return source, target
+    return "the quick brown fox", "the quick brown fox"

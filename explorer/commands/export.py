@@ -70,6 +70,17 @@ def _greedy_target(workspace, source: str) -> str:
     return greedy(workspace.model, context, max_len=64, tokenizer=workspace.tokenizer).text
 
 
+def _tables_without_qt(workspace, specs, out) -> list:
+    """The CSVs of panels whose registry entry computes its tables without Qt: no panel, no
+    QApplication (the same files the panel's own export writes)."""
+    from explorer.export.tables import safe_name, write_csv
+    from explorer.families import Lazy
+
+    out.mkdir(parents=True, exist_ok=True)
+    return [write_csv(out / f"{spec.panel_id}_{safe_name(name)}.csv", header, rows)
+            for spec in specs for name, (header, rows) in Lazy(spec.tables)(workspace).items()]
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -90,6 +101,10 @@ def run(args: argparse.Namespace) -> int:
         warn_history_cut(args.checkpoint, workspace)  # the curves end early: said, not hidden
     check_text(workspace.model, args.input, "--input")
     check_text(workspace.model, args.target, "--target")
+    if args.formats == ["csv"] and all(spec.tables for spec in specs):
+        written = _tables_without_qt(workspace, specs, Path(args.out))
+        print("\n".join(str(path) for path in written))
+        return 0
     # what the app's first evaluation shows in the BLEU panel (a Hugging Face folder has no data)
     evaluates = workspace.is_seq2seq and "bleu" in args.plots and workspace.data is not None
     bleu = evaluate(workspace, bleu_examples=32) if evaluates else None

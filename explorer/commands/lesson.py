@@ -83,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         from explorer.ui.app import ensure_display, run_app
 
         ensure_display(False)
-        return run_app(lesson=str(paths[0]))
+        # a course (several lessons, one folder) opens as a course: every lesson listed
+        return run_app(lesson=str(paths[0] if len(paths) == 1 else paths[0].parent))
     from explorer.lessons.runner import run_lesson
     from explorer.ui.lesson_figures import export_figure
 

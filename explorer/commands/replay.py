@@ -18,7 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", metavar="RUN", help="the run folder to replay")
     parser.add_argument("--out", metavar="DIR", required=True, help="write the new run here")
     parser.add_argument("--snapshot-every", type=int, metavar="N",
-                        help="keep a full checkpoint every N steps (default: as the run did)")
+                        help="keep a full checkpoint every N steps, 0: none (default: as the run "
+                             "did)")
     parser.add_argument("--device", help="auto | cpu | cuda | mps (default: as recorded)")
 
 
@@ -127,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
 
     reader = RunReader(args.run)
     config, run_section, segments, recorded = _recorded(reader)
-    snapshot_every = args.snapshot_every or run_section.get("snapshot_every")
+    snapshot_every = (run_section.get("snapshot_every") if args.snapshot_every is None
+                      else args.snapshot_every)  # 0: none, as for train and the app
     writer = RunWriter(args.out, snapshot_every)
     writer.claim(resume=False)
     error = None

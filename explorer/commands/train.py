@@ -15,23 +15,13 @@ from __future__ import annotations
 
 import argparse
 
+from explorer.commands.train_options import flag_fields
 from explorer.families import family_names
 from seqmodels.cells import cell_names
 from seqmodels.scores import SCORES
 
 ARCHS = family_names()
-# option name -> the model config field it sets; it applies to the families whose config has one
-MODEL_FLAGS = {
-    "cell": "cell", "attention": "attention", "layers": "num_layers", "hidden": "hidden_size",
-    "d_model": "d_model", "heads": "num_heads", "dropout": "dropout",
-}
 DATA_FLAGS = ("task", "data", "src", "tgt", "val_src", "val_tgt", "tokenizer", "vocab_size")
-TRAIN_FLAGS = {  # option name -> TrainConfig field
-    "steps": "steps", "epochs": "epochs", "batch_size": "batch_size", "lr": "lr", "clip": "clip",
-    "seed": "seed", "device": "device", "optimizer": "optimizer", "schedule": "schedule",
-    "warmup": "warmup", "label_smoothing": "label_smoothing", "eval_every": "eval_every",
-    "precision": "precision", "threads": "num_threads", "context": "context",
-}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -165,7 +155,7 @@ def _model_overrides(options: dict, name: str) -> dict:
     family = get_family(name)
     settings = {f.name for f in fields(family.model.config_class)}
     overrides = {}
-    for flag, field in MODEL_FLAGS.items():
+    for flag, field in flag_fields("model").items():
         if options.get(flag) is None:
             continue
         if field not in settings:
@@ -184,8 +174,9 @@ def _train_config(options: dict, base):
     from explorer.commands.train_options import extra_fields
     from explorer.training.config import TrainConfig
 
-    changes = {field: options[flag] for flag, field in TRAIN_FLAGS.items() if flag in options}
-    changes.update(extra_fields(options, "train", handled=TRAIN_FLAGS))  # --config, --recipe
+    flags = flag_fields("train")
+    changes = {field: options[flag] for flag, field in flags.items() if flag in options}
+    changes.update(extra_fields(options, "train", handled=flags))  # --config, --recipe
     if changes.get("clip") == 0:
         changes["clip"] = None
     if "epochs" in changes and "steps" not in changes:
@@ -204,7 +195,7 @@ def _all_overrides(options: dict, family: str) -> dict:
     from explorer.commands.train_options import extra_fields
 
     return {**_model_overrides(options, family),
-            **extra_fields(options, "model", handled=MODEL_FLAGS)}
+            **extra_fields(options, "model", handled=flag_fields("model"))}
 
 
 def _new_workspace(options: dict):
@@ -376,8 +367,9 @@ def _train(options: dict, out, parallel, writer) -> int:
     from explorer.training.checkpoint import check_resumable
 
     if options.get("resume"):
-        given = [k for k in (*DATA_FLAGS, *MODEL_FLAGS, "arch", "preset") if k in options]
-        given += list(extra_fields(options, "model", handled=MODEL_FLAGS))
+        model_flags = flag_fields("model")
+        given = [k for k in (*DATA_FLAGS, *model_flags, "arch", "preset") if k in options]
+        given += list(extra_fields(options, "model", handled=model_flags))
         if given:
             flag = given[0].replace("_", "-")
             raise UserError(f"--resume keeps the checkpoint's data and model; drop --{flag}")

@@ -11,10 +11,8 @@ like any model of ours.
 
 from __future__ import annotations
 
+from explorer.commands.train_options import flag_of_field
 from explorer.errors import UserError
-
-# option the --hf-config file's field fills, where the command line has no flag of that name
-_FLAG_OF_FIELD = {"num_layers": "layers", "num_heads": "heads"}
 
 
 def with_hf_architecture(options: dict) -> dict:
@@ -33,7 +31,8 @@ def with_hf_architecture(options: dict) -> dict:
     given = set(options)
     if "d_model" in given:  # --d-model implies d_ff = 4 x d_model, as for our Transformers
         fields.pop("d_ff", None)
-    filled = {_FLAG_OF_FIELD.get(name, name): value for name, value in fields.items()}
+    # the option each field fills: its flag's name, where a flag sets it
+    filled = {flag_of_field(name): value for name, value in fields.items()}
     return {**options, "arch": family, **{k: v for k, v in filled.items() if k not in given}}
 
 

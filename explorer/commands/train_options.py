@@ -22,10 +22,33 @@ from typing import Any
 from explorer.errors import UserError
 
 RECIPES = Path(__file__).resolve().parent.parent / "training" / "recipes"
-# model config field -> the flag that sets it, where one does
-FIELD_TO_FLAG = {"num_layers": "layers", "hidden_size": "hidden", "num_heads": "heads",
-                 "num_threads": "threads"}
+# The one table of train's flags that set a config field: flag -> (config, field), the config
+# being "model" (a model flag applies to the families whose config has the field) or "train"
+# (TrainConfig). A recipe or config file may name such a field by its flag or its field name.
+FLAG_FIELDS = {
+    "cell": ("model", "cell"), "attention": ("model", "attention"),
+    "layers": ("model", "num_layers"), "hidden": ("model", "hidden_size"),
+    "d_model": ("model", "d_model"), "heads": ("model", "num_heads"), "dropout": ("model", "dropout"),
+    "steps": ("train", "steps"), "epochs": ("train", "epochs"),
+    "batch_size": ("train", "batch_size"), "lr": ("train", "lr"), "clip": ("train", "clip"),
+    "seed": ("train", "seed"), "device": ("train", "device"), "optimizer": ("train", "optimizer"),
+    "schedule": ("train", "schedule"), "warmup": ("train", "warmup"),
+    "label_smoothing": ("train", "label_smoothing"), "eval_every": ("train", "eval_every"),
+    "precision": ("train", "precision"), "threads": ("train", "num_threads"),
+    "context": ("train", "context"),
+}
 NOT_OPTIONS = ("config", "recipe", "command", "_module")  # argparse destinations that are not options
+
+
+def flag_fields(kind: str) -> dict[str, str]:
+    """Flag -> the field it sets of the `kind` config ("model" or "train")."""
+    return {flag: field for flag, (config, field) in FLAG_FIELDS.items() if config == kind}
+
+
+def flag_of_field(name: str) -> str:
+    """The flag that sets config field `name` under another name (`num_layers` -> `layers`);
+    else `name` itself."""
+    return next((flag for flag, (_, field) in FLAG_FIELDS.items() if field == name), name)
 
 
 def train_fields() -> dict[str, Any]:
@@ -89,8 +112,9 @@ def _fits(value, expected) -> bool:
 def option_types(parser: argparse.ArgumentParser) -> dict[str, Any]:
     """Every name a recipe or config may hold -> its type."""
     known = {**model_fields(), **train_fields()}
-    for field in FIELD_TO_FLAG:
-        known.pop(field, None)
+    for name in list(known):
+        if flag_of_field(name) != name:  # named by its flag
+            known.pop(name)
     known.update(flag_types(parser))
     return known
 
@@ -102,7 +126,7 @@ def read_options(path: Path, data: Any, types: dict[str, Any]) -> dict[str, Any]
     options = {}
     for key, value in data.items():
         name = key.replace("-", "_")
-        name = FIELD_TO_FLAG.get(name, name)
+        name = flag_of_field(name)
         options[name] = value
     unknown = sorted(set(options) - set(types))
     if unknown:

@@ -341,6 +341,38 @@ def greedy_batch(model, contexts, *, max_len=64, tokenizer=None, alpha=0.0) -> l
     return [decoder.hypothesis(row, alpha) for row in range(len(contexts))]
 
 
+def greedy_ids(model, contexts, limits: list[int]) -> list[tuple[list[int], bool]]:
+    """Greedy decoding of a batch when only the outputs count (evaluating a data set): per row its
+    ids (with <eos> when it finished) and whether it finished. Row i stops at <eos> or after
+    `limits[i]` tokens and then leaves the batch, so a batch costs the sum of its outputs' lengths,
+    not its longest output times its rows. The ids are those `greedy_batch` gives at each row's limit
+    (the argmax of the logits is the argmax of their log-softmax)."""
+    contexts = [list(c) for c in contexts]
+    limits = [effective_max_len(model, c, limit) for c, limit in zip(contexts, limits)]
+    _, eos_id, _ = special_ids(model)
+    reorder = getattr(model, "reorder_state", reorder_state)  # HF: the model's own cache
+    ids: list[list[int]] = [[] for _ in contexts]
+    finished = [False] * len(contexts)
+    with inference(model):
+        state, logprobs, _ = begin(model, contexts)
+        logits = logprobs
+        live = torch.arange(len(contexts))  # the batch rows' example indices
+        while True:
+            chosen = logits.argmax(dim=-1)  # (B,)
+            keep = []
+            for position, (row, token) in enumerate(zip(live.tolist(), chosen.tolist())):
+                ids[row].append(token)
+                finished[row] = token == eos_id
+                if not finished[row] and len(ids[row]) < limits[row]:
+                    keep.append(position)
+            if not keep:
+                return list(zip(ids, finished))
+            if len(keep) < len(live):  # finished rows leave the batch
+                index = torch.tensor(keep, dtype=torch.long)
+                state, live, chosen = reorder(state, index), live[index], chosen[index]
+            logits, state, _ = model.step(chosen.to(logits.device), state)  # (B, V)
+
+
 def greedy(model, context, *, max_len=64, tokenizer=None) -> Hypothesis:
     """The most probable token at every step, until <eos> or max_len tokens."""
     return greedy_batch(model, [context], max_len=max_len, tokenizer=tokenizer)[0]

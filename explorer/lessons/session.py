@@ -133,7 +133,7 @@ class LessonSession:
     @property
     def probe(self) -> tuple[str, str]:
         if self._probe is None:
-            from explorer.analysis.probe import default_probe_input
+            from explorer.analysis.probe_input import default_probe_input
 
             return default_probe_input(self.workspace)
         return self._probe

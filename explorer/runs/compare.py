@@ -218,7 +218,7 @@ def run_attention(folder: str | Path, name: str, step: int | None, source: str,
 
 def default_input(folder: str | Path) -> tuple[str, str]:
     """A validation example of the run's data (its first), else a fixed phrase."""
-    from explorer.analysis.probe import default_probe_input
+    from explorer.analysis.probe_input import default_probe_input
     from explorer.training.checkpoint import load_checkpoint
 
     return default_probe_input(load_checkpoint(checkpoint_of(folder, None), load_state=False))
@@ -293,3 +293,31 @@ def compare_beams(sides: Sequence[tuple[str | Path, str, int | None]], source: s
             views.append(BeamView(name, -1 if step is None else step, name,
                                   message=f"{name}: {exc}"))
     return BeamComparison(source, views)
+
+
+# -- every compared run on the same examples (the length plot's lines) ---------------------------
+
+
+def evaluate_runs(runs: dict[str, str | Path], pairs, seq2seq: bool, should_stop=None
+                  ) -> tuple[dict[str, tuple[str, object]], list[str]] | None:
+    """Each run's latest checkpoint evaluated on `pairs` (the open model's examples): {name:
+    (label, ExampleTable)} in the runs' order, and one line for each run that could not be (a
+    language model beside translation models, a deleted checkpoint). None when stopped."""
+    from explorer.analysis.examples import evaluate_examples
+    from explorer.training.checkpoint import load_checkpoint
+
+    tables, problems = {}, []
+    for name, folder in runs.items():
+        try:
+            workspace = load_checkpoint(checkpoint_of(folder, None), load_data=False,
+                                        load_state=False)
+            if workspace.is_seq2seq != seq2seq:
+                raise UserError("another kind of model (translation against language model)")
+            table = evaluate_examples(workspace, pairs, should_stop=should_stop)
+        except UserError as exc:
+            problems.append(f"{name}: {exc}")
+            continue
+        if table is None:
+            return None
+        tables[name] = (f"{name} · step {workspace.step}", table)
+    return tables, problems

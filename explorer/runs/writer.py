@@ -10,8 +10,19 @@
 
 One lock: the folder's explorer.durable.FolderLock, held from `claim` to `close` (Autosave takes the
 same lock again, re-entrantly). One metrics writer: rows reach metrics.jsonl through a
-durable.JsonlAppender, one write() per row, so a reader sees whole rows or a last line still being
-written (which it leaves for later), never a row with a gap in it.
+durable.JsonlAppender, one write() of whole rows at a time, so a reader sees whole rows or a last
+line still being written (which it leaves for later), never a row with a gap in it. Step rows are
+gathered for up to ROWS_EVERY_S and written together (a write per step cost the app's training
+thread, and the window that follows the run, a file change to read every step); every other row,
+a snapshot, a checkpoint and `close` write the gathered rows first, so a checkpoint or snapshot is
+never ahead of the curves on disk.
+
+The snapshots a training makes every N steps are written by the writer's own thread: `record`
+copies the weights and the optimizer's state (between two steps, so they belong together) and the
+thread writes and fsyncs them while training goes on; the snapshot's row follows once it is on
+disk. At most one is in flight (the next one, `finish` and `close` wait for it), so a copy of the
+model is all the memory it takes. Written in the training thread, they cost the app's training
+1-1.5% of its time (benchmarks/RESULTS.md, issue 22).
 
 Crash safety: each snapshot is a folder swapped into place whole (durable.replace_folder). The
 top-level checkpoint shares its folder with metrics.jsonl and snapshots/, so it cannot be swapped
@@ -29,6 +40,7 @@ import os
 import shutil
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +59,7 @@ TB_MISSING = ("TensorBoard is not installed: no TensorBoard scalars "
               "(pip install 'sequence-model-explorer[tensorboard]')")
 SKIPPED_FILES = (layout.CONFIG_FILE, layout.METRICS_FILE)  # config.json moves last; metrics stay
 OPTIONAL_FILES = ("optimizer.pt", "src_tokenizer.json")  # a newer save may have none
+ROWS_EVERY_S = 1.0  # step rows wait at most this long for their write (a crash loses no more)
 
 
 class RunWriter:
@@ -67,6 +80,10 @@ class RunWriter:
         self._tb = None
         self._finished = False
         self._last_snapshot: int | None = None
+        self._pending_rows: list[dict[str, Any]] = []  # step rows not written yet
+        self._rows_written = -math.inf  # time.monotonic() of the last write
+        self._snapshotter: ThreadPoolExecutor | None = None  # writes the periodic snapshots
+        self._snapshot_in_flight: Future | None = None
 
     # -- before training -------------------------------------------------------------------
 
@@ -166,17 +183,33 @@ class RunWriter:
     # -- while training ----------------------------------------------------------------------
 
     def write_row(self, row: dict[str, Any]) -> None:
-        self._metrics.append([row])  # one write per row: whole or not yet there
+        """An event row (evaluation, snapshot, segment, end), written now after the gathered
+        step rows."""
+        self._pending_rows.append(row)
+        self.flush_rows()
+
+    def flush_rows(self) -> None:
+        """Write the gathered rows in one write(): whole or not yet there."""
+        if self._pending_rows and self._metrics is not None:
+            rows, self._pending_rows = self._pending_rows, []
+            self._metrics.append(rows)
+        self._rows_written = time.monotonic()
+
+    def _write_step_row(self, row: dict[str, Any]) -> None:
+        self._pending_rows.append(row)
+        if time.monotonic() - self._rows_written >= ROWS_EVERY_S:
+            self.flush_rows()
 
     def record(self, event) -> None:
         from explorer.events import EvalMetrics, StepMetrics
 
+        self._collect_snapshot(wait=False)
         if isinstance(event, StepMetrics):
             row = {name: getattr(event, name) for name in STEP_FIELDS}
-            self.write_row(row)
+            self._write_step_row(row)
             self._scalars(row, event.step)
             if self.snapshot_every and event.step % self.snapshot_every == 0:
-                self.snapshot(self.trainer.workspace)
+                self.snapshot(self.trainer.workspace, in_background=True)
         elif isinstance(event, EvalMetrics):
             row = {"event": "eval", "step": event.step,
                    **{k: getattr(event, k) for k in EVAL_FIELDS if getattr(event, k) is not None}}
@@ -191,25 +224,48 @@ class RunWriter:
             if value is not None and math.isfinite(value):
                 self._tb.add_scalar(tag, value, step)
 
-    def snapshot(self, workspace) -> Path | None:
+    def snapshot(self, workspace, in_background: bool = False) -> None:
         """A full checkpoint of this step in snapshots/step-NNNNNN, swapped into place whole. A
-        failed one (a full disk) is a warning: training and the run's other files go on."""
-        from explorer.training.checkpoint import save_folder
+        failed one (a full disk) is a warning: training and the run's other files go on.
+        `in_background`: copy the weights and optimizer state now, write them in the writer's
+        thread (see the module docstring)."""
+        from explorer.readers import frozen_copy
+        from seqmodels.state import map_state
 
-        step = workspace.step
-        path = layout.snapshot_dir(self.folder, step)
+        self._collect_snapshot(wait=True)
+        self.flush_rows()  # no snapshot on disk is ahead of the curves
         state = self.trainer.training_state() if self.trainer.optimizer is not None else None
         # the curves live in the run's metrics.jsonl: a snapshot holds none (RunReader adds them)
         frozen = dataclasses.replace(workspace, history=[], train_config=self.trainer.config)
-        try:
-            save_folder(frozen, path, optimizer=state if state is not None else False)
-        except UserError as exc:
-            self.stream.write(f"\nwarning: {exc}\n")
-            return None
+        path = layout.snapshot_dir(self.folder, workspace.step)
+        if in_background:
+            try:
+                frozen.model = frozen_copy(workspace.model)
+            except (TypeError, RuntimeError):  # a user's model that cannot be deep-copied
+                in_background = False
+        if not in_background:
+            self._snapshot_written(_write_snapshot(frozen, path, state))
+            return
+        state = map_state(state, lambda t: t.detach().clone())  # the live one, before the next step
+        if self._snapshotter is None:
+            self._snapshotter = ThreadPoolExecutor(1, thread_name_prefix="run-snapshots")
+        self._snapshot_in_flight = self._snapshotter.submit(_write_snapshot, frozen, path, state)
+
+    def _collect_snapshot(self, wait: bool) -> None:
+        """The row (or warning) of the snapshot in flight, once it is written (`wait`: now)."""
+        job = self._snapshot_in_flight
+        if job is not None and (wait or job.done()):
+            self._snapshot_in_flight = None
+            self._snapshot_written(job.result())
+
+    def _snapshot_written(self, outcome: tuple[int, Path] | UserError) -> None:
+        if isinstance(outcome, UserError):
+            self.stream.write(f"\nwarning: {outcome}\n")
+            return
+        step, path = outcome
         self._last_snapshot = step
         self.write_row({"event": "snapshot", "step": step,
                         "path": str(path.relative_to(self.folder))})
-        return path
 
     def save_latest(self, workspace, train_config=None, optimizer=None) -> None:
         """The top-level checkpoint, crash-safe although the folder also holds the run (see the
@@ -217,6 +273,7 @@ class RunWriter:
         the run folder; the previous checkpoint there is unchanged."""
         from explorer.training.checkpoint import save_folder
 
+        self.flush_rows()  # the curves on disk reach at least the checkpoint's step
         frozen = dataclasses.replace(workspace, history=[],
                                      train_config=train_config or workspace.train_config)
         staging = self.folder / layout.LATEST_STAGING
@@ -243,6 +300,7 @@ class RunWriter:
 
     def finish(self, workspace, finished) -> None:
         """The end of a training: a last snapshot, the latest checkpoint, the `finished` row."""
+        self._collect_snapshot(wait=True)
         if (self.snapshot_every and finished.reason not in ("nan", "oom")
                 and self._last_snapshot != workspace.step):
             self.snapshot(workspace)
@@ -257,6 +315,15 @@ class RunWriter:
 
     def close(self, error: BaseException | None = None) -> None:
         """Release the folder; a training that ended by an exception gets its `finished` row."""
+        try:
+            self._collect_snapshot(wait=True)  # its row before the `finished` one
+        finally:
+            if self._snapshotter is not None:
+                self._snapshotter.shutdown()
+                self._snapshotter = None
+            self._close(error)
+
+    def _close(self, error: BaseException | None) -> None:
         if error is not None:
             reason = "interrupted" if isinstance(error, KeyboardInterrupt) else "error"
             step = getattr(getattr(self.trainer, "workspace", None), "step", None)
@@ -265,11 +332,23 @@ class RunWriter:
             self._tb.close()
             self._tb = None
         if self._metrics is not None:
+            self.flush_rows()
             self._metrics.close()
             self._metrics = None
         if self._locked:
             self._locked = False
             self._lock.release()
+
+
+def _write_snapshot(frozen, path: Path, state) -> tuple[int, Path] | UserError:
+    """(step, path) of the snapshot written, or why it could not be (any thread)."""
+    from explorer.training.checkpoint import save_folder
+
+    try:
+        save_folder(frozen, path, optimizer=state if state is not None else False)
+    except UserError as exc:
+        return exc
+    return frozen.step, path
 
 
 def _same(a: str | Path, b: str | Path) -> bool:

@@ -58,6 +58,17 @@ def _fused_if_possible(optimizer_class, params, **options) -> torch.optim.Optimi
         return optimizer_class(params, **options)
 
 
+def seed_step(device: torch.device, seed: int) -> None:
+    """Seed the generators a step on `device` draws from: the CPU's, and the device's own.
+
+    Not torch.manual_seed: it also queues a seed for every accelerator torch knows (CUDA, XPU,
+    MTIA) that is not initialised, each with a formatted stack trace, which cost more than a small
+    model's optimizer update on every step (benchmarks/RESULTS.md, issue 22)."""
+    torch.default_generator.manual_seed(seed)
+    if device.type == "cuda":
+        torch.cuda.manual_seed(seed)  # the current device, initialised by the model's move
+
+
 def total_steps(config: TrainConfig, steps_per_epoch: int) -> int:
     """`steps` is the number of the last step (like nanoGPT's max_iters), so a resumed run stops
     where an uninterrupted one would; `epochs` counts passes over the training data."""
@@ -72,7 +83,8 @@ def grad_norm(parameters: list[torch.Tensor]) -> torch.Tensor:
     grads = [p.grad for p in parameters if p.grad is not None]
     if not grads:
         return torch.zeros(())
-    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    # one fused kernel per device and dtype for the norms, as clip_grad_norm_ does
+    return torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
 
 
 def _is_out_of_memory(exc: BaseException) -> bool:
@@ -243,7 +255,7 @@ class Trainer:
         lr = learning_rate(config, step, self.total_steps)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        torch.manual_seed(step_seed(config.seed, step))  # dropout and masks: a function of the step
+        seed_step(self.device, step_seed(config.seed, step))  # dropout and masks: from the step
         if getattr(self.feed, "carries_state", False) and self.feed.starts_epoch(step):
             self.lm_state = None  # a new pass over the stream starts from a zero state
         batch = self.feed.train_batch(step)
@@ -255,11 +267,11 @@ class Trainer:
                 model, batch, config.label_smoothing, state=self.lm_state, bptt=config.bptt
             )
         tokens = batch.num_target_tokens if batch.tokens is None else batch.tokens.numel()
-        objective, loss = output.loss, output.loss.item()
+        objective, loss = output.loss, None
         if self.parallel is not None:  # weighted by tokens over every rank
             objective, loss, tokens = self.parallel.weight_by_tokens(output, tokens)
-        if not math.isfinite(loss):
-            return None
+            if not math.isfinite(loss):
+                return None
         optimizer.zero_grad(set_to_none=True)
         scaler = self.scaler
         if scaler is not None:
@@ -270,7 +282,16 @@ class Trainer:
             self.parallel.all_reduce_gradients(params)
         if scaler is not None:
             scaler.unscale_(optimizer)
-        norm = float(grad_norm(params))
+        norm = grad_norm(params)
+        if loss is None:
+            # one wait for the GPU per step, once the backward pass is queued: reading the loss
+            # before it left the GPU idle while the backward kernels were launched (0.91 of a
+            # plain loop on an H200 in fp32; benchmarks/RESULTS.md)
+            loss, norm = torch.stack([output.loss.detach().float(), norm.float()]).tolist()
+            if not math.isfinite(loss):
+                return None
+        else:
+            norm = float(norm)
         if not math.isfinite(norm) and scaler is None:
             return None  # with fp16 the scaler skips this step and lowers its scale instead
         clipped = norm

@@ -32,6 +32,10 @@ ACTIONS = {
         "Open &lesson…", "Ctrl+L", None,
         "Open a lesson (a Markdown file): its model, panels and steps, with checks on your model",
     ),
+    "open_course": (
+        "Open c&ourse…", "Ctrl+Shift+L", None,
+        "Open a course (a folder of lessons): every lesson listed with your progress, the first one opened",
+    ),
     "presentation": (
         "&Presentation", "F11", None,
         "One panel (or the lesson step) full screen, fonts and lines ×2 (Ctrl+= / Ctrl+- to zoom), "

@@ -13,10 +13,10 @@ NO_SOURCE = "BLEU needs an encoder-decoder: a language model has no source to tr
 class ParallelFileRow(QWidget):
     scored = Signal(object)  # explorer.decoding.file_bleu.FileBleu
 
-    def __init__(self, runner, parent: QWidget | None = None) -> None:
+    def __init__(self, runner, bus, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.runner = runner  # the panel's JobRunner: its busy() and shutdown() cover this work
-        self.workspace = None
+        self.bus = bus  # its state holds the workspace whose BLEU is scored
         self.last = None
         self.button = QPushButton("BLEU of a parallel file…")
         self.button.setToolTip("Greedy-translate each source of a source<TAB>reference file and "
@@ -34,7 +34,6 @@ class ParallelFileRow(QWidget):
     def set_workspace(self, workspace) -> None:
         from explorer.families import family_of
 
-        self.workspace = workspace
         translates = workspace is not None and family_of(workspace.model).has_source
         self.button.setEnabled(translates)
         self.status.setText("" if translates or workspace is None else NO_SOURCE)
@@ -49,7 +48,7 @@ class ParallelFileRow(QWidget):
         from explorer.decoding.file_bleu import parallel_file_bleu
 
         self.status.setText(f"Translating {path}…")
-        return self.runner.submit(parallel_file_bleu, self.workspace, path)
+        return self.runner.submit(parallel_file_bleu, self.bus.workspace, path)
 
     def _on_done(self, _job: int, scored) -> None:
         self.last = scored

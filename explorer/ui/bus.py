@@ -1,4 +1,10 @@
-"""The app's event bus: the core's plain-data events, re-emitted on the GUI thread for panels."""
+"""The app's event bus: the core's plain-data events, re-emitted on the GUI thread for panels.
+
+It is the one adapter between the Qt-free app state (explorer/state.py: the workspace, the
+training state, the probe input) and Qt: it holds the `AppState` and re-emits its change events as
+the signals `workspace_changed`, `training_state` and `probe_input_changed`. Those values live in
+the state only; `bus.workspace` and `bus.probe_text` read it.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +16,17 @@ class AppBus(QObject):
     step_metrics = Signal(object)  # list[explorer.events.StepMetrics], oldest first
     eval_metrics = Signal(object)  # explorer.events.EvalMetrics
     probe = Signal(object)  # explorer.events.ProbeSnapshot
-    training_state = Signal(str)  # "idle", "running", "paused" or "stopped"
+    training_state = Signal(str)  # explorer.state.TRAINING_STATES: "idle", "running", ...
     train_config_changed = Signal(object)  # the TrainConfig in use (lr, clip τ, ...)
     # probing (explorer/ui/probing.py): panels ask, the controller's Prober answers
     probe_requested = Signal(str, str)  # a panel asks for this (source, target) to be probed
     probe_input_changed = Signal(str, str)  # what is probed from now on
     probe_failed = Signal(str)  # one line, e.g. an LM text of a single token
     probing_changed = Signal(bool)  # a probe runs (True) or has been delivered (False)
+    # an output token picked to be explained (explorer.analysis.token_pick.TokenPick): panels ask,
+    # the Prober probes its input and answers `token_picked` for the attribution view
+    token_pick_requested = Signal(object)
+    token_picked = Signal(object)
     # an explorer.analysis.explain.ExplainRequest the training probe computes too (None: none);
     # the attribution view asks while it is shown and follows the probe
     explanation_requested = Signal(object)
@@ -26,21 +36,40 @@ class AppBus(QObject):
     run_curves = Signal(object)  # explorer.ui.run_session.RunCurves: its rows, all or appended
     run_step = Signal(object)  # the step of the snapshot the panels show (int), or None
     run_folder_changed = Signal(str)  # the run folder the current training writes ("" for none)
+    compared_runs = Signal(object)  # {name: run folder} in the Compare runs panel, on each change
     show_panel = Signal(str)  # raise this panel's dock (the architecture diagram's double click)
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, state=None) -> None:
+        from explorer.state import AppState
+
         super().__init__(parent)
-        self.workspace = None
+        self.state = AppState() if state is None else state
+        self.state.workspace_changed.connect(self.workspace_changed.emit)
+        self.state.training_changed.connect(self._on_training)
+        self.state.probe_input_changed.connect(self.probe_input_changed.emit)
         self.probing = False
         self.run = None  # explorer.ui.run_session.RunView while a run is on show
+        self.compared_runs_now: dict = {}  # the last `compared_runs`, for a panel made later
+
+    @property
+    def workspace(self):
+        return self.state.workspace
+
+    @property
+    def probe_text(self) -> tuple[str, str]:
+        """What is probed: (source, target)."""
+        return self.state.probe_text
+
+    def _on_training(self, training, previous) -> None:
+        if training.status != previous.status:
+            self.training_state.emit(training.status)
 
     def shows_run(self, workspace) -> bool:
         """True when `workspace` is the one the run on show loaded (a snapshot of it)."""
         return self.run is not None and workspace is not None and self.run.workspace is workspace
 
-    def set_workspace(self, workspace) -> None:
-        self.workspace = workspace
-        self.workspace_changed.emit(workspace)
+    def set_workspace(self, workspace, keep_probe: bool = False) -> None:
+        self.state.set_workspace(workspace, keep_probe)
 
     def set_probing(self, probing: bool) -> None:
         self.probing = probing

@@ -1,7 +1,8 @@
 """The glue between a workspace, the worker threads and the AppBus.
 
-The controller owns the one workspace, at most one training thread, the job runner for loading,
-building and evaluating workspaces, and the Prober (what is probed, explorer/ui/probing.py). While
+The controller sets the app state (explorer/state.py, held by the bus: the workspace, the training
+state, the probe input) and owns at most one training thread, the job runner for loading,
+building and evaluating workspaces, and the Prober (explorer/ui/probing.py). While
 training runs the model belongs to the worker thread: the GUI thread only sees the plain-data
 events the worker sends (at most ~30 batches a second) and re-emits them on the bus for the panels.
 """
@@ -51,7 +52,7 @@ class Controller(QObject):
     def __init__(self, bus: AppBus, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.bus = bus
-        self.workspace = None
+        self.app_state = bus.state
         self.train_config = None
         self.control = None
         self.training: WorkerThread | None = None
@@ -60,12 +61,19 @@ class Controller(QObject):
         self.jobs.failed.connect(lambda _job, message: self.error.emit(message))
         self.jobs.busy_changed.connect(self._on_jobs_busy)
         self._on_done = {}  # job id -> what to call with its result
-        self.state = "idle"
         self.finished_runs = 0
-        self._target_steps: int | None = None
         self.prober = Prober(bus, self)  # what is probed, by the trainer or between runs
         self._resume_steps: int | None = None
         self.runs = None  # explorer.ui.autosave.RunKeeper: the window's run folders, if any
+
+    @property
+    def workspace(self):
+        return self.app_state.workspace
+
+    @property
+    def state(self) -> str:
+        """The training state's status: explorer.state.TRAINING_STATES."""
+        return self.app_state.training.status
 
     @property
     def run_folder(self) -> Path | None:
@@ -77,15 +85,10 @@ class Controller(QObject):
     def set_workspace(self, workspace, keep_probe: bool = False) -> None:
         """`keep_probe`: the same input is probed on it (another snapshot of the same run)."""
         self.stop_training()
-        self.workspace = workspace
         self.train_config = getattr(workspace, "train_config", None) or _core().TrainConfig()
-        self.prober.keep_input = keep_probe
-        try:
-            self.bus.set_workspace(workspace)
-        finally:
-            self.prober.keep_input = False
+        self.app_state.set_workspace(workspace, keep_probe)
         self.bus.train_config_changed.emit(self.train_config)
-        self._set_state("idle")
+        self.app_state.set_training("idle", target_steps=None)
         if workspace is not None:
             self.run_job(first_look, workspace, on_done=self._on_first_look, label="evaluating")
 
@@ -145,10 +148,11 @@ class Controller(QObject):
     def _train_on(self, paused: bool) -> None:
         """Restart a stopped run for the steps it had left. A run stopped between its last step
         and its thread's end has none: starting it again would add a step (found by the soak)."""
-        if self._target_steps is None:
+        target = self.app_state.training.target_steps
+        if target is None:
             self.train(paused=paused)
-        elif self._target_steps > self.workspace.step:
-            self.train(steps=self._target_steps - self.workspace.step, paused=paused)
+        elif target > self.workspace.step:
+            self.train(steps=target - self.workspace.step, paused=paused)
 
     # -- training --------------------------------------------------------------------------------
 
@@ -192,7 +196,7 @@ class Controller(QObject):
         # a probe costs the attention and gradient panels a full repaint: at most one a second
         # keeps the GUI thread (and the GIL) free for a steady frame rate
         config = dataclasses.replace(config, probe_every_s=max(config.probe_every_s, PROBE_EVERY_S))
-        self._target_steps = config.steps
+        target_steps = config.steps
         self.control = core.TrainerControl()
         if paused:
             self.control.pause()
@@ -217,17 +221,17 @@ class Controller(QObject):
         worker.finished.connect(self._on_finished)
         self.training = WorkerThread(worker, [worker.finished], self)
         self.training.start()
-        self._set_state("paused" if paused else "running")
+        self.app_state.set_training("paused" if paused else "running", target_steps=target_steps)
 
     def pause(self) -> None:
         if self.is_training():
             self.control.pause()
-            self._set_state("paused")
+            self.app_state.set_training("paused")
 
     def resume(self) -> None:
         if self.is_training():
             self.control.resume()
-            self._set_state("running")
+            self.app_state.set_training("running")
 
     def step_once(self) -> None:
         """One optimisation step: from idle, a paused run is started and stepped."""
@@ -236,7 +240,7 @@ class Controller(QObject):
             if not self.is_training():
                 return
         self.control.step_once()
-        self._set_state("paused")
+        self.app_state.set_training("paused")
 
     def stop_training(self) -> None:
         """Stop and join the training thread; safe to call at any time."""
@@ -249,7 +253,7 @@ class Controller(QObject):
         QCoreApplication.sendPostedEvents(self, QEvent.Type.MetaCall)
         if self.training is not None:
             self._forget_training()
-            self._set_state("stopped")
+            self.app_state.set_training("stopped")
 
     def _forget_training(self) -> None:
         """Let the joined run's thread, worker and trainer go: the WorkerThread is the
@@ -311,15 +315,10 @@ class Controller(QObject):
         if current:  # not a run that stop_training() already joined and replaced
             self.training.wait()
             self._forget_training()
-            self._set_state("idle" if finished.reason == "done" else "stopped")
+            self.app_state.set_training("idle" if finished.reason == "done" else "stopped")
         if finished.reason in ("nan", "oom"):  # the weights of the last good step are kept
             self.error.emit(finished.message)
         self.training_finished.emit(finished)
-
-    def _set_state(self, state: str) -> None:
-        if state != self.state:
-            self.state = state
-            self.bus.training_state.emit(state)
 
 
 def _load_checkpoint(folder: str):

@@ -1,8 +1,11 @@
 """BLEU (seq2seq) or loss per token (language models) by source-length bucket, one line per
 evaluation: the lecture notes' figure of RNNencdec against RNNsearch (Bahdanau et al., 2015), on
-the user's own model, and on a pinned evaluation beside it (another checkpoint or step)."""
+the user's own model, a pinned evaluation beside it (another checkpoint or step) and every run of
+the Compare runs panel."""
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pyqtgraph as pg
@@ -10,7 +13,8 @@ import pyqtgraph as pg
 from explorer.analysis.examples import ExampleTable, length_buckets
 from explorer.ui.plot_style import add_legend, readable_axes
 
-SERIES_COLOURS = ("#1f77b4", "#ff7f0e")
+SERIES_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                  "#7f7f7f", "#bcbd22", "#17becf")  # cycled past ten lines
 
 
 class LengthPlot:
@@ -33,7 +37,7 @@ class LengthPlot:
         self.plot.setTitle("BLEU by source length" if seq2seq else "loss by source length")
         first = length_buckets(tables[0][1])
         width = first[0].high - first[0].low + 1
-        for (name, table), colour in zip(tables, SERIES_COLOURS):
+        for (name, table), colour in zip(tables, itertools.cycle(SERIES_COLOURS)):
             buckets = length_buckets(table, width=width) if table is not tables[0][1] else first
             x = np.array([b.low for b in buckets], dtype=float)
             y = np.array([b.bleu if seq2seq else b.mean_loss for b in buckets], dtype=float)

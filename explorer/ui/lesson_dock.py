@@ -9,6 +9,7 @@ as a job when no training runs. The core is explorer.lessons (no Qt).
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -25,11 +26,21 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.errors import UserError
-from explorer.lessons.format import read_lesson
+from explorer.lessons.format import course, read_lesson
 from explorer.lessons.runner import panel_controls, step_figure
 from explorer.lessons.session import LessonSession
 
 LESSON_DOCK_ID = "lesson"
+TOKEN_TAG = re.compile(r"<(/?[A-Za-z_]+)>")  # <mask>, <eos>: tokens, not HTML
+
+
+def lesson_markdown(text: str) -> str:
+    """A lesson's Markdown with its token names (<mask>, <eos>) shown: raw HTML would swallow
+    them and the rest of the step. Code spans show them as they are."""
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):  # outside code spans
+        parts[i] = TOKEN_TAG.sub(r"&lt;\1&gt;", parts[i])
+    return "`".join(parts)
 LIVE_PROBE_EVERY_S = 0.5  # the lesson's own runs skip probes; the app's training shows them
 
 
@@ -61,6 +72,19 @@ class LessonDock(QDockWidget):
         self.results: dict[int, list] = {}
         self._training_for: int | None = None  # step whose @train is running
         self._steps_trained = 0  # its steps, which the `compare.` twin trains afterwards
+        self.lessons: list = []  # the course's lessons (one when a single file is open)
+        self.passed: dict[Path, set] = {}  # lesson -> its (step, check) pairs passed so far
+        self.course_list = QListWidget()
+        self.course_list.setObjectName("course")
+        self.course_list.setToolTip("The course's lessons, with the checks you passed in each: "
+                                    "click one to open it")
+        self.course_list.setMaximumHeight(130)  # six rows: the step's text keeps the room
+        # progress first, long titles elided (the dock is a third of a 1280 px window)
+        self.course_list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.course_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.course_list.hide()  # a single lesson needs no list
+        self.course_list.itemClicked.connect(
+            lambda item: self.open_lesson(self.lessons[self.course_list.row(item)].path))
         self.title = QLabel()
         self.title.setWordWrap(True)
         self.title.setStyleSheet("font-weight: bold; font-size: 14pt;")
@@ -68,6 +92,9 @@ class LessonDock(QDockWidget):
         self.text.setOpenExternalLinks(True)
         self.checks = QListWidget()
         self.checks.setToolTip("This step's conditions, measured on your model: ✓ passed, ✗ not yet")
+        # long conditions (a sentence BLEU's sentences) end in "…"; each row's tooltip has it all
+        self.checks.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.checks.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.back_button = QPushButton("◀ Back")
         self.back_button.setShortcut("Alt+PgUp")
         self.back_button.setToolTip("The previous step (Alt+PgUp)")
@@ -87,6 +114,7 @@ class LessonDock(QDockWidget):
             buttons.addWidget(button)
         body = QWidget()
         layout = QVBoxLayout(body)
+        layout.addWidget(self.course_list)
         layout.addWidget(self.title)
         layout.addWidget(self.text, stretch=3)
         layout.addWidget(self.checks, stretch=1)
@@ -94,7 +122,7 @@ class LessonDock(QDockWidget):
         layout.addWidget(self.handout_button)
         self.setWidget(body)
         self.back_button.clicked.connect(lambda: self.go(self.index - 1))
-        self.next_button.clicked.connect(lambda: self.go(self.index + 1))
+        self.next_button.clicked.connect(self.next)
         self.do_button.clicked.connect(self.do_step)
         self.check_button.clicked.connect(self.check_step)
         self.handout_button.clicked.connect(self.export_handout_dialog)
@@ -104,17 +132,51 @@ class LessonDock(QDockWidget):
 
     # -- opening ------------------------------------------------------------------------------
 
+    def open_course(self, folder: str | Path) -> None:
+        """Every lesson of the folder in the list (each file checked first), the first opened."""
+        try:
+            lessons = [read_lesson(path) for path in course(folder)]
+        except UserError as exc:
+            self.window_.show_error(str(exc))
+            return
+        self.lessons = lessons
+        self.course_list.show()
+        self.open_lesson(lessons[0].path)
+
+    def _show_course(self) -> None:
+        """One row per lesson: ✓ when all its checks passed, its checks passed so far, the one
+        open in bold."""
+        self.course_list.clear()
+        for row, lesson in enumerate(self.lessons):
+            total = sum(len(step.of("check")) for step in lesson.steps)
+            passed = len(self.passed.get(lesson.path, ()))
+            mark = "✓" if total and passed == total else "○"
+            self.course_list.addItem(f"{mark} {passed}/{total}  {row + 1}. {lesson.title}")
+            self.course_list.item(row).setToolTip(
+                f"{lesson.title}: {passed} of its {total} checks passed")
+            if self.session is not None and lesson.path == self.session.lesson.path:
+                item = self.course_list.item(row)
+                font = item.font()
+                font.setBold(True)
+                item.setFont(font)
+                self.course_list.setCurrentRow(row)
+
     def open_lesson(self, path: str | Path, overrides: dict | None = None) -> None:
         try:
             lesson = read_lesson(path)
         except UserError as exc:
             self.window_.show_error(str(exc))
             return
+        if lesson.path not in [known.path for known in self.lessons]:  # not of the open course
+            self.lessons = [lesson]
+            self.course_list.hide()
         self.session = LessonSession(lesson, overrides)
+        self._set_enabled(False)  # until its model is open
         self.results, self.index = {}, 0
+        self._show_course()
         self.title.setText(lesson.title)
         self.text.setMarkdown(f"*Setting up: {lesson.settings.get('steps', 0)} training steps…*\n\n"
-                              + lesson.intro)
+                              + lesson_markdown(lesson.intro))
         self.show()
         self.raise_()
         self.window_.controller.run_job(open_session, self.session, on_done=self._opened,
@@ -149,18 +211,33 @@ class LessonDock(QDockWidget):
         step = self.step
         self.title.setText(f"{self.session.lesson.title} — {self.index + 1}/{len(steps)}: {step.title}")
         cites = self.session.lesson.settings.get("cites")
-        self.text.setMarkdown(step.text + (f"\n\n*Lecture notes: {cites}*" if cites and
-                                           self.index == 0 else ""))
+        self.text.setMarkdown(lesson_markdown(step.text + (f"\n\n*Lecture notes: {cites}*"
+                                                           if cites and self.index == 0 else "")))
         self.back_button.setEnabled(self.index > 0)
-        self.next_button.setEnabled(self.index < len(steps) - 1)
+        last = self.index == len(steps) - 1
+        self.next_button.setText("Next lesson ▶" if last and self._next_lesson() else "Next ▶")
+        self.next_button.setEnabled(not last or self._next_lesson() is not None)
         self._show_results()
         self.window_.show_panel(step_figure(self.session.lesson, self.index))
         for directive in step.of("highlight"):
             self._control(directive.args[0], None)
 
+    def _next_lesson(self):
+        paths = [lesson.path for lesson in self.lessons]
+        here = paths.index(self.session.lesson.path) if self.session.lesson.path in paths else -1
+        return self.lessons[here + 1] if 0 <= here < len(paths) - 1 else None
+
+    def next(self) -> None:
+        """The next step; after a course lesson's last step, the course's next lesson."""
+        if self.index < len(self.session.lesson.steps) - 1:
+            self.go(self.index + 1)
+        elif self._next_lesson() is not None:
+            self.open_lesson(self._next_lesson().path)
+
     def _show_results(self) -> None:
         """One row per `@check` of the step: ✓ / ✗ with the measured value, … until checked."""
         self.checks.clear()
+        self.checks.setVisible(bool(self.step.of("check")))  # no empty box under a plain step
         results = self.results.get(self.index, [])
         for i, directive in enumerate(self.step.of("check")):
             if i < len(results):
@@ -168,6 +245,7 @@ class LessonDock(QDockWidget):
             else:
                 options = " ".join(f"{k}={v}" for k, v in directive.options.items())
                 self.checks.addItem(f"… {directive.args[0]} {options}")
+            self.checks.item(i).setToolTip(self.checks.item(i).text())
 
     def _control(self, target: str, value) -> None:
         """`@set` / `@highlight` on a panel's control (the session's own are applied by it)."""
@@ -230,6 +308,9 @@ class LessonDock(QDockWidget):
 
     def _checked(self, index: int, results: list) -> None:
         self.results[index] = results
+        passed = self.passed.setdefault(self.session.lesson.path, set())
+        passed.update((index, i) for i, result in enumerate(results) if result.passed)
+        self._show_course()
         if index == self.index:
             self._show_results()
 

@@ -24,10 +24,6 @@ def place_marker(line, step) -> None:
         line.setValue(step)
         line.setToolTip(f"The panels show the snapshot of step {step}")
 
-# a panel's workspace once the run it showed has closed: never a workspace, so the next
-# on_workspace redraws from that workspace's own history (none: empty)
-RUN_CLOSED = object()
-
 
 class GrowingBuffer:
     """Columns of float64 that grow by doubling; `view()` is the filled part, no copy."""

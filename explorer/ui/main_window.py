@@ -158,6 +158,7 @@ class MainWindow(QMainWindow):
         a.resume.triggered.connect(self.resume_dialog)
         a.reset_layout.triggered.connect(self.reset_layout)
         a.open_lesson.triggered.connect(self.open_lesson_dialog)
+        a.open_course.triggered.connect(self.open_course_dialog)
         a.presentation.triggered.connect(lambda: self.presentation.toggle())
         self.bus.show_panel.connect(self.show_panel)
         for keys, step in (("Ctrl+=", 1), ("Ctrl+-", -1)):  # presentation zoom of the panel on show
@@ -261,12 +262,21 @@ class MainWindow(QMainWindow):
             dock.raise_()
 
     def open_lesson(self, path: str | Path) -> None:
-        """A lesson file (explorer/lessons): its model, its panels arranged, its steps in a dock."""
+        """A lesson file (explorer/lessons): its model, its panels arranged, its steps in a dock;
+        a folder of lessons (a course): every lesson listed in the dock, the first one opened."""
         if self.lesson_dock is None:
             from explorer.ui.lesson_dock import LessonDock
 
             self.lesson_dock = LessonDock(self)
-        self.lesson_dock.open_lesson(path)
+        if Path(path).is_dir():
+            self.lesson_dock.open_course(path)
+        else:
+            self.lesson_dock.open_lesson(path)
+
+    def open_course_dialog(self) -> None:
+        folder = self._ask_folder("Open a course (a folder of lessons)")
+        if folder:
+            self.open_lesson(folder)
 
     def open_lesson_dialog(self) -> None:
         from explorer.lessons.format import builtin_lessons

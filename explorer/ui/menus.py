@@ -17,6 +17,7 @@ def build_menus(window) -> None:
     file_menu.addAction(a.open_checkpoint)
     file_menu.addAction(a.open_model_code)
     file_menu.addAction(a.open_lesson)
+    file_menu.addAction(a.open_course)
     window.recent_menu = file_menu.addMenu("Open &recent")
     window.recent_menu.setToolTipsVisible(True)
     window.recent_menu.aboutToShow.connect(window.fill_recent_menu)

@@ -55,11 +55,10 @@ class NeighboursView(QWidget):
         super().__init__(parent)
         self.index_runner = panel.job_runner("neighbour-index")
         self.query_runner = panel.job_runner("neighbour-query")
-        self.workspace = None
+        self.state = panel.bus.state  # the workspace and the probe input, read there
         self.index_workspace = None  # the index runner's own copy
         self.query_workspace = None  # the query runner's own copy
         self.index = None
-        self.probe = ("", "")
         self.neighbours = []
         self._stop = threading.Event()
         self.kind_box = QComboBox()
@@ -102,7 +101,6 @@ class NeighboursView(QWidget):
 
     def set_workspace(self, workspace) -> None:
         self.stop()
-        self.workspace = workspace
         self.index_workspace = self.query_workspace = None
         self._forget_index()
         usable = workspace is not None and workspace.is_seq2seq and getattr(workspace, "data", None) is not None
@@ -115,11 +113,11 @@ class NeighboursView(QWidget):
         self.table.setRowCount(0)
 
     def build(self) -> int:
-        if self.workspace is None or not self.build_button.isEnabled():
+        if self.state.workspace is None or not self.build_button.isEnabled():
             return -1
         if self.index_workspace is None:
-            self.index_workspace = _isolated(self.workspace)
-        pairs = list(self.workspace.data.train)
+            self.index_workspace = _isolated(self.state.workspace)
+        pairs = list(self.state.workspace.data.train)
         self._stop = threading.Event()
         self.progress.setRange(0, len(pairs))
         self.progress.setValue(0)
@@ -134,18 +132,17 @@ class NeighboursView(QWidget):
         self.index_runner.cancel()
         self.query_runner.cancel()
 
-    def set_probe(self, source: str, target: str) -> None:
-        self.probe = (source, target)
-        self.query()
-
-    def query(self) -> int:
-        if self.index is None or not self.probe[0]:
+    def query(self, *_probe_input) -> int:
+        """The probe input's nearest neighbours (the state's; it calls this when it changes)."""
+        source, target = self.state.probe_text
+        if self.index is None or not source:
             return -1
         from explorer.analysis.neighbours import nearest
 
         if self.query_workspace is None:
-            self.query_workspace = _isolated(self.workspace)
-        return self.query_runner.submit(nearest, self.query_workspace, self.index, *self.probe, SHOWN)
+            self.query_workspace = _isolated(self.state.workspace)
+        return self.query_runner.submit(nearest, self.query_workspace, self.index, source, target,
+                                        SHOWN)
 
     def _on_progress(self, done: int, total: int) -> None:
         self.progress.setRange(0, total)

@@ -1,49 +1,24 @@
 """Presentation mode (View ▸ Presentation, F11): one panel, or a lesson step beside its panel,
-fills the screen for the lecture hall, in a full-screen window of its own. Fonts of every label, table and plot axis and the width of
-every plotted line scale by the panel's zoom (×2 to start, ×1.5 to ×3 with Ctrl+= / Ctrl+-, kept
-per panel), heatmaps switch to a high-contrast colour map, and leaving restores the window's
-layout exactly (QMainWindow.saveState before == after).
-"""
+fills the screen for the lecture hall, in a full-screen window of its own. Every font (axis ticks
+and titles, plot titles, legends, text in plots, labels, tables) and every plotted line scales by
+the panel's zoom (×2 to start, ×1.5 to ×3 with Ctrl+= / Ctrl+-, kept per panel), heatmaps switch
+to a high-contrast colour map (explorer.ui.presentation_scale), and leaving restores the window's
+layout exactly (QMainWindow.saveState before == after)."""
 
 from __future__ import annotations
 
-import pyqtgraph as pg
+from html import escape
+
+from PySide6.QtCore import QTimer
 from PySide6.QtGui import QFont, QKeySequence, QShortcut
 from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
+
+from explorer.ui.presentation_scale import Scaling
 
 ZOOMS = (1.5, 2.0, 2.5, 3.0)
 DEFAULT_ZOOM = 2.0
 RESTORE_ROUNDS = 5
-HIGH_CONTRAST_MAP = "inferno"  # dark to bright yellow: readable on a projector
-
-
-def _plot_items(item) -> list:
-    if isinstance(item, pg.PlotItem):
-        return [item]
-    if isinstance(item, pg.GraphicsLayout):
-        return [i for i in item.items if isinstance(i, pg.PlotItem)]
-    return []
-
-
-def _colour_bars(item) -> list:
-    """Colour bars beside the item's plots: in a GraphicsLayout, or inserted in a PlotItem's own
-    layout (ColorBarItem.setImageItem(..., insert_in=plot))."""
-    found = [i for i in getattr(item, "items", []) if isinstance(i, pg.ColorBarItem)]
-    for plot in _plot_items(item):
-        layout = plot.layout
-        found += [layout.itemAt(i) for i in range(layout.count())
-                  if isinstance(layout.itemAt(i), pg.ColorBarItem)]
-    return found
-
-
-def _fit_axis(axis) -> None:
-    """Make room for the axis's label at its new font size (pyqtgraph sizes it on label changes)."""
-    if hasattr(axis, "_room"):
-        axis._room.clear()  # plot_style.TokenAxis caches label widths per font size
-    if hasattr(axis, "_adjustSize"):
-        axis._adjustSize()
-    axis.picture = None
-    axis.update()
+RESCALE_EVERY_MS = 300  # live panels draw new items (tokens, curves): scale those too
 
 
 class Presentation:
@@ -54,7 +29,9 @@ class Presentation:
         self.screen: QWidget | None = None  # the full-screen window while presenting
         self._placeholder: QLabel | None = None
         self._state = None
-        self._undo: list = []  # callables restoring what scaling changed
+        self.scaling: Scaling | None = None
+        self._rescale = QTimer(window, interval=RESCALE_EVERY_MS)
+        self._rescale.timeout.connect(self.rescale)
 
     @property
     def on(self) -> bool:
@@ -91,7 +68,7 @@ class Presentation:
         layout = QVBoxLayout(self.screen)
         lesson = getattr(window, "lesson_dock", None)
         if lesson is not None and lesson.session is not None:
-            step = QLabel(f"<h2>{lesson.step.title}</h2>{lesson.step.text}")
+            step = QLabel(f"<h2>{escape(lesson.step.title)}</h2>{escape(lesson.step.text)}")
             step.setWordWrap(True)
             layout.addWidget(step)
         layout.addWidget(panel, stretch=1)
@@ -140,47 +117,17 @@ class Presentation:
         bigger = QFont(font)
         bigger.setPointSizeF(font.pointSizeF() * zoom)
         self.screen.setFont(bigger)
-        panel = self.window.panels.get(self.active)
-        if panel is None:
-            return
-        for item in panel.plot_items().values():
-            for plot in _plot_items(item):
-                self._scale_plot(plot, zoom)
-            for bar in _colour_bars(item):  # its images follow the bar's map
-                old_map = bar.colorMap()
-                bar.setColorMap(pg.colormap.get(HIGH_CONTRAST_MAP))
-                self._undo.append(lambda b=bar, m=old_map: b.setColorMap(m))
+        self.scaling = Scaling(self.screen, zoom)
+        self.rescale()
+        self._rescale.start()
 
-    def _scale_plot(self, plot, zoom: float) -> None:
-        for name in ("left", "bottom", "right", "top"):
-            axis = plot.getAxis(name)
-            tick_font = axis.style.get("tickFont")  # None: pyqtgraph's default, restored as None
-            label_font = axis.label.font()
-            tick = QFont(tick_font or label_font)
-            tick.setPointSizeF(max(tick.pointSizeF(), 8.0) * zoom)
-            axis.setStyle(tickFont=tick)
-            axis.label.setFont(tick)
-            sizes = getattr(axis, "font_sizes", None)  # label axes pick a size that fits
-            if sizes:
-                axis.font_sizes = tuple(size * zoom for size in sizes)
-                self._undo.append(lambda a=axis, old=sizes: setattr(a, "font_sizes", old))
-            _fit_axis(axis)
-            self._undo.append(lambda a=axis, t=tick_font, f=label_font: (
-                a.setStyle(tickFont=t), a.label.setFont(f), _fit_axis(a)))
-        for data in plot.listDataItems():
-            pen = data.opts.get("pen") if hasattr(data, "opts") else None
-            if pen is None:
-                continue
-            old_pen = pg.mkPen(pen)
-            wide = pg.mkPen(old_pen)
-            wide.setWidthF(max(old_pen.widthF(), 1.0) * zoom)
-            data.setPen(wide)
-            self._undo.append(lambda d=data, p=old_pen: d.setPen(p))
-        for image in [i for i in plot.items if isinstance(i, pg.ImageItem)]:
-            old_lut = image.lut
-            image.setLookupTable(pg.colormap.get(HIGH_CONTRAST_MAP).getLookupTable(nPts=256))
-            self._undo.append(lambda i=image, lut=old_lut: i.setLookupTable(lut))
+    def rescale(self) -> None:
+        """Scale what the panel drew since the last pass (the timer calls it while presenting)."""
+        if self.scaling is not None:
+            self.scaling.apply()
 
     def _unscale(self) -> None:
-        while self._undo:
-            self._undo.pop()()
+        self._rescale.stop()
+        if self.scaling is not None:
+            self.scaling.undo()
+            self.scaling = None

@@ -1,8 +1,11 @@
-"""The one place the app probes: a Prober owns the probe input and runs each probe once.
+"""The one place the app probes: a Prober probes the app state's probe input, once per change.
 
-Panels never probe. They ask on the bus (`probe_requested(source, target)`), hear the new input
-(`probe_input_changed`) and the result (`probe(snapshot)` or `probe_failed(message)`), and read
-`bus.probing` while a probe runs. A new workspace resets the input to its first validation example.
+The input lives in the app state (explorer/state.py), which a new workspace resets to its first
+validation example. Panels never probe. They ask on the bus (`probe_requested(source, target)`, or
+`token_pick_requested(pick)` for one output token to explain), which the Prober sets on the state;
+they hear the new input (`probe_input_changed`, read `bus.probe_text`, then `token_picked(pick)`)
+and the result (`probe(snapshot)` or `probe_failed(message)`), and read `bus.probing` while a
+probe runs.
 While training runs the trainer probes the same input (see `Controller.train`) and its snapshots
 reach the bus the same way, so data flows one way: worker -> snapshot -> panels.
 
@@ -20,34 +23,42 @@ from explorer.ui.jobs import JobRunner
 
 class Prober(QObject):
     def __init__(self, bus: AppBus, parent: QObject | None = None) -> None:
-        from explorer.analysis.probe_input import ProbeInput
-
         super().__init__(parent if parent is not None else bus)
         self.bus = bus
-        self.input = ProbeInput()  # read by the trainer's probe_fn between steps
-        self.training = False
-        self.keep_input = False  # the controller sets it around a snapshot of the same run
+        self.state = bus.state
         self.runner = JobRunner("probe", self)
         self.runner.done.connect(lambda _job, snapshot: bus.probe.emit(snapshot))
         self.runner.failed.connect(lambda _job, message: bus.probe_failed.emit(
             f"probe failed: {message}"))
         self.runner.busy_changed.connect(bus.set_probing)
+        # the state's events through the bus, whose Qt connections end with the Prober
         bus.workspace_changed.connect(self._on_workspace)
+        bus.probe_input_changed.connect(self._on_probe_input)
+        self._was_training = False
         bus.training_state.connect(self._on_training_state)
         bus.probe_requested.connect(self.set_input)
+        bus.token_pick_requested.connect(self.pick_token)
         bus.explanation_requested.connect(self._set_explanation)
+
+    @property
+    def input(self):
+        """The probe input (the state's), which the trainer's probe_fn reads between steps."""
+        return self.state.probe
 
     def set_input(self, source: str, target: str = "") -> None:
         """Probe this input from now on (and at once, unless the trainer probes it)."""
-        self.input.set(source, target)
-        self.bus.probe_input_changed.emit(source, target)
-        self.probe()
+        self.state.set_probe_input(source, target)
+
+    def pick_token(self, pick) -> None:
+        """Probe the picked token's input; the attribution view then explains that token."""
+        self.set_input(pick.source, pick.target)
+        self.bus.token_picked.emit(pick)
 
     def probe(self) -> None:
         from explorer.analysis.probe import probe
 
-        workspace = self.bus.workspace
-        if workspace is None or self.training or not self.input:
+        workspace = self.state.workspace
+        if workspace is None or self.state.training.active or not self.input:
             return  # while training, the trainer probes `input` itself
         self.runner.submit(probe, workspace, *self.input.text, workspace.step)
 
@@ -61,25 +72,21 @@ class Prober(QObject):
     def shutdown(self) -> None:
         self.runner.shutdown()
 
-    def _on_workspace(self, workspace) -> None:
-        from explorer.analysis.probe import default_probe_input
+    def _on_workspace(self, _workspace) -> None:
+        self.runner.cancel()  # a probe of the previous model is of no use now; the state
+        # announces the probe input next, which probes the new one
 
-        self.runner.cancel()  # a probe of the previous model is of no use now
-        if workspace is None:
-            self.set_input("", "")
-        elif self.keep_input and self.input:
-            self.probe()  # the same input on the other weights
-        else:
-            self.set_input(*default_probe_input(workspace))
+    def _on_probe_input(self, _source: str, _target: str) -> None:
+        self.probe()
 
-    def _on_training_state(self, state: str) -> None:
-        was_training, self.training = self.training, state in ("running", "paused")
-        if was_training and not self.training:
+    def _on_training_state(self, _status: str) -> None:
+        was_training, self._was_training = self._was_training, self.state.training.active
+        if was_training and not self._was_training:
             # the trainer's last probe may be a few steps older than the weights: probe them, once
             # this event is handled (a restart, e.g. a new batch size, trains on at once: no probe)
-            stopped_on = self.bus.workspace
+            stopped_on = self.state.workspace
             QTimer.singleShot(0, self, lambda: self._probe_after_training(stopped_on))
 
     def _probe_after_training(self, workspace) -> None:
-        if not self.training and self.bus.workspace is workspace:
+        if not self.state.training.active and self.state.workspace is workspace:
             self.probe()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSignalBlocker, Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -91,7 +91,6 @@ class TrainingControls(QWidget):
         self.clip_enabled.toggled.connect(self._apply)
         self.device.currentTextChanged.connect(self._apply)
         self.seed.editingFinished.connect(self._apply)
-        self._showing = False
 
     def steps_to_train(self, step: int) -> int:
         """How many steps Train trains a model at `step`: up to the "train until step" field."""
@@ -115,10 +114,11 @@ class TrainingControls(QWidget):
             self._move_on(workspace.step)  # reached: the field shows where Train goes next
 
     def show_config(self, config) -> None:
-        """Mirror the controller's TrainConfig without echoing the changes back."""
+        """Show the controller's TrainConfig: what the boxes emit while they change is no edit."""
         if config is None:
             return
-        self._showing = True
+        widgets = (self.lr, self.batch_size, self.clip_enabled, self.clip, self.device, self.seed)
+        blockers = [QSignalBlocker(widget) for widget in widgets]
         try:
             self.lr.setValue(config.lr)
             self.batch_size.setValue(config.batch_size)
@@ -129,11 +129,10 @@ class TrainingControls(QWidget):
             self.device.setCurrentText(config.device)
             self.seed.setValue(config.seed)
         finally:
-            self._showing = False
+            for blocker in blockers:
+                blocker.unblock()
 
     def _apply(self, *_) -> None:
-        if self._showing:
-            return
         self.clip.setEnabled(self.clip_enabled.isChecked())
         self.controller.update_train_config(
             lr=self.lr.value(),

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from explorer.errors import UserError
+from explorer.families import family_of, get_family
 from explorer.usermodel.capture import RECURRENT, capture
 from explorer.usermodel.families import UserModelConfig
 from seqmodels.state import reorder_state
@@ -188,7 +189,7 @@ class UserSeq2Seq(UserModel):
 
 
 def wrap_model(model: nn.Module, config: UserModelConfig, adapter: Adapter) -> UserModel:
-    cls = UserSeq2Seq if config.family.endswith("seq2seq") else UserLM
+    cls = UserSeq2Seq if family_of(config).has_source else UserLM
     return cls(model, config, adapter)
 
 
@@ -248,7 +249,7 @@ def to_trace(record, family: str, lengths: list[int]) -> Trace:
     """Attention maps numbered per kind in the order they ran (a module called once per decoder
     step has its rows joined), recurrent layers as `stream.l{k}` (k counts on across the modules
     of one stream), Transformer blocks as `stream.layer{k}`."""
-    seq2seq = family.endswith("seq2seq")
+    seq2seq = get_family(family).has_source
     trace = Trace()
     for kind, weights in _joined_attention(record, seq2seq, lengths):
         layer = sum(1 for m in trace.attention if m.kind == kind)

@@ -264,7 +264,10 @@ def load_user_checkpoint(directory: Path, load_state: bool = True, metrics_rows=
                         f"--model FILE.py:build --weights {directory / WEIGHTS_FILE}")
     model, tokenizer, adapter = call_build(build, args)
     if adapter.kind is None:  # the family recorded says what the model reads
-        adapter = replace(adapter, kind="seq2seq" if fields["family"].endswith("seq2seq") else "lm")
+        from explorer.families import get_family
+
+        reads_source = get_family(fields["family"]).has_source
+        adapter = replace(adapter, kind="seq2seq" if reads_source else "lm")
     load_weights(model, directory / WEIGHTS_FILE)
     model.eval()
     workspace = make_workspace(model, tokenizer, adapter, build, args)

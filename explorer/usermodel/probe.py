@@ -6,13 +6,14 @@ import torch
 
 from explorer.analysis.probe import Encoded, encode_next_token
 from explorer.errors import UserError
+from explorer.families import family_of
 
 
 def encode(workspace, source: str, target: str) -> Encoded:
     """An LM: as our LMs (predict t+1). A seq2seq: the source as the tokenizer encodes it for the
     model (`encode`, ending in eos), the target teacher-forced from the model's start id."""
     config = workspace.model.config
-    if not config.family.endswith("seq2seq"):
+    if not family_of(config).has_source:
         return encode_next_token(workspace, source, target)
     src_tokenizer = workspace.src_tokenizer or workspace.tokenizer
     src = list(src_tokenizer.encode(source))

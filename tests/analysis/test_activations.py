@@ -362,3 +362,21 @@ def test_replacing_a_gate_is_what_the_cell_goes_on_with():
     assert torch.equal(v["gate_f"], torch.zeros_like(v["gate_f"]))
     assert torch.allclose(v["c"], v["gate_i"] * v["gate_g"], atol=1e-6)
     assert torch.allclose(v["h"], v["gate_o"] * torch.tanh(v["c"]), atol=1e-6)
+
+
+def test_a_model_of_ours_imports_no_transformers():
+    # the Hugging Face provider is imported only once transformers is: importing it for our models
+    # cost seconds and raced the GUI thread's own import from a probe's worker thread
+    import subprocess
+    import sys
+
+    code = ("import sys, torch\n"
+            "from explorer.analysis.activations import list_points, run_with\n"
+            "from seqmodels import build_model, make_config\n"
+            "model = build_model(make_config('gpt', vocab_size=11, d_model=16, num_heads=2,"
+            " num_layers=1, d_ff=32, max_len=16))\n"
+            "names = [p.name for p in list_points(model, (torch.tensor([[1, 2, 3]]),))]\n"
+            "run_with(model, (torch.tensor([[1, 2, 3]]),), read=names[:2])\n"
+            "assert 'transformers' not in sys.modules, 'transformers was imported'\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

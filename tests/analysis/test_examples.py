@@ -93,9 +93,35 @@ def test_filters_match_python_re_and_lengths(table):
 
     keep = ex.SliceFilter({"reference": "^[a-m]", "output": ""}, "source_length", 6, 10).rows(table)
     want = [i for i in range(len(table))
-            if re.search("^[a-m]", table.columns["reference"][i], re.I)
+            if re.search("^[a-m]", table.columns["reference"][i].lower())
             and 6 <= table.columns["source_length"][i] <= 10]
     assert list(keep) == want
+
+
+FILTER_TEXTS = ["A man in a blue shirt", "", "two Dogs play", "Ein Hund läuft über die Straße",
+                "a child jumps.", "x", "İstanbul at night", "ends with s", "ss ß ẞ", "line\nbreak?"]
+FILTER_PATTERNS = ["dog|child", "^a", "s$", "x*", r"\s\w", r"a\s+m", "[^z]+", "(?=a)", "", "^$",
+                   r"\bin\b", "Hund", "HUND", "hund", r"\S+$", "T.", r"\n", "(?<=a) ", "ß", "i", r"\Z",
+                   ".$", r"s\s*$", "[A-Z]"]
+
+
+@pytest.mark.parametrize("with_newline", [False, True])
+def test_filter_equals_re_search_per_row_with_smart_case(with_newline):
+    """One pass of the regex engine over the joined column finds the rows `re.search` finds on
+    each row alone: case-insensitively (the row lowercased) unless the pattern has a capital."""
+    import re
+
+    texts = FILTER_TEXTS * 3 if with_newline else [t for t in FILTER_TEXTS * 3 if "\n" not in t]
+    table = ex.ExampleTable({"source": np.asarray(texts, dtype=object)}, False)
+    for pattern in FILTER_PATTERNS:
+        compiled = re.compile(pattern)
+        lower = ex.ignores_case(pattern)
+        want = [compiled.search(t.lower() if lower else t) is not None for t in texts]
+        assert list(ex.matches(table, "source", compiled)) == want, pattern
+    assert ex.ignores_case(r"\S\W\d") and not ex.ignores_case("Hund")
+    joined = ex.JoinedTexts(texts)
+    assert joined.joinable != with_newline  # the one pass where no row holds a newline
+    assert with_newline or joined._joined_search(re.compile("dog|child")) is not None
 
 
 def test_length_buckets_partition_the_set(table):

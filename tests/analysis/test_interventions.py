@@ -108,6 +108,21 @@ def test_head_importance_matches_one_ablation_at_a_time(transformer):
         assert importance.drop[layer, head] == pytest.approx(expected, abs=1e-4)
 
 
+def test_head_importance_of_a_language_model_matches_one_ablation_at_a_time(gpt):
+    """A one-stack model runs the layers below the ablated one once (batch 1): the same numbers."""
+    text = "(()())"
+    item = attribution_input(gpt, text)
+    importance = head_importance(gpt, text)
+    assert importance.drop.shape == (2, 2)
+    base = gpt.model.eval()(*item.inputs).log_softmax(-1)
+    total = sum(base[0, r.position, r.token_id] for r in item.rows).item()
+    for layer in range(2):
+        for head in range(2):
+            logp = ablate(gpt.model, item, heads={importance.points[layer]: [head]}).logits.log_softmax(-1)
+            expected = total - sum(logp[0, r.position, r.token_id] for r in item.rows).item()
+            assert importance.drop[layer, head] == pytest.approx(expected, abs=1e-4)
+
+
 @pytest.mark.parametrize("name", ["transformer", "gpt"])
 def test_patching_every_position_recovers_the_clean_logits(name, request):
     workspace = request.getfixturevalue(name)

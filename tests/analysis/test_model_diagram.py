@@ -63,7 +63,7 @@ def workspace_for(family: str, **overrides):
 
 
 def probe_inputs(workspace):
-    from explorer.analysis.probe import default_probe_input
+    from explorer.analysis.probe_input import default_probe_input
     from explorer.families import family_of
 
     source, target = default_probe_input(workspace)

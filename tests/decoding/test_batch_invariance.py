@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from explorer.decoding import beam_search, beam_search_batch, greedy, greedy_batch
+from explorer.decoding.search import greedy_ids
 from seqmodels.cells import cell_names
 from seqmodels.config import ATTENTION_SCORES, BOS_ID, EOS_ID, build_model, make_config
 
@@ -82,6 +83,16 @@ def test_batched_greedy_equals_greedy_alone_and_takes_the_argmax(model):
         np.testing.assert_allclose(hyp.token_logprobs, picked, atol=ATOL, rtol=0)
         # the most probable token at every step (up to float noise between step and forward)
         assert np.all(picked >= forced.max(axis=1) - ATOL), (picked, forced.max(axis=1))
+
+
+def test_greedy_ids_drop_finished_rows_and_equal_greedy_alone(model):
+    """Evaluation's greedy: each row stops at its own limit and leaves the batch when done."""
+    limits = [MAX_LEN, 1, 4, MAX_LEN - 2]
+    for source, limit, (ids, finished) in zip(SOURCES, limits, greedy_ids(model, SOURCES, limits)):
+        alone = greedy(model, source, max_len=limit)
+        assert ids == alone.token_ids
+        assert finished == alone.finished
+    assert model.training  # restored
 
 
 def test_batched_beam_equals_beam_alone(model):

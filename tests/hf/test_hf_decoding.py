@@ -22,7 +22,7 @@ PROMPTS = {"gpt2": "the cat sat", "marian": "the cat sat on the mat", "t5": "the
 def reference_greedy(workspace, context, max_new):
     """transformers' own generate: ids of the new tokens and their log-probabilities."""
     hf = workspace.model.hf
-    ids = torch.tensor([context])
+    ids = torch.tensor([context], device=hf.device)
     out = hf.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
                       max_new_tokens=max_new, output_logits=True, return_dict_in_generate=True)
     start = len(context) if workspace.family == "hf-causal-lm" else 1  # the prompt / decoder start
@@ -166,3 +166,18 @@ def test_tokens_the_generation_config_forbids(hf_models, tmp_path):
     expected = [F.log_softmax(s[0].double(), -1)[t].item() for s, t in zip(out.scores, new)]
     assert hypothesis.token_logprobs == pytest.approx(expected, abs=1e-5)
     assert score_ids(changed.model, context, [banned]).total == -float("inf")
+
+
+@pytest.mark.parametrize("name", ["marian", "t5"])
+def test_evaluation_greedy_drops_finished_rows_like_greedy_alone(hf_workspace, name):
+    """`greedy_ids` reorders the model's own cache as rows finish; each row equals greedy alone."""
+    from explorer.decoding.search import greedy_ids
+
+    workspace = hf_workspace(name)
+    texts = ("the cat", "a dog ran in the park today", "the dog ran")
+    contexts = [encode_context(workspace, text) for text in texts]
+    limits = [8, 3, 6]
+    for context, limit, (ids, finished) in zip(contexts, limits,
+                                               greedy_ids(workspace.model, contexts, limits)):
+        alone = greedy(workspace.model, context, max_len=limit, tokenizer=workspace.tokenizer)
+        assert (ids, finished) == (alone.token_ids, alone.finished)

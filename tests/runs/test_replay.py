@@ -68,3 +68,16 @@ def test_replay_refuses_a_run_whose_data_changed_between_its_segments(tmp_path, 
     capsys.readouterr()
     assert main(["replay", str(run), "--out", str(tmp_path / "again")]) == 2
     assert "changed since the run was recorded" in capsys.readouterr().err
+
+
+def test_snapshot_every_0_means_none_in_replay_as_in_train(tmp_path, capsys):
+    text = tmp_path / "corpus.txt"
+    text.write_text("to be or not to be\n" * 40)
+    run, again = tmp_path / "run", tmp_path / "again"
+    assert main(["train", "--data", str(text), "--arch", "rnn-lm", "--hidden", "8", "--steps", "2",
+                 "--snapshot-every", "1", "--out", str(run), *FAST]) == 0
+    assert len(list((run / "snapshots").iterdir())) == 3  # steps 0, 1 and 2
+    assert main(["replay", str(run), "--out", str(again), "--snapshot-every", "0"]) == 0
+    capsys.readouterr()
+    assert not (again / "snapshots").exists() or not any((again / "snapshots").iterdir())
+    assert json.loads((again / "config.json").read_text())["run"]["snapshot_every"] == 0

@@ -191,3 +191,49 @@ def test_a_save_killed_between_its_moves_loads_and_is_finished_by_the_next_write
     resumed = [r for r in metrics(run) if r.get("event") == "resumed"]
     assert [r["step"] for r in resumed] == [3]  # the next writer finished the moves first
     assert load_checkpoint(run).step == 5 and not (run / layout.LATEST_STAGING).exists()
+
+
+def test_step_rows_are_written_together_and_never_behind_a_snapshot_or_checkpoint(
+        tmp_path, monkeypatch):
+    """Step rows wait (here: for ever) until another row, a snapshot, a checkpoint or the end
+    writes them, in step order, so what is on disk is never ahead of the curves."""
+    import explorer.runs.writer as writer_module
+    from explorer.events import StepMetrics
+    from explorer.training import Trainer
+    from tests.training.conftest import make_tiny_config, make_tiny_workspace
+
+    monkeypatch.setattr(writer_module, "ROWS_EVERY_S", float("inf"))
+    workspace = make_tiny_workspace("gpt")
+    trainer = Trainer(workspace, make_tiny_config(steps=10, eval_every=7))
+    run = tmp_path / "run"
+    writer = writer_module.RunWriter(run, snapshot_every=4)
+    writer.claim(resume=False)
+    writer.start(workspace, trainer)
+    on_disk = []  # after each step: the last step row in metrics.jsonl
+    weights = {}  # step -> the model's weights right after it
+    for event in trainer.run():
+        writer.record(event)
+        if isinstance(event, StepMetrics):
+            weights[event.step] = {k: v.clone() for k, v in workspace.model.state_dict().items()}
+            if event.step == 6:
+                writer.save_latest(workspace, trainer.config)  # an autosave
+            steps = [r["step"] for r in metrics(run) if "event" not in r]
+            on_disk.append(steps[-1] if steps else 0)
+            assert steps == list(range(1, len(steps) + 1))  # whole, in order, no gap
+    # nothing wrote the first rows; then the snapshots (steps 4, 8) and the autosave (6) wrote
+    # the rows up to their step (a snapshot's own row, written once it is on disk, may add more)
+    assert on_disk[:3] == [0, 0, 0]
+    for step, last_row in enumerate(on_disk, start=1):
+        assert last_row >= max([0] + [s for s in (4, 6, 8) if s <= step])
+    writer.finish(workspace, event)  # the last event: TrainingFinished
+    writer.close()
+    rows = metrics(run)
+    assert [r["step"] for r in rows if "event" not in r] == list(range(1, 11))
+    assert [r["step"] for r in rows if r.get("event") == "eval"] == [7, 10]
+    # the snapshots written beside the training hold the weights of their own step
+    for step in (4, 8):
+        saved = load_file(run / "snapshots" / f"step-{step:06d}" / "model.safetensors")
+        assert all(torch.equal(saved[k], weights[step][k]) for k in saved)
+        assert not all(torch.equal(saved[k], weights[step + 1][k]) for k in saved)
+    assert [r["step"] for r in rows if r.get("event") == "snapshot"] == [0, 4, 8, 10]
+    assert rows[-1]["event"] == "finished"

@@ -310,6 +310,8 @@ def test_metrics_are_appended_every_step_and_ignored_past_the_saved_step(tmp_pat
             raise KeyboardInterrupt
 
     monkeypatch.setattr(Autosave, "_step_done", step_done)
+    # no gathering of step rows (tests/runs/test_run_folder.py tests it): each one as it comes
+    monkeypatch.setattr("explorer.runs.writer.ROWS_EVERY_S", 0.0)
     assert main(["train", *TINY_PAIRS, "--steps", "20", "--save-every", "5", "--eval-every", "3",
                  "--out", str(folder), *FAST[:-2]]) == 130
     steps = {step: [s for event, s in rows if event is None] for step, rows in rows_on_disk.items()}

@@ -54,6 +54,23 @@ def test_same_seed_gives_identical_losses_even_with_dropout(tiny_workspace, tiny
     assert [s.loss for s in steps] != runs[0]  # the seed picks batches and dropout masks
 
 
+def test_a_step_draws_its_dropout_masks_as_torch_manual_seed_would(tiny_workspace, tiny_config):
+    """The step seeds only the generators it uses; on CPU the masks are torch.manual_seed's."""
+    workspace = tiny_workspace("gpt", dropout=0.3)
+    config = tiny_config(steps=1, seed=5)
+    reference = tiny_workspace("gpt", dropout=0.3)
+    reference.model.load_state_dict(workspace.model.state_dict())
+    reference.model.train()
+    torch.manual_seed(step_seed(config.seed, 1))
+    batch = make_feed(reference, config).train_batch(1)
+    expected = compute_loss(reference.model, batch).loss.item()
+    reference.model.eval()
+    without_dropout = compute_loss(reference.model, batch).loss.item()
+    _, steps = run_all(Trainer(workspace, config))
+    assert steps[0].loss == pytest.approx(expected, rel=1e-6)
+    assert steps[0].loss != pytest.approx(without_dropout, rel=1e-4)  # dropout did act
+
+
 def test_gradient_norm_is_recorded_before_and_after_clipping(tiny_workspace, tiny_config):
     workspace = tiny_workspace("gpt")
     config = tiny_config(steps=1, optimizer="sgd", momentum=0.0, lr=0.5, clip=0.05)

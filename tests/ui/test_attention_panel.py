@@ -227,7 +227,7 @@ def test_live_snapshots_update_the_image_in_place(qtbot):
     with torch.no_grad():
         for p in workspace.model.parameters():
             p.mul_(3.0)  # what a few training steps would do: sharper attention
-    bus.training_state.emit("running")
+    bus.state.set_training("running")
     source, target = panel.probe_input()
     snapshot = probe(workspace, source, target, step=42)
     bus.probe.emit(snapshot)

@@ -8,9 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from explorer.analysis.attribution import AttributionResult, AttributionSettings
+from explorer.analysis.attribution import ALTERNATIVES, AttributionResult, AttributionSettings
+from explorer.analysis.attribution_input import attribution_input
 from explorer.analysis.explain import ExplainRequest, explain
 from explorer.analysis.rollout import RNN_REASON, RolloutResult
+from explorer.analysis.token_pick import pick_token
 from explorer.cli import main
 from explorer.ui.panels.attribution import AttributionPanel
 from tests.ui.test_inside_panels import char_workspace, open_panel
@@ -33,7 +35,7 @@ def test_the_probe_is_explained_with_the_cores_numbers(qtbot, tmp_path):
     assert panel.scores_map.row_labels == result.rows
     assert "completeness gap" in panel.status.text()
     for widget in (panel.method_box, panel.baseline_box, panel.steps_box, panel.batch_box,
-                   panel.contrast_edit, panel.fusion_box, panel.explain_button, panel.stop_button):
+                   panel.contrast_box, panel.fusion_box, panel.explain_button, panel.stop_button):
         assert widget.toolTip()
 
     _choose(panel.method_box, "rollout")  # following: a change recomputes
@@ -55,10 +57,40 @@ def test_contrast_and_bad_contrast(qtbot):
     panel = open_panel(qtbot, AttributionPanel, workspace)
     _choose(panel.method_box, "grad-input")
     qtbot.waitUntil(lambda: panel.result.method == "grad-input" and not panel.busy(), timeout=30_000)
-    panel.contrast_edit.setText("no-such-token")
-    panel.contrast_edit.editingFinished.emit()
+    panel.contrast_box.setEditText("no-such-token")
+    panel.contrast_box.lineEdit().editingFinished.emit()
     qtbot.waitUntil(lambda: "not in the model's vocabulary" in panel.status.text(), timeout=30_000)
     assert "\n" not in panel.status.text()
+
+
+def test_a_picked_token_is_explained_alone_and_its_alternatives_are_the_contrasts(qtbot):
+    """A pick goes through the Prober (the probe input changes), the view explains that row only
+    with the core's numbers, and the contrast list is the model's top tokens there."""
+    workspace = char_workspace("transformer", "reverse")
+    panel = open_panel(qtbot, AttributionPanel, workspace)
+    _choose(panel.method_box, "grad-input")
+    qtbot.waitUntil(lambda: panel.result.method == "grad-input" and not panel.busy(), timeout=30_000)
+    source = "abcd"
+    output = workspace.tokenizer.encode("dcb")
+    pick = pick_token(workspace, source, output, "a test")
+    with qtbot.waitSignal(panel.bus.probe_input_changed, timeout=10_000):
+        panel.bus.token_pick_requested.emit(pick)
+    qtbot.waitUntil(lambda: panel.result.rows == [pick.token] and not panel.busy(), timeout=30_000)
+    assert panel.probe_text == (source, "dcb") and panel.pick_label.isVisible()
+    expected = explain(workspace, source, "dcb", ExplainRequest("grad-input", AttributionSettings(), rows=(2,)))
+    np.testing.assert_allclose(panel.result.scores, expected.scores, atol=1e-6)
+    logits = workspace.model.eval()(*attribution_input(workspace, source, "dcb").inputs)[0, 2]
+    top = [i for i in logits.topk(ALTERNATIVES + 1).indices.tolist() if i != output[-1]][:ALTERNATIVES]
+    listed = [panel.contrast_box.itemText(i) for i in range(1, panel.contrast_box.count())]
+    assert listed == workspace.tokenizer.tokens(top)
+
+    panel.contrast_box.setCurrentIndex(1)
+    panel.contrast_box.activated.emit(1)
+    qtbot.waitUntil(lambda: panel.result.contrast == listed[0] and not panel.busy(), timeout=30_000)
+    assert panel.result.rows == [pick.token]
+    panel.all_button.click()  # every output token again
+    qtbot.waitUntil(lambda: len(panel.result.rows) == 4 and not panel.busy(), timeout=30_000)  # d c b <eos>
+    assert not panel.pick_label.isVisible()
 
 
 def test_rnn_rollout_says_why(qtbot):
@@ -163,3 +195,25 @@ def test_ablation_panel_mean_mode(qtbot):
     qtbot.waitUntil(lambda: panel.effect is not None and not panel.busy(), timeout=30_000)
     drop = panel.effect.clean.sum() - panel.effect.ablated.sum()
     assert drop == pytest.approx(panel.importance.drop[1, 1], abs=1e-4)
+
+
+def test_ablation_panel_importance_on_validation_loss_with_progress_and_stop(qtbot, monkeypatch):
+    from explorer.analysis.head_importance_data import head_importance_on_data
+    from explorer.ui.panels import ablation
+
+    monkeypatch.setattr(ablation, "DATA_EXAMPLES", 3)
+    workspace = char_workspace("transformer", "reverse")
+    panel = open_panel(qtbot, ablation.AblationPanel, workspace)
+    seen = []
+    panel.progress_changed.connect(seen.append)
+    panel.metric_box.setCurrentIndex(panel.metric_box.findData("loss"))
+    qtbot.waitUntil(lambda: panel.importance.quantity == "rise in validation loss" and not panel.busy(),
+                    timeout=60_000)
+    expected = head_importance_on_data(workspace, "loss", 3)
+    np.testing.assert_allclose(panel.importance.drop, expected.drop, atol=1e-5)
+    assert seen and seen[-1] == 1.0 and not panel.mode_box.isEnabled()
+    panel.metric_box.setCurrentIndex(panel.metric_box.findData("bleu"))
+    assert panel.busy() and panel.stop_button.isEnabled()
+    panel.stop_button.click()
+    qtbot.waitUntil(lambda: not panel.busy(), timeout=60_000)
+    assert panel.status.text() == "Stopped." and panel.importance.quantity == "rise in validation loss"

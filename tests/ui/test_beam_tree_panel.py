@@ -8,6 +8,7 @@ import pytest
 import torch
 from PySide6.QtCore import QPoint, QPointF, Qt
 
+from explorer.analysis.token_pick import pick_token
 from explorer.data.tokenizers import WordTokenizer
 from explorer.decoding import beam_search, encode_context
 from explorer.ui.bus import AppBus
@@ -36,10 +37,10 @@ def panel(qtbot):
     qtbot.addWidget(panel)
     panel.resize(1100, 600)
     panel.show()
-    panel.source_box.setText("the cat sat")
     panel.form.set_values(beam_size=3, max_len=6, alpha=0.0)
+    bus.set_workspace(tiny_workspace())  # its probe input is decoded; then this source
     with qtbot.waitSignal(panel.decoded, timeout=10000):
-        bus.set_workspace(tiny_workspace())
+        panel.set_source("the cat sat")
     yield panel
     panel.jobs.shutdown()
 
@@ -250,3 +251,15 @@ def test_a_long_tree_keeps_its_labels_and_numbers_inside_and_the_greedy_path_on_
     edges = [panel.edge_items[s].zValue() for s in ("pruned", "kept", "finished")]
     assert panel.greedy_line.zValue() > max(edges + [panel.nbest_line.zValue()])
     assert panel.greedy_line.opacity() == 1.0
+
+
+def test_why_this_token_explains_the_selected_node_with_its_path_before_it(panel, qtbot):
+    result = panel.result
+    node = next(n for n in result.nodes if n.step == 2 and n.status == "kept")
+    assert not panel.explain_button.isEnabled()
+    panel.select_node(node.id)
+    with qtbot.waitSignal(panel.bus.token_pick_requested, timeout=3000) as asked:
+        panel.explain_button.click()
+    ids = [n.token_id for n in result.path(node.id)]
+    assert len(ids) == 3 and ids[-1] == node.token_id
+    assert asked.args[0] == pick_token(panel.workspace, "the cat sat", ids, "the beam tree")

@@ -8,6 +8,7 @@ import pytest
 import sacrebleu
 import torch
 
+from explorer.analysis.token_pick import pick_token
 from explorer.data.tasks import Splits
 from explorer.data.tokenizers import WordTokenizer
 from explorer.decoding import encode_context, score_ids
@@ -160,3 +161,14 @@ def test_cards_show_their_whole_text_at_the_default_dock_size(panel, qtbot):
     # Long texts are shown from their beginning, in full in the tooltip.
     assert panel.reference_box.cursorPosition() == 0
     assert panel.reference_box.toolTip() == long_reference
+
+
+def test_why_lists_every_outputs_tokens_and_asks_for_the_chosen_one(panel, qtbot):
+    greedy = next(o for o in panel.outputs if o.strategy == "greedy").hypothesis
+    assert panel.explain_box.count() == 1 + sum(len(o.hypothesis.tokens) for o in panel.outputs)
+    index = panel.token_choices.index(("greedy", 2)) + 1
+    assert panel.explain_box.itemText(index) == f"Greedy 2: {greedy.tokens[1]}"
+    with qtbot.waitSignal(panel.bus.token_pick_requested, timeout=3000) as asked:
+        panel.explain_box.activated.emit(index)
+    assert asked.args[0] == pick_token(panel.workspace, panel.outputs_input[0], greedy.token_ids[:2],
+                                       "the compare panel (greedy)")

@@ -140,10 +140,10 @@ def test_a_new_workspace_replaces_the_curves_with_its_history(qtbot, bus):
                {"step": 2, "loss": 1.5, "lr": 1e-3, "grad_norm": 0.8, "grad_norm_clipped": 0.8,
                 "val_loss": 1.4, "perplexity": math.exp(1.4), "token_accuracy": 0.5}]
     workspace = SimpleNamespace(history=history, train_config=None)
-    bus.workspace_changed.emit(workspace)
+    bus.set_workspace(workspace)
     assert panel.curves["train_loss"].yData.tolist() == [2.0, 1.5]
     assert panel.curves["val_loss"].yData.tolist() == [1.4]
-    bus.workspace_changed.emit(workspace)  # the same workspace again: nothing is lost
+    bus.set_workspace(workspace)  # the same workspace again: nothing is lost
     assert panel.train.size == 2
 
 

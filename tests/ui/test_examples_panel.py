@@ -180,7 +180,7 @@ def test_neighbours_of_the_probe_in_the_background(panel, qtbot):
     assert len(view.index) == len(panel.workspace.data.train)
     source, target = panel.workspace.data.train[5]
     with qtbot.waitSignal(view.query_runner.done, timeout=60_000):
-        view.set_probe(source, target)
+        panel.bus.state.set_probe_input(source, target)
     assert view.neighbours[0].index == 5 and view.neighbours[0].distance < 1e-4
     assert view.table.item(0, 0).text() == source
     with qtbot.waitSignal(panel.bus.probe_requested) as probe:
@@ -196,3 +196,76 @@ def test_evaluation_leaves_the_shared_model_alone(panel, qtbot):
         panel.evaluate()
     assert model.training  # never switched to eval mode under the trainer's feet
     assert all((before[name] == value).all() for name, value in model.state_dict().items())
+
+
+def test_clicking_a_worst_token_shows_exactly_its_examples(panel, qtbot, tiny_workspace):
+    from seqmodels.config import EOS_ID
+
+    worst = panel.worst
+    assert worst is not None and len(worst.labels) > 0
+    table = panel.model.table
+    item = panel.tokens_table.item(0, 0)
+    rect = panel.tokens_table.visualItemRect(item)
+    qtbot.mouseClick(panel.tokens_table.viewport(), Qt.LeftButton, pos=rect.center())
+    token_id = int(table.tokens["id"][table.tokens["label"] == worst.labels[0]][0])
+    # independent of the table's token rows: the references that hold the token, tokenized again
+    holding = {i for i, reference in enumerate(table.columns["reference"])
+               if token_id in tiny_workspace.tokenizer.encode(reference) + [EOS_ID]}
+    assert set(panel.model.view.tolist()) == holding
+    assert panel.model.rowCount() == len(holding)
+
+
+def test_change_against_a_pinned_evaluation_sorts_by_improvement(panel, qtbot):
+    from explorer.analysis.examples import ExampleTable
+
+    table = panel.model.table
+    rng = np.random.default_rng(0)
+    before = ExampleTable({**table.columns, "bleu": rng.random(len(table)) * 100}, True,
+                          bleu_stats=table.bleu_stats, tokens=table.tokens)
+    panel.pinned = before
+    panel.model.set_table(table, before)
+    change = panel.model.names.index("change")
+    panel.view.horizontalHeader().setSortIndicator(change, Qt.DescendingOrder)
+    shown = np.asarray(_column(panel, "change"), dtype=float)
+    want = np.sort(table.columns["bleu"] - before.columns["bleu"])[::-1]
+    assert shown == pytest.approx(want, abs=0.01)  # the cells show two decimals
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """RNNsearch and RNNencdec in miniature: run folders of `explorer train --out`."""
+    from explorer.cli import main as explorer_main
+
+    root = tmp_path_factory.mktemp("runs")
+    for name, attention in (("search", "additive"), ("encdec", "none")):
+        assert explorer_main(["train", "--task", "reverse", "--arch", "seq2seq", "--cell", "gru",
+                              "--attention", attention, "--steps", "3", "--eval-every", "0",
+                              "--batch-size", "8", "--seed", "1", "--out", str(root / name)]) == 0
+    return root
+
+
+def test_every_compared_run_is_a_line_of_the_length_plot(panel, qtbot, tiny_workspace, two_runs):
+    from explorer.analysis.examples import length_buckets
+    from explorer.training.checkpoint import load_checkpoint
+    from explorer.ui.panels.runs import RunsPanel
+
+    runs = RunsPanel(panel.bus)
+    qtbot.addWidget(runs)
+    assert not panel.runs_button.isEnabled()
+    runs.add_run(two_runs / "search")
+    runs.add_run(two_runs / "encdec")
+    assert panel.runs_button.isEnabled() and list(panel.run_folders) == ["search", "encdec"]
+    with qtbot.waitSignal(panel.runs_runner.done, timeout=60_000):
+        qtbot.mouseClick(panel.runs_button, Qt.LeftButton)
+    series = panel.length_plot.series
+    assert [label.split(" · ")[0] for label, _ in series[1:]] == ["search", "encdec"]
+    first = length_buckets(panel.model.table)
+    width = first[0].high - first[0].low + 1
+    for label, buckets in series[1:]:  # each run's own model on the open model's examples
+        workspace = load_checkpoint(two_runs / label.split(" · ")[0], load_data=False,
+                                    load_state=False)
+        want = length_buckets(evaluate_examples(workspace, examples_of(tiny_workspace)), width=width)
+        assert [(b.label, b.bleu) for b in buckets] == [(b.label, pytest.approx(b.bleu)) for b in want]
+    runs.remove_run("encdec")
+    assert [label.split(" · ")[0] for label, _ in panel.length_plot.series[1:]] == ["search"]
+    runs.shutdown()

@@ -237,7 +237,7 @@ def test_live_probe_snapshots_from_training_update_the_hidden_panel(qtbot):
 
     ws = char_workspace("rnn-lm", "copy", cell="lstm")
     panel = open_panel(qtbot, HiddenPanel, ws)
-    panel.bus.training_state.emit("running")
+    panel.bus.state.set_training("running")
     with torch.no_grad():
         for p in ws.model.parameters():
             p.add_(0.5)  # a training step moved the weights

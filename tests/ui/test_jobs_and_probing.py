@@ -126,7 +126,7 @@ def test_while_training_the_trainer_probes_the_new_input(qtbot, monkeypatch):
         bus.set_workspace(workspace)
     monkeypatch.setattr(probe_module, "probe",
                         lambda *a, **k: calls.append(a) or ProbeSnapshot(step=a[3], source=a[1], target=a[2]))
-    bus.training_state.emit("running")
+    bus.state.set_training("running")
     with qtbot.waitSignal(bus.probe_input_changed):
         bus.probe_requested.emit("abcabc", "")
     assert calls == [] and not bus.probing  # no probe beside the trainer

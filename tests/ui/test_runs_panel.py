@@ -141,7 +141,7 @@ def test_side_by_side_attention_equals_each_models_own(panel, runs, qtbot):
 
 
 def test_blank_input_uses_run_as_first_validation_example(panel, runs, qtbot):
-    from explorer.analysis.probe import default_probe_input
+    from explorer.analysis.probe_input import default_probe_input
     from explorer.training.checkpoint import load_checkpoint
 
     panel.add_run(runs / "gru")

@@ -106,7 +106,7 @@ def test_the_curves_drop_their_headroom_when_training_stops(qtbot):
     bus.step_metrics.emit(steps(101, 20))  # past the range: it grows with headroom
     panel.redraw()
     assert view_box.viewRange()[0][1] > 140
-    bus.training_state.emit("stopped")
+    bus.state.set_training("stopped")
     panel.view.scene().prepareForPaint()
     x_range = view_box.viewRange()[0]
     assert x_range[0] <= 1 and 120 <= x_range[1] < 130  # every step, and only pyqtgraph's padding

@@ -14,7 +14,7 @@ from tests.ui.test_step_panel import SOURCE, tiny_workspace
 def panel(qtbot):
     panel = StepDecodingPanel(AppBus())
     qtbot.addWidget(panel)
-    panel.set_workspace(tiny_workspace())
+    panel.bus.set_workspace(tiny_workspace())
     panel.set_source(SOURCE)
     yield panel
     panel.shutdown()

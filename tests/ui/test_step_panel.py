@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from PySide6.QtCore import Qt
 
+from explorer.analysis.token_pick import pick_token
 from explorer.data.tokenizers import WordTokenizer
 from explorer.decoding import encode_context, greedy, sample
 from explorer.ui.bus import AppBus
@@ -45,9 +46,9 @@ def panel(qtbot):
     qtbot.addWidget(panel)
     panel.resize(900, 700)
     panel.show()
-    panel.source_box.setText(SOURCE)
     panel.form.boxes["max_len"].setValue(6)
     bus.set_workspace(tiny_workspace())
+    panel.set_source(SOURCE)
     return panel
 
 
@@ -153,3 +154,14 @@ def test_every_next_token_is_readable_at_the_default_dock_size(panel, qtbot):
     panel.step()
     assert panel.sample_chart.plot in panel.plots.ci.items
     assert "seed 11" in panel.sample_caption.text() and panel.sample_caption.isVisible()
+
+
+def test_why_asks_for_the_last_output_token_to_be_explained(panel, qtbot):
+    panel.step()
+    panel.step()
+    ids = list(panel.decoder.output.token_ids)
+    with qtbot.waitSignal(panel.bus.token_pick_requested, timeout=3000) as asked, \
+            qtbot.waitSignal(panel.bus.show_panel, timeout=3000) as shown:
+        qtbot.keyClick(panel, Qt.Key_E)
+    assert asked.args[0] == pick_token(panel.workspace, SOURCE, ids, "step-through decoding")
+    assert asked.args[0].row == 1 and shown.args == ["attribution"]

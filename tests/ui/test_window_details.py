@@ -51,3 +51,20 @@ def test_toolbar_shows_icons_and_names_them_in_tooltips(make_main_window):
         button = toolbar.widgetForAction(action)
         assert isinstance(button, QToolButton) and button.toolTip() == action.toolTip()
     assert window.actions.train.toolTip().startswith("Train (Ctrl+T): ")
+
+
+def test_the_controls_show_the_config_without_echoing_it_back(make_main_window, tiny_workspace):
+    import dataclasses
+
+    window = make_main_window(create_panels=False)
+    tiny_workspace.train_config = dataclasses.replace(tiny_workspace.train_config, clip=None,
+                                                      lr=0.02, seed=7)
+    announced = []
+    window.bus.train_config_changed.connect(announced.append)
+    window.controller.set_workspace(tiny_workspace)
+    assert announced == [tiny_workspace.train_config]  # the controller's alone: no echo
+    controls = window.controls
+    assert not controls.clip_enabled.isChecked() and not controls.clip.isEnabled()
+    assert controls.lr.value() == 0.02 and controls.seed.value() == 7
+    controls.clip_enabled.setChecked(True)  # the user turns clipping on
+    assert controls.clip.isEnabled() and window.controller.train_config.clip == controls.clip.value()

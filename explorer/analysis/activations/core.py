@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import importlib
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, ContextManager, Iterable, Mapping, Protocol
@@ -130,10 +131,14 @@ def set_attribute(obj, name: str, value) -> Callable[[], None]:
 
 _PROVIDERS: list = []  # registered by hand, newest first
 _FALLBACKS: list = []  # tried after the built-ins (catch-alls such as plain torch modules)
-_BUILTIN = ("explorer.analysis.activations.providers.ours:PROVIDER",
-            "explorer.hf.activations:PROVIDER",  # the Hugging Face plug-in, named, not imported
-            "explorer.analysis.activations.providers.torch_modules:PROVIDER")
-_builtins: list | None = None
+# (provider, the package whose models it reads): a provider for a package's models is imported
+# only once that package is, since none of its models can exist before. Importing transformers
+# for a model of ours cost seconds, and in a probe's worker thread it raced the GUI thread's own
+# import ("Could not import module 'AttentionInterface'").
+_BUILTIN = (("explorer.analysis.activations.providers.ours:PROVIDER", None),
+            ("explorer.hf.activations:PROVIDER", "transformers"),  # the Hugging Face plug-in
+            ("explorer.analysis.activations.providers.torch_modules:PROVIDER", None))
+_builtins: dict[str, object] = {}
 
 
 def register_provider(provider, last: bool = False) -> None:
@@ -145,18 +150,15 @@ def register_provider(provider, last: bool = False) -> None:
 
 
 def _builtin_providers() -> list:
-    global _builtins
-    if _builtins is None:
-        found = []
-        for target in _BUILTIN:
+    found = []
+    for target, package in _BUILTIN:
+        if target not in _builtins:
+            if package is not None and package not in sys.modules:
+                continue
             module, _, attribute = target.partition(":")
-            try:
-                found.append(getattr(importlib.import_module(module), attribute))
-            except ModuleNotFoundError as error:  # the Hugging Face provider without transformers
-                if not (error.name or "").startswith("transformers"):
-                    raise
-        _builtins = found
-    return _builtins
+            _builtins[target] = getattr(importlib.import_module(module), attribute)
+        found.append(_builtins[target])
+    return found
 
 
 def provider_for(model):
@@ -259,6 +261,16 @@ def list_points(model, inputs: tuple) -> list[HookPoint]:
     values = session.stacked(session.values)
     return [HookPoint(name, kind_of(name), tuple(values[name].shape), per_step)
             for name, per_step in session.seen.items()]
+
+
+@contextlib.contextmanager
+def replacing(model, replace: Mapping[str, Callable]):
+    """While open, every forward pass of `model` in this thread (a decoder's steps included)
+    applies `replace` as run_with does: for work that makes its own passes (an evaluation, a
+    decode). Other threads' passes wait for it (one run at a time)."""
+    session = _Session((), replace, ())
+    with _RUN_LOCK, provider_for(model).attach(model, session.visit):
+        yield
 
 
 def run_with(model, inputs: tuple, read: Iterable[str] = (), replace: Mapping[str, Callable] | None = None,

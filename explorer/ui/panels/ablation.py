@@ -2,7 +2,8 @@
 them does, and activation patching from a clean into a corrupted input.
 
 The layer × head map is the drop in the probe's output log-probability when each head alone is
-ablated (Michel et al., 2019). Clicking a cell adds that head to the ablation set (again: removes
+ablated (Michel et al., 2019), or the change in validation loss or BLEU with each head zeroed
+(head_importance_data; a run with progress, stoppable). Clicking a cell adds that head to the ablation set (again: removes
 it); the panel then shows each output token's log-probability with and without the set, and how
 far the attention maps moved. The weights are never changed: Undo clears the set. With a corrupted
 input of the same length, "Patch" draws the recovered logit difference, layer × position.
@@ -10,13 +11,17 @@ input of the same length, "Patch" draws the recovered logit difference, layer ×
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QComboBox, QGridLayout, QLabel, QLineEdit, QPushButton, QSizePolicy, QStackedWidget, QVBoxLayout,
+    QComboBox, QGridLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSizePolicy, QStackedWidget,
+    QVBoxLayout,
 )
 
+from explorer.analysis.head_importance_data import head_importance_on_data
 from explorer.analysis.interventions import (
     AblationEffect, HeadImportance, PatchingResult, ablation_effect, activation_patching, head_importance,
 )
@@ -26,6 +31,8 @@ from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.panels.base import Panel
 
+DATA_EXAMPLES = 32  # validation examples each head's loss or BLEU is measured on
+
 
 class AblationPanel(Panel):
     PANEL_ID = "ablation"
@@ -33,11 +40,10 @@ class AblationPanel(Panel):
     TOOLTIP = ("Head importance: how much the probe's output log-probability drops when each head "
                "alone is ablated. Click heads to ablate them together; Undo restores the model.")
 
+    progress_changed = Signal(float)  # emitted from the job's thread, drawn on the GUI thread
+
     def __init__(self, bus: AppBus, parent=None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
-        self.probe_text = ("", "")
-        self.training = False
         self.importance: HeadImportance | None = None
         self.effect: AblationEffect | None = None
         self.patching: PatchingResult | None = None
@@ -48,6 +54,22 @@ class AblationPanel(Panel):
         self.mode_box.addItem("zero", "zero")
         self.mode_box.addItem("mean over the probe", "mean")
         self.mode_box.setToolTip("Ablation: set the head's output to zero, or to its mean output")
+        # what a head's importance is measured on (Michel et al. 2019: loss and BLEU on held-out data)
+        self.metric_box = QComboBox()
+        self.metric_box.addItem("probe log p", "probe")
+        self.metric_box.addItem("validation loss", "loss")
+        self.metric_box.addItem("validation BLEU", "bleu")
+        self.metric_box.setToolTip("Head importance: the drop in the probe's log-probability, or the "
+                                   f"change in validation loss or BLEU (greedy decodes of up to "
+                                   f"{DATA_EXAMPLES} validation examples, each head zeroed in turn)")
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setToolTip("Stop the head-importance run (Esc)")
+        self.stop_button.setEnabled(False)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 100)
+        self.progress.setTextVisible(False)
+        self.progress.setMaximumHeight(8)
+        self.stop_event = threading.Event()
         self.undo_button = QPushButton("Undo")
         self.undo_button.setToolTip("Clear the ablation set: the model as it was (Ctrl+Z)")
         self.corrupted_edit = QLineEdit()
@@ -64,6 +86,9 @@ class AblationPanel(Panel):
         controls.addWidget(QLabel("Ablation"), 0, 0)
         controls.addWidget(self.mode_box, 0, 1)
         controls.addWidget(self.undo_button, 0, 2)
+        controls.addWidget(QLabel("Importance on"), 0, 3)
+        controls.addWidget(self.metric_box, 0, 4)
+        controls.addWidget(self.stop_button, 0, 5)
         controls.addWidget(self.corrupted_edit, 1, 0, 1, 2)
         controls.addWidget(self.patch_button, 1, 2)
         self.importance_map = HeatmapWidget("CET-D1", levels=None, symmetric=True, row_title="layer",
@@ -75,10 +100,16 @@ class AblationPanel(Panel):
         self.stack.addWidget(self.patching_map)
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
+        layout.addWidget(self.progress)
         layout.addWidget(self.status)
         layout.addWidget(self.stack, stretch=1)
 
         self.mode_box.currentIndexChanged.connect(self.compute)
+        self.metric_box.currentIndexChanged.connect(self.compute)
+        self.stop_button.clicked.connect(self.stop)
+        QShortcut(QKeySequence("Escape"), self, self.stop, context=Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.progress_changed.connect(lambda fraction: self.progress.setValue(int(100 * fraction)))
+        self.runner.busy_changed.connect(self._on_busy)
         self.undo_button.clicked.connect(self.undo)
         self.patch_button.clicked.connect(self.patch)
         self.corrupted_edit.returnPressed.connect(self.patch)
@@ -89,15 +120,12 @@ class AblationPanel(Panel):
         self.runner.failed.connect(lambda _job, message: self.status.setText(message))
         bus.workspace_changed.connect(self.set_workspace)
         bus.probe.connect(self._on_probe)
-        bus.training_state.connect(lambda state: setattr(self, "training", state == "running"))
         install_export_menu(self)
 
-    def set_workspace(self, workspace) -> None:
-        self.workspace = workspace
+    def set_workspace(self, _workspace) -> None:
         self.chosen.clear()
 
-    def _on_probe(self, snapshot) -> None:
-        self.probe_text = (snapshot.source, snapshot.target)
+    def _on_probe(self, _snapshot) -> None:
         if not self.training:  # the model belongs to the training thread meanwhile
             self.compute()
 
@@ -105,8 +133,29 @@ class AblationPanel(Panel):
         source, target = self.probe_text
         if self.workspace is None or not (source or target) or self.training:
             return
-        self.status.setText("Ablating each head…")
-        self.runner.submit(head_importance, self.workspace, source, target, self.mode_box.currentData())
+        self.stop_event.set()  # an older run stops at its next head
+        self.stop_event = threading.Event()
+        metric = self.metric_box.currentData()
+        self.mode_box.setEnabled(metric == "probe")  # on the data, heads are zeroed
+        if metric == "probe":
+            self.status.setText("Ablating each head…")
+            self.runner.submit(head_importance, self.workspace, source, target, self.mode_box.currentData(),
+                               None, self.progress_changed.emit)
+            return
+        self.status.setText(f"Evaluating with each head zeroed ({self.metric_box.currentText()})…")
+        self.runner.submit(head_importance_on_data, self.workspace, metric, DATA_EXAMPLES,
+                           self.progress_changed.emit, self.stop_event.is_set)
+
+    def stop(self) -> None:
+        if self.runner.busy:
+            self.stop_event.set()
+            self.runner.cancel()
+            self.status.setText("Stopped.")
+
+    def _on_busy(self, busy: bool) -> None:
+        self.stop_button.setEnabled(busy)
+        if not busy:
+            self.progress.setValue(0)
 
     def _heads(self) -> dict[str, list[int]]:
         heads: dict[str, list[int]] = {}
@@ -167,7 +216,7 @@ class AblationPanel(Panel):
         labels = [f"head {h + 1}" for h in range(result.heads)]
         self.importance_map.set_matrix(result.drop, result.layers, labels)
         marked = ", ".join(f"{result.layers[layer]} head {head + 1}" for layer, head in sorted(self.chosen))
-        self.importance_map.set_title(f"drop in log p when one head is ablated ({result.mode})")
+        self.importance_map.set_title(f"{result.quantity} when one head is ablated ({result.mode})")
         if self.effect is None:
             self.status.setText("Click heads to ablate them together." if not self.chosen else "")
             return

@@ -94,10 +94,8 @@ class ArchitecturePanel(Panel):
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
         layout.addWidget(self.plot_widget, stretch=1)
-        self.probe_text: tuple[str, str] | None = None
-        self.training = False  # the model is the trainer's: trace once it stops
         bus.workspace_changed.connect(self.set_workspace)
-        bus.probe_input_changed.connect(self._on_probe_input)
+        bus.probe_input_changed.connect(lambda _source, _target: self.retrace())
         bus.training_state.connect(self._on_training_state)
         install_export_menu(self)
 
@@ -111,22 +109,17 @@ class ArchitecturePanel(Panel):
             return
         self.retrace()
 
-    def _on_probe_input(self, source: str, target: str) -> None:
-        self.probe_text = (source, target)
-        self.retrace()
-
-    def _on_training_state(self, state: str) -> None:
-        was, self.training = self.training, state in ("running", "paused")
-        if was and not self.training and self.trace is None:
-            self.retrace()
+    def _on_training_state(self, _state: str) -> None:
+        if not self.bus.state.training.active and self.trace is None:
+            self.retrace()  # the model is the trainer's while it trains: trace once it stops
 
     def retrace(self) -> None:
-        from explorer.analysis.probe import default_probe_input
+        from explorer.analysis.probe_input import default_probe_input
 
         workspace = self.bus.workspace
-        if workspace is None or self.training:
+        if workspace is None or self.bus.state.training.active:
             return
-        source, target = self.probe_text or default_probe_input(workspace)
+        source, target = self.probe_text if any(self.probe_text) else default_probe_input(workspace)
         self.status.setText("Tracing…")
         self.runner.submit(trace_workspace, workspace, source, target)
 

@@ -48,10 +48,8 @@ class AttentionPanel(Panel):
 
     def __init__(self, bus: AppBus, parent=None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
         self.snapshot: ProbeSnapshot | None = None
         self.maps: dict[tuple[str, int], AttentionSnapshot] = {}
-        self.probe_text = ("", "")  # what the Prober probes (bus.probe_input_changed)
 
         self.source_edit = QLineEdit()
         self.source_edit.setPlaceholderText("probe source (or the LM's text)")
@@ -117,7 +115,6 @@ class AttentionPanel(Panel):
         return self.probe_text
 
     def set_workspace(self, workspace) -> None:
-        self.workspace = workspace
         self.snapshot, self.maps = None, {}
         if workspace is None:
             self.status.setText("Open or create a model with attention.")
@@ -126,7 +123,6 @@ class AttentionPanel(Panel):
         self.target_edit.setEnabled(workspace.is_seq2seq)
 
     def _on_probe_input(self, source: str, target: str) -> None:
-        self.probe_text = (source, target)
         self.source_edit.setText(source)
         self.target_edit.setText(target)
 

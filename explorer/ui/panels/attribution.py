@@ -16,7 +16,7 @@ import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QGridLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSizePolicy,
+    QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy,
     QSpinBox, QStackedWidget, QVBoxLayout,
 )
 
@@ -61,9 +61,6 @@ class AttributionPanel(Panel):
 
     def __init__(self, bus: AppBus, parent=None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
-        self.probe_text = ("", "")
-        self.training = False
         self.result: AttributionResult | RolloutResult | None = None
         self.stop_event = threading.Event()
         self.runner = self.job_runner("explain")
@@ -91,10 +88,15 @@ class AttributionPanel(Panel):
         self.batch_box.setValue(16)
         self.batch_box.setToolTip("Interpolation steps per forward pass (Captum's internal_batch_size): "
                                   "memory grows with it")
-        self.contrast_edit = QLineEdit()
-        self.contrast_edit.setPlaceholderText("rather than… (a token)")
-        self.contrast_edit.setToolTip("Contrastive: explain log p(token) − log p(this token), "
-                                      "e.g. why 'dogs' rather than 'dog'")
+        # contrastive: one of the model's most probable other tokens at the explained position
+        # (the list), or any token typed
+        self.contrast_box = QComboBox()
+        self.contrast_box.setEditable(True)
+        self.contrast_box.setMinimumWidth(110)
+        self.contrast_box.lineEdit().setPlaceholderText("rather than… (a token)")
+        self.contrast_box.setToolTip("Contrastive: explain log p(token) − log p(this token), e.g. why "
+                                     "'dogs' rather than 'dog'. The list holds the model's most "
+                                     "probable other tokens at the explained (picked or last) token")
         self.fusion_box = QComboBox()
         self.fusion_box.addItems(["mean", "max", "min"])
         self.fusion_box.setToolTip("Rollout: how the heads of a layer are fused")
@@ -112,6 +114,14 @@ class AttributionPanel(Panel):
         self.progress.setRange(0, 100)
         self.progress.setTextVisible(False)
         self.progress.setMaximumHeight(8)
+        # an output token picked in step-through decoding, the beam tree or the compare panel
+        self.pick = None
+        self.pick_label = QLabel()
+        self.pick_label.setToolTip("The output token explained: picked in another view")
+        self.all_button = QPushButton("All tokens")
+        self.all_button.setToolTip("Explain every output token of the probe again, not only the picked one")
+        self.pick_label.hide()
+        self.all_button.hide()
         self.status = QLabel("Open or create a model.")
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.status.setWordWrap(True)
@@ -125,7 +135,7 @@ class AttributionPanel(Panel):
         controls.addWidget(QLabel("Batch"), 0, 6)
         controls.addWidget(self.batch_box, 0, 7)
         controls.addWidget(QLabel("Contrast"), 1, 0)
-        controls.addWidget(self.contrast_edit, 1, 1)
+        controls.addWidget(self.contrast_box, 1, 1)
         controls.addWidget(QLabel("Heads"), 1, 2)
         controls.addWidget(self.fusion_box, 1, 3)
         controls.addWidget(self.map_box, 1, 4, 1, 2)
@@ -143,6 +153,10 @@ class AttributionPanel(Panel):
         self.stack.addWidget(self.rollout_map)
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
+        pick_row = QHBoxLayout()
+        pick_row.addWidget(self.pick_label, 1)
+        pick_row.addWidget(self.all_button)
+        layout.addLayout(pick_row)
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
         layout.addWidget(self.stack, stretch=1)
@@ -157,7 +171,9 @@ class AttributionPanel(Panel):
         self.fusion_box.currentIndexChanged.connect(self._on_settings_changed)
         self.steps_box.editingFinished.connect(self._on_settings_changed)
         self.batch_box.editingFinished.connect(self._on_settings_changed)
-        self.contrast_edit.editingFinished.connect(self._on_settings_changed)
+        self.contrast_box.lineEdit().editingFinished.connect(self._on_settings_changed)
+        self.contrast_box.activated.connect(lambda _index: self._on_settings_changed())
+        self.all_button.clicked.connect(lambda: self._set_pick(None, compute=True))
         self.follow_box.toggled.connect(self._on_settings_changed)
         self.map_box.currentIndexChanged.connect(self._draw_rollout)
         self.progress_changed.connect(lambda fraction: self.progress.setValue(int(100 * fraction)))
@@ -167,24 +183,25 @@ class AttributionPanel(Panel):
         bus.workspace_changed.connect(self.set_workspace)
         bus.probe.connect(self.show_snapshot)
         bus.probe_input_changed.connect(self._on_probe_input)
-        bus.training_state.connect(self._on_training_state)
+        bus.token_picked.connect(self._set_pick)
         install_export_menu(self)
         self._enable_controls()
 
     # -- what to compute ------------------------------------------------------------------------
 
     def request(self) -> ExplainRequest:
-        contrast = self.contrast_edit.text().strip() or None
+        contrast = self.contrast_box.currentText().strip() or None
         settings = AttributionSettings(steps=self.steps_box.value(), baseline=self.baseline_box.currentData(),
                                        batch_size=self.batch_box.value(), contrast=contrast)
-        return ExplainRequest(self.method_box.currentData(), settings, self.fusion_box.currentText())
+        rows = (self.pick.row,) if self.pick is not None else None
+        return ExplainRequest(self.method_box.currentData(), settings, self.fusion_box.currentText(), rows)
 
     def _enable_controls(self) -> None:
         method = self.method_box.currentData()
         self.baseline_box.setEnabled(method in ("ig", "occlusion"))
         self.steps_box.setEnabled(method == "ig")
         self.batch_box.setEnabled(method in ("ig", "occlusion"))
-        self.contrast_edit.setEnabled(method != "rollout")
+        self.contrast_box.setEnabled(method != "rollout")
         self.fusion_box.setEnabled(method == "rollout")
         self.map_box.setEnabled(method == "rollout")
 
@@ -210,7 +227,6 @@ class AttributionPanel(Panel):
     # -- inputs ---------------------------------------------------------------------------------
 
     def set_workspace(self, workspace) -> None:
-        self.workspace = workspace
         if workspace is None:
             self.result = None
             self.status.setText("Open or create a model.")
@@ -218,14 +234,23 @@ class AttributionPanel(Panel):
         self._announce_live()
 
     def _on_probe_input(self, source: str, target: str) -> None:
-        self.probe_text = (source, target)
+        if self.pick is not None and (self.pick.source, self.pick.target) != (source, target):
+            self._set_pick(None)  # another input: every output token again
 
-    def _on_training_state(self, state: str) -> None:
-        self.training = state == "running"
+    def _set_pick(self, pick, compute: bool = False) -> None:
+        """Explain only this picked output token (None: all of them); the probe it comes with
+        recomputes the map."""
+        self.pick = pick
+        self.pick_label.setVisible(pick is not None)
+        self.all_button.setVisible(pick is not None)
+        if pick is not None:
+            self.pick_label.setText(f"Explaining {pick.token!r}, picked in {pick.origin}")
+        self._announce_live()
+        if compute and self.follow_box.isChecked():
+            self.compute()
 
     def show_snapshot(self, snapshot) -> None:
         """A probe arrived: a training probe brings its explanation; otherwise compute one."""
-        self.probe_text = (snapshot.source, snapshot.target)
         live = getattr(snapshot, "explanation", None)
         if live is not None:
             if live.result is not None:
@@ -285,12 +310,25 @@ class AttributionPanel(Panel):
             self._draw_rollout()
             return
         self.stack.setCurrentWidget(self.scores_map)
+        self._offer_contrasts(result)
         matrix = result.scores.astype(np.float32)
         self.scores_map.set_matrix(matrix, result.rows, self._column_labels(result))
         quantity = (f"log p(token) − log p({result.contrast!r})" if result.contrast else "log p(token)")
         self.scores_map.set_title(f"{METHOD_LABELS[result.method]} of {quantity}")
         self.status.setText(f"{where}: " + self._summary(result))
         self.status.setStyleSheet("color: #c0392b;" if result.warning else "")
+
+    def _offer_contrasts(self, result: AttributionResult) -> None:
+        """The contrast list: the model's most probable other tokens at the explained token (the
+        picked one, else the last), the typed or chosen one kept."""
+        if not result.alternatives:
+            return
+        chosen = self.contrast_box.currentText()
+        self.contrast_box.blockSignals(True)
+        self.contrast_box.clear()
+        self.contrast_box.addItems(["", *result.alternatives[-1]])
+        self.contrast_box.setCurrentText(chosen)
+        self.contrast_box.blockSignals(False)
 
     @staticmethod
     def _column_labels(result: AttributionResult) -> list[str]:

@@ -4,7 +4,8 @@ call on it, the required parts and the optional hooks with their defaults.
 A panel is registered with one line in explorer/ui/panels/__init__.py (PANELS, with its dock
 group). It is built as `Panel(bus)`, listens to the bus and never imports another panel: data
 reaches it as plain-data events (workspace, metrics, probe snapshots), and it asks for a new probe
-input on the bus (`bus.probe_requested`). Work it starts off the GUI thread goes through a
+input on the bus (`bus.probe_requested`). It reads the workspace and the probe input from the app
+state (`self.workspace`, `self.probe_text`) and keeps no copy of them. Work it starts off the GUI thread goes through a
 `JobRunner` made with `self.job_runner(name)`, which `busy()` and `shutdown()` cover.
 """
 
@@ -14,10 +15,13 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QWidget
 
+from explorer.analysis.token_pick import pick_token
+from explorer.errors import UserError
 from explorer.ui.bus import AppBus
 from explorer.ui.jobs import JobRunner
 
 EXPORT_FORMATS = ("png", "svg", "csv")
+EXPLAIN_PANEL = "attribution"  # the view a picked output token is explained in
 
 
 def elide(text: str, limit: int = 60) -> str:
@@ -37,11 +41,40 @@ class Panel(QWidget):
         self.setObjectName(f"{self.PANEL_ID}Panel")
         self.setToolTip(self.TOOLTIP)
 
+    @property
+    def workspace(self):
+        """The open workspace. It lives in the app state (explorer/state.py), never in a panel:
+        `set_workspace`/`on_workspace` hear that it changed."""
+        return self.bus.workspace
+
+    @property
+    def probe_text(self) -> tuple[str, str]:
+        """What is probed, (source, target): the app state's probe input."""
+        return self.bus.probe_text
+
+    @property
+    def training(self) -> bool:
+        """A run is training the model now (it belongs to the training thread meanwhile)."""
+        return self.bus.state.training.status == "running"
+
     def job_runner(self, name: str) -> JobRunner:
         """A latest-wins runner for this panel's background work (explorer/ui/jobs.py)."""
         runner = JobRunner(f"{self.PANEL_ID}.{name}", self)
         self.runners.append(runner)
         return runner
+
+    def explain_token(self, source: str, output_ids: list[int], origin: str) -> str | None:
+        """Ask for the last of `output_ids` (decoded from `source`) to be explained in the
+        attribution view, through the Prober; the one-line reason when it cannot be."""
+        if self.bus.workspace is None:
+            return "open or create a model first"
+        try:
+            pick = pick_token(self.bus.workspace, source, output_ids, origin)
+        except UserError as exc:
+            return str(exc)
+        self.bus.token_pick_requested.emit(pick)
+        self.bus.show_panel.emit(EXPLAIN_PANEL)
+        return None
 
     # -- required -------------------------------------------------------------------------------
 

@@ -68,11 +68,11 @@ class BeamTreePanel(Panel):
 
     def __init__(self, bus, parent: QWidget | None = None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
         self.result: BeamResult | None = None
         self.layout_: TreeLayout | None = None
         self.visible_ids = np.zeros(0, dtype=np.int64)  # node ids in the layout, layout order
         self.selected: int | None = None
+        self.decoded_source = ""  # the source of the tree on show
         self.error = ""
         self._nbest_ends: list[tuple[int, float, float]] = []  # (rank, x, y) of n-best last nodes
         self._ghosts: list[tuple[int, float]] = []  # greedy positions drawn outside the beam
@@ -117,6 +117,11 @@ class BeamTreePanel(Panel):
         self.details_button.setToolTip("Show or hide the clicked node's attention and the "
                                        "candidates it was chosen from")
         self.details_button.clicked.connect(self.set_detail_open)
+        self.explain_button = QPushButton("Why?")
+        self.explain_button.setToolTip("Explain the clicked node's token, with the path to it as the "
+                                       "output before it, in the attribution view")
+        self.explain_button.setEnabled(False)
+        self.explain_button.clicked.connect(self.explain_selected)
         fit = QPushButton("Fit")
         fit.setToolTip("Show the whole tree (drag to pan, wheel to zoom)")
         fit.clicked.connect(self.fit)
@@ -124,6 +129,7 @@ class BeamTreePanel(Panel):
         top.addWidget(QLabel("Source"))
         top.addWidget(self.source_box, 3)
         top.addWidget(self.example_box, 2)
+        top.addWidget(self.explain_button)  # here: the row below is as wide as the dock already
         numbers = QHBoxLayout()
         numbers.addWidget(self.form)
         numbers.addWidget(self.pruned_box)
@@ -221,7 +227,6 @@ class BeamTreePanel(Panel):
     # ---- workspace and decoding ------------------------------------------------------------
 
     def set_workspace(self, workspace) -> None:
-        self.workspace = workspace
         self.example_box.clear()
         if workspace is None:
             self._clear()
@@ -252,6 +257,7 @@ class BeamTreePanel(Panel):
         if self.workspace is None:
             return -1
         self.status.setText("Decoding…")
+        self.decoded_source = self.source_box.text()  # latest wins: the result shown is this one's
         return self.jobs.submit(run_beam_search, self.workspace, self.source_box.text(),
                                 self.form.settings())
 
@@ -266,6 +272,7 @@ class BeamTreePanel(Panel):
     def set_result(self, result: BeamResult) -> None:
         self.result = result
         self.selected = None
+        self.explain_button.setEnabled(False)
         self.tree = BeamTreeIndex(result)
         self._redraw()
         self._show_detail(None)
@@ -433,11 +440,21 @@ class BeamTreePanel(Panel):
 
     def select_node(self, node_id: int | None) -> None:
         self.selected = node_id
+        self.explain_button.setEnabled(node_id is not None and node_id != 0)  # 0: the root, no token
         self._show_detail(node_id)
         if node_id is not None:
             if not self.detail_open():
                 self.set_detail_open(True)
             self.node_selected.emit(node_id)
+
+    def explain_selected(self) -> None:
+        """The attribution view explains the selected node's token (through the Prober)."""
+        if self.result is None or not self.selected:
+            return
+        ids = [node.token_id for node in self.result.path(self.selected)]
+        message = self.explain_token(self.decoded_source, ids, "the beam tree")
+        if message:
+            self.status.setText(message)
 
     def _show_detail(self, node_id: int | None) -> None:
         if self.result is None or node_id is None or node_id not in getattr(self, "_row_of", {}):

@@ -30,7 +30,7 @@ from explorer.families import family_of
 from explorer.ui.bleu_file_row import NO_SOURCE as NOT_TRANSLATING, ParallelFileRow
 from explorer.ui.bus import AppBus
 from explorer.ui.empty_state import EmptyState, no_curves_reason
-from explorer.ui.live_plots import RUN_CLOSED, GrowingBuffer, place_marker, step_marker
+from explorer.ui.live_plots import GrowingBuffer, place_marker, step_marker
 from explorer.ui.panels.base import Panel
 from explorer.ui.plot_style import readable_axes
 
@@ -99,7 +99,6 @@ class BleuPanel(Panel):
         self.history = GrowingBuffer(2, capacity=64)  # (step, bleu)
         self.breakdown = None
         self.example = None
-        self._workspace = None
 
         self.plot_widget = pg.PlotWidget(axisItems=readable_axes("left", "bottom"))
         self.plot = self.plot_widget.getPlotItem()
@@ -165,7 +164,7 @@ class BleuPanel(Panel):
         splitter.setStretchFactor(0, 1)  # the plot takes the room the details do not need
         splitter.setStretchFactor(1, 0)
         splitter.setChildrenCollapsible(False)  # never squeeze the table's rows under the text
-        self.file_row = ParallelFileRow(self.job_runner("file"))
+        self.file_row = ParallelFileRow(self.job_runner("file"), bus)
         self.file_row.scored.connect(self.show_file_bleu)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
@@ -182,9 +181,11 @@ class BleuPanel(Panel):
         self.draw_history()
 
     def on_workspace(self, workspace) -> None:
-        if workspace is self._workspace:
-            return
-        self._workspace = workspace
+        """A different workspace replaces the curve with its history; the same one keeps it."""
+        if not self.bus.state.same_model:
+            self.show_history(workspace)
+
+    def show_history(self, workspace) -> None:
         self.file_row.set_workspace(workspace)
         if self.bus.shows_run(workspace):
             return  # a snapshot of the run on show: the run's whole curve stays
@@ -215,8 +216,7 @@ class BleuPanel(Panel):
 
     def on_run_changed(self, run) -> None:
         if run is None:  # the run closed: the workspace's own history again (none: empty)
-            self._workspace = RUN_CLOSED  # never a workspace, so on_workspace redraws
-            self.on_workspace(self.bus.workspace)
+            self.show_history(self.bus.workspace)
 
     def add_eval(self, metrics) -> None:
         if metrics.bleu is None:

@@ -14,6 +14,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
+    QComboBox,
     QGridLayout,
     QHBoxLayout,
     QLabel,
@@ -66,11 +67,11 @@ class ComparePanel(Panel):
 
     def __init__(self, bus, parent: QWidget | None = None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
         self.outputs = []
         self.outputs_input = None  # (source, reference, DecodeSettings) `outputs` were decoded with
         self._newest_input = None  # ... and the newest compare job's
         self.example = None
+        self.token_choices: list[tuple[str, int]] = []  # the "why" list's tokens (_list_tokens)
         self._build()
         self.jobs = self.job_runner("decode")
         self.jobs.done.connect(self._on_result)
@@ -99,11 +100,20 @@ class ComparePanel(Panel):
                                     "relative to greedy's")
         self.find_button.clicked.connect(self.find_example)
 
+        # why this token: any token of the three outputs, explained in the attribution view
+        self.explain_box = QComboBox()
+        self.explain_box.setToolTip("Why this token? Pick a token of one of the outputs: the "
+                                    "attribution view explains it, with that output before it")
+        self.explain_box.activated.connect(self._explain_token)
+        # as narrow as a short token list: the items' texts do not widen the panel
+        self.explain_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.explain_box.setMinimumContentsLength(10)
         text_row = QHBoxLayout()
         text_row.addWidget(QLabel("Source"))
         text_row.addWidget(self.source_box, 1)
         text_row.addWidget(QLabel("Reference"))
         text_row.addWidget(self.reference_box, 1)
+        text_row.addWidget(self.explain_box)  # here: the button row is as wide as the dock already
         option_row = QHBoxLayout()
         option_row.addWidget(self.form)
         option_row.addStretch(1)
@@ -149,7 +159,6 @@ class ComparePanel(Panel):
     # ---- decoding --------------------------------------------------------------------------
 
     def set_workspace(self, workspace) -> None:
-        self.workspace = workspace
         self.example = None
         self.explanation.clear()
         self.explanation.hide()
@@ -240,6 +249,7 @@ class ComparePanel(Panel):
                 lines.append(f"BLEU = <b>{b.score:.1f}</b>")
                 lines.append(f"p1..p4 = {precisions}, BP = {b.bp:.2f}")
             cell.setText("<br>".join(lines))
+        self._list_tokens()
         labels = [STRATEGY_TITLES[o.strategy] for o in self.outputs]
         scores = np.array([o.hypothesis.score for o in self.outputs])
         # Bars grow down from 0 for log p; the chart shows -log p so longer = less probable.
@@ -247,6 +257,26 @@ class ComparePanel(Panel):
         bleu = [o.bleu.score if o.bleu is not None else 0.0 for o in self.outputs]
         self.bleu_chart.set_data(labels, np.array(bleu), value_max=100.0)
         self._fit_cards()
+
+    def _list_tokens(self) -> None:
+        """The outputs' tokens in the "why" list; item i + 1 is token_choices[i]: (strategy, how
+        many of its output's tokens up to the chosen one)."""
+        self.token_choices = [(output.strategy, index + 1) for output in self.outputs
+                              for index in range(len(output.hypothesis.tokens))]
+        tokens = {o.strategy: o.hypothesis.tokens for o in self.outputs}
+        self.explain_box.clear()
+        self.explain_box.addItem("Why this token?")
+        self.explain_box.addItems([f"{STRATEGY_TITLES[strategy]} {length}: {tokens[strategy][length - 1]}"
+                                   for strategy, length in self.token_choices])
+
+    def _explain_token(self, index: int) -> None:
+        if index < 1 or self.outputs_input is None:
+            return
+        strategy, length = self.token_choices[index - 1]
+        output = next(o for o in self.outputs if o.strategy == strategy)
+        message = self.explain_token(self.outputs_input[0], output.hypothesis.token_ids[:length],
+                                     f"the compare panel ({STRATEGY_TITLES[strategy].lower()})")
+        self.status.setText(message or "")
 
     def _fit_cards(self) -> None:
         """Every card as tall as its wrapped text at its current width: a word-wrapped rich-text

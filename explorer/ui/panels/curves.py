@@ -14,10 +14,13 @@ import pyqtgraph as pg
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 from superqt.utils import qthrottled
 
+from explorer.export.curves import (
+    EVAL_COLUMNS, TRAIN_COLUMNS, curve_tables, history_rows, perplexity,
+)
 from explorer.ui.bus import AppBus
 from explorer.ui.empty_state import EmptyState, no_curves_reason
 from explorer.ui.live_plots import (
-    MAX_REDRAW_INTERVAL_MS, REDRAW_BUDGET, REDRAW_INTERVAL_MS, RUN_CLOSED, GrowingBuffer,
+    MAX_REDRAW_INTERVAL_MS, REDRAW_BUDGET, REDRAW_INTERVAL_MS, GrowingBuffer,
     place_marker, step_marker,
 )
 from explorer.ui.panels.base import Panel
@@ -36,14 +39,6 @@ GRIDS = {
 MIN_PLOT_PX = 200  # a plot's axis, tick labels and a readable curve
 
 # Columns of the per-step buffer and of the per-evaluation buffer.
-TRAIN_COLUMNS = ("step", "loss", "perplexity", "lr", "grad_norm", "grad_norm_clipped")
-EVAL_COLUMNS = ("step", "val_loss", "perplexity", "token_accuracy")
-
-
-def _perplexity(loss: float) -> float:
-    return math.exp(min(loss, 50.0))  # exp overflows past ~709; e^50 is already off any useful axis
-
-
 def run_rows(curves) -> tuple[np.ndarray, np.ndarray]:
     """A run's columns (explorer.runs.Curves) as rows of TRAIN_COLUMNS and EVAL_COLUMNS."""
     train, evals = curves.train, curves.eval
@@ -85,7 +80,6 @@ class TrainingCurvesPanel(Panel):
         self.train = GrowingBuffer(len(TRAIN_COLUMNS))
         self.evals = GrowingBuffer(len(EVAL_COLUMNS), capacity=64)
         self._stale = {"train", "evals"}  # the buffers that changed since the curves last saw them
-        self._workspace = None
 
         self.view = TimedGraphicsLayoutWidget()
         self.view.setToolTip(self.TOOLTIP)
@@ -169,7 +163,7 @@ class TrainingCurvesPanel(Panel):
             return
         rows = np.array(
             [
-                (s.step, s.loss, _perplexity(s.loss), s.lr, s.grad_norm, s.grad_norm_clipped)
+                (s.step, s.loss, perplexity(s.loss), s.lr, s.grad_norm, s.grad_norm_clipped)
                 for s in steps
             ],
             dtype=np.float64,
@@ -187,16 +181,18 @@ class TrainingCurvesPanel(Panel):
 
     def on_workspace(self, workspace) -> None:
         """A different workspace replaces the curves with its history; the same one keeps them."""
-        if workspace is self._workspace:
-            return
-        self._workspace = workspace
+        if not self.bus.state.same_model:
+            self.show_history(workspace)
+
+    def show_history(self, workspace) -> None:
         self.on_train_config(getattr(workspace, "train_config", None))
         if self.bus.shows_run(workspace):
             return  # a snapshot of the run on show: the run's whole curves stay
         self.train.clear()
         self.evals.clear()
-        for row in getattr(workspace, "history", None) or []:
-            self._add_history_row(row)
+        train_rows, eval_rows = history_rows(getattr(workspace, "history", None))
+        self.train.extend(train_rows)
+        self.evals.extend(eval_rows)
         self._stale.update(("train", "evals"))
         self.redraw()
 
@@ -218,8 +214,7 @@ class TrainingCurvesPanel(Panel):
 
     def on_run_changed(self, run) -> None:
         if run is None:  # the run closed: the workspace's own history again (none: empty)
-            self._workspace = RUN_CLOSED  # never a workspace, so on_workspace redraws
-            self.on_workspace(self.bus.workspace)
+            self.show_history(self.bus.workspace)
 
     def mark_step(self, step) -> None:
         """A vertical line at the step of the run's snapshot the panels show (None: none)."""
@@ -240,24 +235,6 @@ class TrainingCurvesPanel(Panel):
             self.flush_pending_draws()
             for plot in self.plots.values():
                 plot.getViewBox().refit()
-
-    def _add_history_row(self, row: dict) -> None:
-        """A metrics.jsonl row: a training step (has "loss") or an evaluation (has "val_loss")."""
-        if "step" not in row:
-            return
-        if "loss" in row and row.get("loss") is not None:
-            grad = row.get("grad_norm", math.nan)
-            values = (
-                row["step"], row["loss"], _perplexity(row["loss"]), row.get("lr", math.nan),
-                grad, row.get("grad_norm_clipped", grad),
-            )
-            self.train.extend(np.array([values], dtype=np.float64))
-        if row.get("val_loss") is not None:
-            values = (
-                row["step"], row["val_loss"], row.get("perplexity", _perplexity(row["val_loss"])),
-                row.get("token_accuracy", math.nan),
-            )
-            self.evals.extend(np.array([values], dtype=np.float64))
 
     # -- drawing ---------------------------------------------------------------------------------
 
@@ -369,7 +346,4 @@ class TrainingCurvesPanel(Panel):
         return {} if self.view_state.empty else {"all": self.view.ci, **self.plots}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
-        return {
-            "train": (list(TRAIN_COLUMNS), self.train.view().tolist()),
-            "validation": (list(EVAL_COLUMNS), self.evals.view().tolist()),
-        }
+        return curve_tables(self.train.view(), self.evals.view())

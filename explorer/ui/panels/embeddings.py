@@ -63,7 +63,6 @@ class EmbeddingsPanel(Panel):
 
     def __init__(self, bus: AppBus, parent=None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
         self.data = None
         self.selected: int | None = None
         self.neighbours: list[tuple[int, float]] = []
@@ -151,11 +150,10 @@ class EmbeddingsPanel(Panel):
         """A new model, or new weights of the same one (re-emitted after training)."""
         from explorer.analysis.embeddings import available_embeddings
 
-        if workspace is not self.workspace:
+        if not self.bus.state.same_model:
             self.selected, self.neighbours, self.answers, self.analogy_ids = None, [], [], None
             self.live, self.live_pending = {}, False
             self.live_timer.stop()
-        self.workspace = workspace
         if workspace is None:
             self.data = None
             self.status.setText("Open or create a model.")
@@ -195,7 +193,7 @@ class EmbeddingsPanel(Panel):
         """A training probe with a copy of the embeddings: project the newest copy, at most every
         LIVE_EVERY_S seconds (the timer waits out the rest), latest wins."""
         matrices = getattr(probe, "embeddings", None)
-        if not matrices or self.workspace is None or self.bus.workspace is not self.workspace:
+        if not matrices or self.workspace is None:
             return
         self.live, self.live_pending = matrices, True
         if not self.live_timer.isActive():

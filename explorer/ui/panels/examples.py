@@ -54,6 +54,7 @@ from explorer.analysis.examples import (
     worst_tokens,
 )
 from explorer.errors import UserError
+from explorer.runs.compare import evaluate_runs
 from explorer.ui.examples_model import ExamplesModel
 from explorer.ui.jobs import one_line
 from explorer.ui.length_plot import make_length_widget
@@ -85,6 +86,14 @@ def _evaluate_job(workspace, pairs, progress, stop: threading.Event):
     return table
 
 
+def _runs_job(folders, pairs, seq2seq: bool, stop: threading.Event):
+    """Runs in the job runner's thread: run folders and pairs in, tables and problems out."""
+    results = evaluate_runs(folders, pairs, seq2seq, should_stop=stop.is_set)
+    if results is None:
+        raise UserError("evaluation stopped")
+    return results
+
+
 class ExamplesPanel(Panel):
     PANEL_ID = "examples"
     TITLE = "Examples"
@@ -96,12 +105,10 @@ class ExamplesPanel(Panel):
 
     def __init__(self, bus, parent: QWidget | None = None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
         self.pairs: list[tuple[str, str]] | None = None  # None: the workspace's validation set
         self.data_label = "validation set"
         self.pinned = None  # an ExampleTable to compare with
         self.pinned_label = ""
-        self.training = False
         self.slices: dict[str, dict] = {}
         self.message = ""
         self.worst = None  # explorer.analysis.examples.TokenErrors of the table shown
@@ -111,13 +118,18 @@ class ExamplesPanel(Panel):
         self.runner.done.connect(self._on_table)
         self.runner.failed.connect(lambda _job, message: self._say(message))
         self.runner.busy_changed.connect(self._on_busy)
+        self.run_folders = dict(bus.compared_runs_now)  # the Compare runs panel's runs
+        self.run_tables: dict[str, tuple[str, object]] = {}  # name: (label, ExampleTable)
+        self.runs_runner = self.job_runner("compared runs")
+        self.runs_runner.done.connect(self._on_run_tables)
+        self.runs_runner.failed.connect(lambda _job, message: self._say(message))
         self.progressed.connect(self._on_progress)
         self.model = ExamplesModel(self)
         self._build()
         self._restore_state()
         bus.workspace_changed.connect(self.set_workspace)
         bus.eval_metrics.connect(self._on_eval_metrics)
-        bus.training_state.connect(self._on_training_state)
+        bus.compared_runs.connect(self._on_compared_runs)
         if bus.workspace is not None:
             self.set_workspace(bus.workspace)
 
@@ -153,7 +165,7 @@ class ExamplesPanel(Panel):
             box = QLineEdit()
             box.setPlaceholderText(f"{name} regex")
             box.setToolTip(f"Show only rows whose {name} matches this regular expression "
-                           "(case-insensitive)")
+                           "(case-insensitive unless it has a capital letter)")
             box.editingFinished.connect(self.apply_filter)
             self.pattern_boxes[name] = box
             filters.addWidget(box, 1)
@@ -208,9 +220,19 @@ class ExamplesPanel(Panel):
         self.tokens_table.cellClicked.connect(lambda row, _col: self.show_token_rows(row))
         self.neighbours = NeighboursView(self)
         self.neighbours.chosen.connect(self.bus.probe_requested.emit)
-        self.bus.probe_input_changed.connect(self.neighbours.set_probe)
+        self.bus.probe_input_changed.connect(self.neighbours.query)
         self.tabs = QTabWidget()
-        self.tabs.addTab(self.length_widget, "By length")
+        self.runs_button = self._button(
+            "Add compared runs", "Evaluate the latest checkpoint of every run in the Compare runs "
+            "panel on these examples, one line each (e.g. RNNsearch against RNNencdec)",
+            self.evaluate_runs)
+        self.runs_button.setEnabled(bool(self.run_folders))
+        by_length = QWidget()
+        length_layout = QVBoxLayout(by_length)
+        length_layout.setContentsMargins(0, 0, 0, 0)
+        length_layout.addWidget(self.runs_button, 0, Qt.AlignLeft)
+        length_layout.addWidget(self.length_widget, 1)
+        self.tabs.addTab(by_length, "By length")
         self.tabs.addTab(self.tokens_table, "Worst tokens")
         self.tabs.addTab(self.neighbours, "Neighbours")
         self.tabs.setToolTip("Where the model fails")
@@ -244,7 +266,6 @@ class ExamplesPanel(Panel):
         from explorer.families import family_of
 
         self.stop()
-        self.workspace = workspace
         self.neighbours.set_workspace(workspace)
         decodes = workspace is not None and family_of(workspace.model).decodes
         self.evaluate_button.setEnabled(decodes)
@@ -320,11 +341,32 @@ class ExamplesPanel(Panel):
         self.stop_button.setEnabled(busy)
 
     def _on_eval_metrics(self, _metrics) -> None:
-        if self.training and self.auto_box.isChecked() and not self.runner.busy:
+        if self.bus.state.training.active and self.auto_box.isChecked() and not self.runner.busy:
             self.evaluate()
 
-    def _on_training_state(self, state: str) -> None:
-        self.training = state in ("running", "paused")
+    def _on_compared_runs(self, folders: dict) -> None:
+        self.run_folders = dict(folders)
+        self.runs_button.setEnabled(bool(folders))
+        self.run_tables = {name: run for name, run in self.run_tables.items() if name in folders}
+        if self.model.table is not None:
+            self._refresh_views()
+
+    def evaluate_runs(self) -> int:
+        """Every compared run on the examples shown, in the background; -1 when there is none."""
+        if self.model.table is None or not self.run_folders:
+            self._say("evaluate, and add runs to the Compare runs panel, first")
+            return -1
+        pairs = list(zip(self.model.table.columns["source"],
+                         self.model.table.columns["reference"] if self.model.table.seq2seq
+                         else [""] * len(self.model.table)))
+        self._say(f"evaluating {len(self.run_folders)} compared run(s) on these {len(pairs)} examples…")
+        return self.runs_runner.submit(_runs_job, dict(self.run_folders), pairs,
+                                       self.model.table.seq2seq, self._stop)
+
+    def _on_run_tables(self, _job, results) -> None:
+        self.run_tables, problems = results
+        self._say("; ".join(problems))
+        self._refresh_views()
 
     def _on_table(self, _job, table) -> None:
         self.progress.setValue(self.progress.maximum())
@@ -424,6 +466,8 @@ class ExamplesPanel(Panel):
         series = [(f"step {table.step}", table)]
         if self.pinned is not None and self.pinned is not table and self.model.change is not None:
             series.append((self.pinned_label, self.pinned))
+        series += [(label, run) for label, run in self.run_tables.values()  # these examples only
+                   if np.array_equal(run.columns["source"], table.columns["source"])]
         self.length_plot.set_tables(series)
         try:
             self.worst = worst_tokens(table, top=WORST_TOKENS)

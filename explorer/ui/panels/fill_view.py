@@ -23,9 +23,9 @@ DEFAULT_TOP_K = 5
 
 
 class FillMaskView(QWidget):
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, state, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.workspace = None
+        self.state = state  # explorer.state.AppState: the workspace filled in
         self.result = None  # explorer.decoding.fill.FillResult
         self.error = ""
         self.text_box = QLineEdit(DEFAULT_TEXT)
@@ -66,10 +66,6 @@ class FillMaskView(QWidget):
         layout.addWidget(self.text_label)
         layout.addWidget(self.plots, 1)
 
-    def set_workspace(self, workspace) -> None:
-        self.workspace = workspace
-        self.fill()
-
     def set_text(self, text: str) -> None:
         show_text(self.text_box, text)
         self.fill()
@@ -80,9 +76,9 @@ class FillMaskView(QWidget):
         from explorer.errors import UserError
 
         self.result, self.error = None, ""
-        if self.workspace is not None:
+        if self.state.workspace is not None:
             try:
-                self.result = fill_mask(self.workspace, self.text_box.text(), self.top_k_box.value())
+                self.result = fill_mask(self.state.workspace, self.text_box.text(), self.top_k_box.value())
             except (UserError, ValueError) as exc:
                 self.error = first_line(exc)
         keep = self.mask_box.currentIndex()

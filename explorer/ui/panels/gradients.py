@@ -78,14 +78,12 @@ class GradientFlowPanel(Panel):
 
     def __init__(self, bus: AppBus, parent=None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
         self.snapshot: ProbeSnapshot | None = None
         self.grad_history = GradientHistory()
         self.cell_curves: dict[str, np.ndarray] = {}
         self.norms = GrowingBuffer(3)  # step, norm before, norm after clipping
         self._norms_stale = False  # norms arrived while the clipping plot was out of sight
         self.clip: float | None = None
-        self.probe_text = ("", "")  # what the Prober probes (bus.probe_input_changed)
         self.playground_derivative = np.ones(1)
         self.cell_jobs = self.job_runner("cells")
         self.cell_jobs.done.connect(lambda _job, curves: self.show_cell_curves(curves))
@@ -197,7 +195,6 @@ class GradientFlowPanel(Panel):
         self.views["through_time"].setVisible(not transformer)
 
     def set_workspace(self, workspace) -> None:
-        self.workspace = workspace
         config = getattr(getattr(workspace, "model", None), "config", None)
         self._show_views(transformer=config is not None and not family_of(config).recurrent)
         self.snapshot = None
@@ -210,7 +207,6 @@ class GradientFlowPanel(Panel):
 
     def _on_probe_input(self, source: str, target: str) -> None:
         """The Prober probes a new input: compare the cells on it too."""
-        self.probe_text = (source, target)
         if self.bus.workspace is not None:
             self.status.setText("Probing…")
             self.compare_cells()
@@ -290,7 +286,7 @@ class GradientFlowPanel(Panel):
     def _cell_tokens(self) -> tuple[list[int], int, int, dict]:
         """Token ids of the probe text (repeated to CELL_TOKENS), vocab size, hidden size, and the
         workspace's own trained model when it is an RNN language model."""
-        workspace = self.bus.workspace  # the Prober may announce its input before set_workspace
+        workspace = self.bus.workspace
         source, target = self.probe_text
         ids = cell_comparison_ids(workspace.tokenizer, source or target)
         config = workspace.model.config

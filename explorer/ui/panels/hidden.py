@@ -48,7 +48,6 @@ class HiddenPanel(Panel):
 
     def __init__(self, bus: AppBus, parent=None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
         self.snapshot = None
         self.streams: dict | None = None  # trace name -> StateStream over the validation data
         self.selection = None
@@ -125,8 +124,8 @@ class HiddenPanel(Panel):
     def set_workspace(self, workspace) -> None:
         """A new model (or new weights of the same one): the controller's Prober probes it and the
         snapshot arrives on `bus.probe`; the brackets task also gets its depth units."""
-        same = workspace is not None and workspace is self.workspace
-        self.workspace, self.streams, self.matches = workspace, None, None
+        same = workspace is not None and self.bus.state.same_model
+        self.streams, self.matches = None, None
         if workspace is None:
             self.snapshot = None
             self.status.setText("Open or create a model.")

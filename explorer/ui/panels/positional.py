@@ -82,7 +82,6 @@ class PositionalPanel(Panel):
         super().__init__(bus, parent)
         self.model_positions: pe.ModelPositions | None = None
         self.model_note = ""  # one line on the loaded model's positions (what it has, or why none)
-        self.workspace = None
         self.residuals: dict[str, tuple[list[int], np.ndarray]] = {}
         self._residual_cache: dict[tuple, tuple[list[int], np.ndarray]] = {}  # per table, not per redraw
 
@@ -178,7 +177,6 @@ class PositionalPanel(Panel):
 
     def set_workspace(self, workspace) -> None:
         """Take d_model and max_len from a Transformer, and read its positional table."""
-        self.workspace = workspace
         model = getattr(workspace, "model", None)
         config = getattr(model, "config", None)
         self.model_positions, self.model_note = None, ""

@@ -293,9 +293,11 @@ class RunsPanel(Panel):
         self._fill_metrics()
         self._fill_list()
         self.redraw()
-        self.side_by_side.set_runs(
-            {name: e.folder for name, e in self.entries.items() if e.folder is not None},
-            {name: e.snapshots for name, e in self.entries.items()})
+        folders = {name: e.folder for name, e in self.entries.items() if e.folder is not None}
+        self.side_by_side.set_runs(folders, {name: e.snapshots for name, e in self.entries.items()})
+        if folders != self.bus.compared_runs_now:  # the Examples panel's length plot follows
+            self.bus.compared_runs_now = folders
+            self.bus.compared_runs.emit(dict(folders))
         if message:
             self.status.setText(message)
 

@@ -63,12 +63,10 @@ class StepDecodingPanel(Panel):
 
     def __init__(self, bus, parent: QWidget | None = None) -> None:
         super().__init__(bus, parent)
-        self.workspace = None
         self.decoder = None
         self.error = ""
-        self.force_error = ""  # one line: why the last what-if token was refused
+        self.force_error = ""  # one line: why the last what-if token (or explain) was refused
         self.masked = False  # a masked LM: the fill-mask view replaces decoding
-        self.training = False  # the trainer writes the weights meanwhile: decode a frozen copy
         self.setFocusPolicy(Qt.StrongFocus)
         self._build_controls()
         self._build_views()
@@ -82,7 +80,7 @@ class StepDecodingPanel(Panel):
         page.addWidget(self.output_label)
         page.addWidget(self.sample_caption)
         page.addWidget(self.views, 1)
-        self.fill_view = FillMaskView()
+        self.fill_view = FillMaskView(bus.state)
         self.fill_view.hide()
         root = QVBoxLayout(self)
         root.addWidget(self.decode_page, 1)
@@ -90,7 +88,6 @@ class StepDecodingPanel(Panel):
         self.timer = QTimer(self)
         self.timer.timeout.connect(self._play_tick)
         bus.workspace_changed.connect(self.set_workspace)
-        bus.training_state.connect(self._on_training_state)
         if bus.workspace is not None:
             self.set_workspace(bus.workspace)
         bus.probe_input_changed.connect(self._follow_probe)
@@ -137,6 +134,10 @@ class StepDecodingPanel(Panel):
         self.button_row.addWidget(self.force_box)
         self.button_row.addWidget(self.force_button)
         self.button_row.addStretch(1)
+        # beside the source, whose box stretches: the button row sets the panel's least width
+        self.explain_button = self._button("Why? ▶", "Explain the last output token in the "
+                                           "attribution view (E)", self.explain_last)
+        self.source_row.addWidget(self.explain_button)
 
     def _button(self, text, tip, slot) -> QPushButton:
         button = QPushButton(text)
@@ -201,14 +202,13 @@ class StepDecodingPanel(Panel):
     def set_workspace(self, workspace) -> None:
         from explorer.families import family_of
 
-        self.workspace = workspace
         self.masked = workspace is not None and family_of(workspace.model).masked_lm
         self.decode_page.setVisible(not self.masked)
         self.fill_view.setVisible(self.masked)
         if self.masked:
             self.pause()
             self.decoder = None
-            self.fill_view.set_workspace(workspace)
+            self.fill_view.fill()
             return
         data = getattr(workspace, "data", None) if workspace is not None else None
         if data is not None and data.val and not self.source_box.text():
@@ -250,15 +250,12 @@ class StepDecodingPanel(Panel):
     def _decoded_model(self):
         """While training runs, a frozen copy of this moment's weights: a decode stepped through
         over seconds sees one set of weights, in eval mode, whatever the trainer does meanwhile."""
-        if not self.training:
+        if not self.bus.state.training.active:  # the trainer writes the weights meanwhile
             return self.workspace
         from explorer.readers import frozen_copy
 
         workspace = self.workspace
         return frozen_copy(workspace.model), workspace.tokenizer, workspace.src_tokenizer
-
-    def _on_training_state(self, state: str) -> None:
-        self.training = state in ("running", "paused")
 
     def step(self) -> bool:
         self.force_error = ""
@@ -282,6 +279,13 @@ class StepDecodingPanel(Panel):
             self.force_error = str(exc)
         self._refresh()
         return not self.force_error
+
+    def explain_last(self) -> None:
+        """The attribution view explains the output's last token (through the Prober)."""
+        ids = list(self.decoder.output.token_ids) if self.decoder is not None else []
+        self.force_error = self.explain_token(self.source_box.text(), ids, "step-through decoding") or ""
+        if self.decoder is not None:
+            self._show_output()
 
     def back(self) -> bool:
         moved = self.decoder is not None and self.decoder.back()
@@ -309,7 +313,7 @@ class StepDecodingPanel(Panel):
 
     def keyPressEvent(self, event) -> None:
         actions = {Qt.Key_Right: self.step, Qt.Key_Left: self.back, Qt.Key_Space: self.toggle_play,
-                   Qt.Key_Home: self.reset, Qt.Key_F: self.force}
+                   Qt.Key_Home: self.reset, Qt.Key_F: self.force, Qt.Key_E: self.explain_last}
         action = None if self.masked else actions.get(event.key())
         if action is None:
             super().keyPressEvent(event)

@@ -32,6 +32,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from explorer.analysis.activations.core import BaseProvider, removing, set_attribute
+from explorer.families import family_of
 
 RECURRENT = (nn.RNN, nn.GRU, nn.LSTM)
 BLOCKS = (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
@@ -72,9 +73,10 @@ class TorchModulesProvider(BaseProvider):
         return removing(handles)
 
     def embeddings(self, model) -> dict:
-        found = {"input": model.tgt_embedding if model.config.family.endswith("seq2seq")
-                 else model.embedding, "output": model.head}
-        if model.config.family.endswith("seq2seq"):
+        has_source = family_of(model).has_source
+        found = {"input": model.tgt_embedding if has_source else model.embedding,
+                 "output": model.head}
+        if has_source:
             found["source"] = model.src_embedding
         return {kind: module.weight for kind, module in found.items() if module is not None}
 
@@ -88,8 +90,8 @@ class _Pass:
 
     def __init__(self, model, visit) -> None:
         self.visit = visit
-        self.seq2seq = model.config.family.endswith("seq2seq")
-        self.recurrent = model.config.family.startswith("user-rnn")
+        family = family_of(model)
+        self.seq2seq, self.recurrent = family.has_source, family.recurrent
         self.owner = threading.get_ident()
         self.in_blocks = {f"{name}.{child}" if name else child
                           for name, block in model.inner.named_modules() if isinstance(block, BLOCKS)
