@@ -48,7 +48,10 @@ class TimelineWidget(QWidget):
         self.state_label.setToolTip("Whether the run is still being written")
         # wrapped, never cut: "run … finished at step N (stopped)" is wider than its column
         self.state_label.setWordWrap(True)
-        self.state_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
+        self.state_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        # two lines always: a height that followed the text (it changes at every probe while
+        # training) re-laid out the window's docks, with their animations, once a second
+        self.state_label.setFixedHeight(2 * self.state_label.fontMetrics().lineSpacing() + 2)
 
         ends = QHBoxLayout()
         ends.setContentsMargins(0, 0, 0, 0)
