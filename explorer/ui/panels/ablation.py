@@ -30,11 +30,12 @@ from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.panels.base import Panel
+from explorer.ui.panels.stoppable import StoppableJob
 
 DATA_EXAMPLES = 32  # validation examples each head's loss or BLEU is measured on
 
 
-class AblationPanel(Panel):
+class AblationPanel(StoppableJob, Panel):
     PANEL_ID = "ablation"
     TITLE = "Ablation"
     TOOLTIP = ("Head importance: how much the probe's output log-probability drops when each head "
@@ -145,17 +146,6 @@ class AblationPanel(Panel):
         self.status.setText(f"Evaluating with each head zeroed ({self.metric_box.currentText()})…")
         self.runner.submit(head_importance_on_data, self.workspace, metric, DATA_EXAMPLES,
                            self.progress_changed.emit, self.stop_event.is_set)
-
-    def stop(self) -> None:
-        if self.runner.busy:
-            self.stop_event.set()
-            self.runner.cancel()
-            self.status.setText("Stopped.")
-
-    def _on_busy(self, busy: bool) -> None:
-        self.stop_button.setEnabled(busy)
-        if not busy:
-            self.progress.setValue(0)
 
     def _heads(self) -> dict[str, list[int]]:
         heads: dict[str, list[int]] = {}

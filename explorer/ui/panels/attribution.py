@@ -28,6 +28,7 @@ from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.panels.base import Panel, elide
+from explorer.ui.panels.stoppable import StoppableJob
 
 METHOD_LABELS = {
     "ig": "Integrated gradients",
@@ -49,7 +50,7 @@ METHOD_TIPS = {
 }
 
 
-class AttributionPanel(Panel):
+class AttributionPanel(StoppableJob, Panel):
     PANEL_ID = "attribution"
     TITLE = "Attribution"
     TOOLTIP = ("Why each output token: how much every source token and every earlier target token "
@@ -274,17 +275,6 @@ class AttributionPanel(Panel):
         self.status.setText(f"{METHOD_LABELS[self.request().method]}: {elide(source)!r}…")
         self.runner.submit(explain, self.workspace, source, target, self.request(),
                            self.progress_changed.emit, self.stop_event.is_set)
-
-    def stop(self) -> None:
-        if self.runner.busy:
-            self.stop_event.set()
-            self.runner.cancel()
-            self.status.setText("Stopped.")
-
-    def _on_busy(self, busy: bool) -> None:
-        self.stop_button.setEnabled(busy)
-        if not busy:
-            self.progress.setValue(0)
 
     def _on_done(self, _job: int, result) -> None:
         self.show_result(result, f"step {getattr(self.workspace, 'step', 0)}")
