@@ -169,8 +169,9 @@ class SoakRun:
             self.sample()
 
     def _on_finished(self, finished) -> None:
-        if self._restarting:  # the run a batch-size change stopped; the next one goes on
-            return
+        if self._restarting and finished.reason != "done":
+            return  # the run a batch-size change stopped; the next one goes on (a run that had
+            # already reached its last step is not restarted: this is its end)
         if self.stalls is not None:
             self.stalls.stop()
         self.tick_timer.stop()
