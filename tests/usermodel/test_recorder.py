@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -56,8 +57,6 @@ def _loop_process(folder: Path, tmp_path: Path) -> subprocess.Popen:
 
 
 def _wait_for(path: Path, process, timeout_s: float = 120) -> None:
-    import time
-
     deadline = time.monotonic() + timeout_s
     while not path.exists():
         assert process.poll() is None, "the training loop died"
@@ -70,8 +69,12 @@ def test_sigkill_mid_run_leaves_a_folder_that_opens_and_never_goes_back(tmp_path
     process, ready = _loop_process(folder, tmp_path)
     _wait_for(ready, process)
     opened_steps = []
-    for _ in range(3):  # read it while it is written: the step only moves forward
-        allow(BUILD)
+    allow(BUILD)
+    # read it while it is written: the step only moves forward. Snapshots are written in the
+    # background, so wait until the step-10 one is on disk before the kill.
+    deadline = time.monotonic() + 120
+    while not opened_steps or opened_steps[-1] < 10:
+        assert time.monotonic() < deadline, f"the checkpoint stayed at {opened_steps[-1:]}"
         opened_steps.append(load_checkpoint(folder, load_state=False).step)
     process.send_signal(signal.SIGKILL)
     process.wait()
