@@ -73,9 +73,38 @@ def _own_load() -> float:
     return (cpu - last_cpu) / max(60.0, wall - last_wall)
 
 
+def _cpu_jiffies() -> tuple[int, int, int] | None:
+    """(busy, total, CPUs) jiffies summed over the machine's CPUs, from /proc/stat (Linux)."""
+    try:
+        with open("/proc/stat") as stat:
+            lines = stat.read().splitlines()
+    except OSError:
+        return None
+    fields = [int(f) for f in lines[0].split()[1:]]  # user nice system idle iowait irq softirq ...
+    cpus = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
+    total = sum(fields[:8])  # guest time is already counted in user
+    return total - fields[3] - fields[4], total, cpus
+
+
+def _busy_cores_now(window_s: float = 0.25) -> float | None:
+    """How many cores other processes keep busy right now: /proc/stat sampled over `window_s`,
+    less this process's own CPU time meanwhile. None where /proc/stat is missing."""
+    first, cpu_before = _cpu_jiffies(), time.process_time()
+    if first is None:
+        return None
+    time.sleep(window_s)
+    second, own = _cpu_jiffies(), time.process_time() - cpu_before
+    busy, total = second[0] - first[0], second[1] - first[1]
+    if total <= 0:
+        return None
+    return max(0.0, busy / total * second[2] - own / window_s)
+
+
 def choose_threads(requested: int | None = None) -> ThreadChoice:
-    """`requested` (--threads N) if given; else torch's default, or as many threads as the load
-    average leaves cores free (at least one) when other work holds some."""
+    """`requested` (--threads N) if given; else torch's default, or as many threads as other work
+    leaves cores free (at least one). The load average is a minute's mean, so work that just ended
+    (a run a moment ago, this benchmark's last round) still looks busy in it: when it says cores are
+    taken, a quarter second of /proc/stat says whether they are taken now."""
     if requested:
         return ThreadChoice(requested)
     wanted = torch_default_threads()
@@ -85,6 +114,9 @@ def choose_threads(requested: int | None = None) -> ThreadChoice:
         return ThreadChoice(wanted)
     others = max(0.0, load - _own_load())
     free = max(1, int(usable_cores() - others + 0.5))
+    if free < wanted and (busy_now := _busy_cores_now()) is not None:
+        others = min(others, busy_now)
+        free = max(1, int(usable_cores() - others + 0.5))
     if free >= wanted:
         return ThreadChoice(wanted)
     return ThreadChoice(free, f"load average {load:.1f} on {usable_cores()} cores: using {free} "

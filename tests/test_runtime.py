@@ -1,7 +1,9 @@
 """explorer.runtime: the allocator setting every `explorer` command applies at start-up."""
 
 import platform
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -39,6 +41,7 @@ def machine(monkeypatch):
     monkeypatch.setattr(runtime, "usable_cores", lambda: 8)
     monkeypatch.setattr(runtime, "_own_load", lambda: state.get("own", 0.0))
     monkeypatch.setattr(runtime.os, "getloadavg", lambda: (state["load"], 0.0, 0.0))
+    monkeypatch.setattr(runtime, "_busy_cores_now", lambda: state.get("now", state["load"]))
     return state
 
 
@@ -64,6 +67,26 @@ def test_threads_asked_for_win_over_the_load(machine):
 def test_this_process_own_load_is_not_other_work(machine):
     machine["load"], machine["own"] = 7.9, 7.5  # our last training's threads, still in the average
     assert runtime.choose_threads() == runtime.ThreadChoice(8)
+
+
+def test_work_that_just_ended_is_not_taken_for_busy_cores(machine):
+    machine["load"], machine["now"] = 5.8, 0.1  # the minute's average remembers a run just ended
+    assert runtime.choose_threads() == runtime.ThreadChoice(8)
+    machine["now"] = 7.0  # busy now too: the lower of the two says what is taken
+    assert runtime.choose_threads().threads == 2
+
+
+def test_busy_cores_now_sees_a_busy_loop():
+    if runtime._cpu_jiffies() is None:
+        pytest.skip("no /proc/stat")
+    hog = subprocess.Popen([sys.executable, "-c", "while 1: pass"])
+    try:
+        time.sleep(0.3)  # let it start
+        busy_with_hog = runtime._busy_cores_now(0.5)
+    finally:
+        hog.kill()
+        hog.wait()
+    assert busy_with_hog >= 0.6  # one core's loop, give or take the machine's other work
 
 
 def test_own_load_is_cpu_seconds_over_at_least_a_minute(monkeypatch):
