@@ -40,7 +40,6 @@ from explorer.ui.plot_style import (
     ReadableAxis, SteadyViewBox, TokenAxis, ViewPages, add_legend, theme_grey,
 )
 from seqmodels.cells import cells
-from seqmodels.config import RNNLMConfig
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
 def _log_plot(title: str, x: str, y: str, legend: bool = False, token_x: bool = False,
@@ -285,14 +284,16 @@ class GradientFlowPanel(Panel):
 
     def _cell_tokens(self) -> tuple[list[int], int, int, dict]:
         """Token ids of the probe text (repeated to CELL_TOKENS), vocab size, hidden size, and the
-        workspace's own trained model when it is an RNN language model."""
+        workspace's own trained model when it is of the family the comparison builds."""
+        from explorer.analysis.probe import own_cell
+
         workspace = self.bus.workspace
         source, target = self.probe_text
         ids = cell_comparison_ids(workspace.tokenizer, source or target)
         config = workspace.model.config
         hidden = getattr(config, "hidden_size", CELL_HIDDEN)
-        # the comparison builds rnn-lm models: the workspace's own joins only when it is one
-        trained = {config.cell: workspace.model} if isinstance(config, RNNLMConfig) else {}
+        # the comparison builds models of one family: the workspace's own joins when it is one
+        trained = own_cell(workspace.model)
         return ids, workspace.tokenizer.vocab_size, hidden, trained
 
     def compare_cells(self) -> None:
