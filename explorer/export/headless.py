@@ -1,0 +1,86 @@
+"""`explorer export --format csv` without Qt: the tables a panel would export, computed from
+what the panel would be shown. A panel's registry entry (explorer/panel_registry.py) names its
+function here in `tables`; each takes a `HeadlessInput` and calls the same table function as the
+panel's own `tables()` (explorer/export/*.py), so both write the same files. A panel with nothing
+to draw for the model gets no tables (the command skips it with a note, as it skips the panel)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from explorer.export.tables import Table
+
+
+@dataclass
+class HeadlessInput:
+    """What the app would show its panels: the workspace, the probe input (`--input`/`--target`;
+    source None: the app's own default, a validation example) and the evaluation the app's BLEU
+    panel shows first (an events.EvalMetrics, or None)."""
+
+    workspace: object
+    source: str | None = None
+    target: str = ""
+    evaluation: object = None
+
+    @cached_property
+    def probe(self):
+        """The ProbeSnapshot every probing panel shows (the app's Prober's one probe), or None
+        when the model cannot be probed on this input."""
+        from explorer.analysis.probe import probe
+        from explorer.analysis.probe_input import default_probe_input
+
+        text = default_probe_input(self.workspace) if self.source is None else (self.source, self.target)
+        try:
+            return probe(self.workspace, *text, self.workspace.step)
+        except ValueError:  # the Prober reports it and the panels stay empty
+            return None
+
+
+def curves_tables(given: HeadlessInput) -> dict[str, Table]:
+    """The curves panel's: the workspace's recorded history, with the app's evaluation."""
+    from explorer.export.curves import curve_tables, eval_row, history_rows, upserted
+
+    train, evals = history_rows(getattr(given.workspace, "history", None))
+    if given.evaluation is not None:
+        evals = upserted(evals, eval_row(given.evaluation))
+    return curve_tables(train, evals)
+
+
+def attention_tables(given: HeadlessInput) -> dict[str, Table]:
+    from explorer.export.probe_tables import attention_maps, attention_tables, first_attention_view
+
+    maps = attention_maps(given.probe) if given.probe is not None else {}
+    view = first_attention_view(maps)
+    return attention_tables(maps, *view) if view else {}
+
+
+def _hidden(given: HeadlessInput, shows_gates: bool) -> dict[str, Table]:
+    from explorer.export.probe_tables import hidden_tables
+
+    hidden = getattr(given.probe, "hidden", None)
+    if hidden is None or (shows_gates and not hidden.gate_names()):
+        return {}
+    return hidden_tables(hidden, shows_gates)
+
+
+def hidden_panel_tables(given: HeadlessInput) -> dict[str, Table]:
+    return _hidden(given, shows_gates=False)
+
+
+def gates_tables(given: HeadlessInput) -> dict[str, Table]:
+    return _hidden(given, shows_gates=True)
+
+
+def bleu_panel_tables(given: HeadlessInput) -> dict[str, Table]:
+    from explorer.export.bleu import bleu_history, bleu_tables, with_evaluation
+
+    rows = bleu_history(getattr(given.workspace, "history", None))
+    metrics, breakdown = given.evaluation, None
+    if metrics is not None and metrics.bleu is not None:  # what the panel's add_eval shows
+        updated = with_evaluation(rows, metrics)
+        rows = rows if updated is None else updated
+        breakdown = metrics.bleu_detail
+    if not len(rows) and breakdown is None:
+        return {}  # nothing to draw: a language model, or no evaluation with BLEU
+    return bleu_tables(rows, breakdown)
