@@ -44,7 +44,8 @@ PANELS = (
     PanelEntry("attention", "explorer.ui.panels.attention:AttentionPanel", "inspect", "Attention",
                tables=_HEADLESS + "attention_tables"),
     PanelEntry("positional", "explorer.ui.panels.positional:PositionalPanel", "inspect", "Positions"),
-    PanelEntry("gradients", "explorer.ui.panels.gradients:GradientFlowPanel", "inspect", "Gradients"),
+    PanelEntry("gradients", "explorer.ui.panels.gradients:GradientFlowPanel", "inspect", "Gradients",
+               tables=_HEADLESS + "gradients_tables"),
     # beside the attention; not in a plain `explorer export` (integrated gradients takes a while)
     PanelEntry("attribution", "explorer.ui.panels.attribution:AttributionPanel", "inspect", "Attribution",
                exported_by_default=False),

@@ -24,15 +24,19 @@ class HeadlessInput:
     evaluation: object = None
 
     @cached_property
+    def probe_text(self) -> tuple[str, str]:
+        from explorer.analysis.probe_input import default_probe_input
+
+        return default_probe_input(self.workspace) if self.source is None else (self.source, self.target)
+
+    @cached_property
     def probe(self):
         """The ProbeSnapshot every probing panel shows (the app's Prober's one probe), or None
         when the model cannot be probed on this input."""
         from explorer.analysis.probe import probe
-        from explorer.analysis.probe_input import default_probe_input
 
-        text = default_probe_input(self.workspace) if self.source is None else (self.source, self.target)
         try:
-            return probe(self.workspace, *text, self.workspace.step)
+            return probe(self.workspace, *self.probe_text, self.workspace.step)
         except ValueError:  # the Prober reports it and the panels stay empty
             return None
 
@@ -44,7 +48,7 @@ def curves_tables(given: HeadlessInput) -> dict[str, Table]:
     train, evals = history_rows(getattr(given.workspace, "history", None))
     if given.evaluation is not None:
         evals = upserted(evals, eval_row(given.evaluation))
-    return curve_tables(train, evals)
+    return curve_tables(train, evals) if len(train) or len(evals) else {}  # none: nothing to draw
 
 
 def attention_tables(given: HeadlessInput) -> dict[str, Table]:
@@ -84,3 +88,33 @@ def bleu_panel_tables(given: HeadlessInput) -> dict[str, Table]:
     if not len(rows) and breakdown is None:
         return {}  # nothing to draw: a language model, or no evaluation with BLEU
     return bleu_tables(rows, breakdown)
+
+
+def gradients_tables(given: HeadlessInput) -> dict[str, Table]:
+    """The gradients panel's as it opens: the probe, the cells compared on the probe text (the
+    workspace's own model joins as its cell), no clipping norms (they come while training), the
+    playground at its first a_h, the history of this one probe."""
+    from explorer.analysis.gradients import (
+        CELL_HIDDEN, PLAYGROUND_A_H, GradientHistory, cell_comparison_ids, scalar_recurrence_gradient,
+    )
+    from explorer.analysis.probe import compare_cells, own_cell
+    from explorer.export.gradients import GradientView, gradient_tables, param_gradients
+
+    snapshot, workspace = given.probe, given.workspace
+    if snapshot is None:
+        return {}
+    source, target = given.probe_text
+    hidden = getattr(workspace.model.config, "hidden_size", CELL_HIDDEN)
+    try:
+        cells = compare_cells(cell_comparison_ids(workspace.tokenizer, source or target),
+                              workspace.tokenizer.vocab_size, hidden, trained=own_cell(workspace.model))
+    except Exception:  # noqa: BLE001  the panel's job runner reports any failure: no cells drawn
+        cells = {}
+    history = GradientHistory()
+    names = history.add(snapshot)
+    a_h = PLAYGROUND_A_H[2]
+    view = GradientView(params=param_gradients(snapshot),
+                        playground=(a_h, False, scalar_recurrence_gradient(a_h, use_tanh=False)),
+                        history=history, layer=names[0] if names else None, cells=cells,
+                        clip=getattr(workspace.train_config, "clip", None))
+    return gradient_tables(snapshot, view)
