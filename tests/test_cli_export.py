@@ -79,7 +79,7 @@ def test_a_model_without_attention_has_no_attention_plot(qapp, tmp_path, capsys)
 
 
 # the panels whose registry entry computes their tables without Qt (explorer/export/headless.py)
-HEADLESS_CSV = ("curves", "bleu", "attention", "gradients", "hidden", "gates")
+HEADLESS_CSV = ("curves", "bleu", "attention", "gradients", "hidden", "gates", "embeddings")
 
 
 def test_csv_without_qt_builds_no_widget_and_matches_the_panels_own(qapp, tmp_path, capsys):

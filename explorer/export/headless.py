@@ -118,3 +118,12 @@ def gradients_tables(given: HeadlessInput) -> dict[str, Table]:
                         history=history, layer=names[0] if names else None, cells=cells,
                         clip=getattr(workspace.train_config, "clip", None))
     return gradient_tables(snapshot, view)
+
+
+def embeddings_tables(given: HeadlessInput) -> dict[str, Table]:
+    """The embeddings panel's as it opens: the first embedding the model has, projected; no
+    token picked."""
+    from explorer.analysis.embeddings import available_embeddings, embedding_data, embedding_tables
+
+    kinds = available_embeddings(given.workspace.model)
+    return embedding_tables(embedding_data(given.workspace, kinds[0])) if kinds else {}
