@@ -51,7 +51,8 @@ PANELS = (
                exported_by_default=False),
     PanelEntry("ablation", "explorer.ui.panels.ablation:AblationPanel", "inspect", "Ablation",
                exported_by_default=False),
-    PanelEntry("beam", "explorer.ui.panels.beam_tree:BeamTreePanel", "decoding", "Beam"),
+    PanelEntry("beam", "explorer.ui.panels.beam_tree:BeamTreePanel", "decoding", "Beam",
+               tables=_HEADLESS + "beam_tables"),
     PanelEntry("step", "explorer.ui.panels.step_decoding:StepDecodingPanel", "decoding", "Step", False),
     PanelEntry("compare", "explorer.ui.panels.compare:ComparePanel", "decoding", "Compare", False),
     PanelEntry("hidden", "explorer.ui.panels.hidden:HiddenPanel", "inspect", "Hidden",  # its dock shows gates too

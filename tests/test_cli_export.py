@@ -79,7 +79,7 @@ def test_a_model_without_attention_has_no_attention_plot(qapp, tmp_path, capsys)
 
 
 # the panels whose registry entry computes their tables without Qt (explorer/export/headless.py)
-HEADLESS_CSV = ("curves", "bleu", "attention", "gradients", "hidden", "gates", "embeddings")
+HEADLESS_CSV = ("curves", "bleu", "attention", "gradients", "hidden", "gates", "embeddings", "beam")
 
 
 def test_csv_without_qt_builds_no_widget_and_matches_the_panels_own(qapp, tmp_path, capsys):
@@ -105,8 +105,8 @@ def test_csv_without_qt_builds_no_widget_and_matches_the_panels_own(qapp, tmp_pa
     assert main(["export", "--checkpoint", str(demo), "--plots", plots, "--format", "csv,svg",
                  "--out", str(drawn)]) == 0
     capsys.readouterr()
-    tables = sorted(path.name for path in drawn.glob("*.csv"))
-    assert sorted(path.name for path in headless.glob("*.csv")) == tables
+    tables = sorted(path.name for path in drawn.iterdir() if path.suffix in (".csv", ".json"))
+    assert sorted(path.name for path in headless.iterdir()) == tables  # beam_tree.json too
     assert {name.split("_")[0] for name in tables} == set(HEADLESS_CSV)  # every panel drew
     for name in tables:
         assert (headless / name).read_text() == (drawn / name).read_text(), name

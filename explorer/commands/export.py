@@ -74,7 +74,8 @@ def _tables_without_qt(given, specs, out) -> list:
     """The CSVs of panels whose registry entry computes its tables without Qt (given: an
     explorer.export.headless.HeadlessInput): no panel, no QApplication, the same files the
     panel's own export writes. A panel with nothing to draw is skipped with a note, as drawn."""
-    from explorer.export.tables import safe_name, write_csv
+    from explorer.export.headless import Document
+    from explorer.export.tables import safe_name, write_csv, write_json
     from explorer.families import Lazy
 
     out.mkdir(parents=True, exist_ok=True)
@@ -84,8 +85,12 @@ def _tables_without_qt(given, specs, out) -> list:
         if not tables:
             print(f"explorer export: {spec.panel_id}: nothing to draw for this model, skipped",
                   file=sys.stderr)
-        written += [write_csv(out / f"{spec.panel_id}_{safe_name(name)}.csv", header, rows)
-                    for name, (header, rows) in tables.items()]
+        documents = {name: table for name, table in tables.items() if isinstance(table, Document)}
+        written += [write_csv(out / f"{spec.panel_id}_{safe_name(name)}.csv", *table)
+                    for name, table in tables.items() if name not in documents]
+        # beside the CSVs, as the panel's export writes its documents() (the json name unsanitised)
+        written += [write_json(out / f"{spec.panel_id}_{name}.json", document.data)
+                    for name, document in documents.items()]
     return written
 
 

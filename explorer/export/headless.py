@@ -2,7 +2,8 @@
 what the panel would be shown. A panel's registry entry (explorer/panel_registry.py) names its
 function here in `tables`; each takes a `HeadlessInput` and calls the same table function as the
 panel's own `tables()` (explorer/export/*.py), so both write the same files. A panel with nothing
-to draw for the model gets no tables (the command skips it with a note, as it skips the panel)."""
+to draw for the model gets no tables (the command skips it with a note, as it skips the panel).
+A `Document` among the tables is JSON written beside them (what a panel's `documents()` is)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,22 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from explorer.export.tables import Table
+
+
+@dataclass
+class Document:
+    """JSON-ready data written as `<panel>_<name>.json` beside the CSVs."""
+
+    data: object
+
+
+def _as_a_panel_job(function, *args, **kwargs):
+    """`function(*args)`, or None where it raises: a panel's job runner reports any failure in
+    its status line and the panel draws nothing from it."""
+    try:
+        return function(*args, **kwargs)
+    except Exception:  # noqa: BLE001  (as explorer/ui/jobs.py's runner)
+        return None
 
 
 @dataclass
@@ -105,17 +122,14 @@ def gradients_tables(given: HeadlessInput) -> dict[str, Table]:
         return {}
     source, target = given.probe_text
     hidden = getattr(workspace.model.config, "hidden_size", CELL_HIDDEN)
-    try:
-        cells = compare_cells(cell_comparison_ids(workspace.tokenizer, source or target),
-                              workspace.tokenizer.vocab_size, hidden, trained=own_cell(workspace.model))
-    except Exception:  # noqa: BLE001  the panel's job runner reports any failure: no cells drawn
-        cells = {}
+    cells = _as_a_panel_job(compare_cells, cell_comparison_ids(workspace.tokenizer, source or target),
+                            workspace.tokenizer.vocab_size, hidden, trained=own_cell(workspace.model))
     history = GradientHistory()
     names = history.add(snapshot)
     a_h = PLAYGROUND_A_H[2]
     view = GradientView(params=param_gradients(snapshot),
                         playground=(a_h, False, scalar_recurrence_gradient(a_h, use_tanh=False)),
-                        history=history, layer=names[0] if names else None, cells=cells,
+                        history=history, layer=names[0] if names else None, cells=cells or {},
                         clip=getattr(workspace.train_config, "clip", None))
     return gradient_tables(snapshot, view)
 
@@ -126,4 +140,21 @@ def embeddings_tables(given: HeadlessInput) -> dict[str, Table]:
     from explorer.analysis.embeddings import available_embeddings, embedding_data, embedding_tables
 
     kinds = available_embeddings(given.workspace.model)
-    return embedding_tables(embedding_data(given.workspace, kinds[0])) if kinds else {}
+    data = _as_a_panel_job(embedding_data, given.workspace, kinds[0]) if kinds else None
+    return {} if data is None else embedding_tables(data)
+
+
+def beam_tables(given: HeadlessInput) -> dict[str, Table | Document]:
+    """The beam panel's: the probe's source decoded (the panel follows the probe input) with the
+    default settings, pruned nodes shown; and the whole tree as JSON."""
+    from explorer.analysis.beam_tree import BeamTreeIndex, drawn_tables, visible_layout
+    from explorer.decoding.jobs import run_beam_search
+    from explorer.decoding.settings import DecodeSettings
+
+    result = _as_a_panel_job(run_beam_search, given.workspace, given.probe_text[0], DecodeSettings())
+    if result is None or len(result.nodes) < 2:
+        return {}
+    tree = BeamTreeIndex(result)
+    index, layout = visible_layout(tree, show_pruned=True)
+    return {**drawn_tables(result, tree, tree.ids[index], layout),
+            "tree": Document(result.to_dict(include_attention=True))}
