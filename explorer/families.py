@@ -73,6 +73,12 @@ class Family:
     embeddings: Mapping[str, str] | None = field(default=None, hash=False)
     # modules from the decoder's residual stream to logits (final norm, head); empty: no logit lens
     logit_lens: tuple[str, ...] = ()
+    # stack -> (its layers: the ModuleList of Transformer blocks, or the RNN; the norm after the
+    # last block, or None) for the seqmodels activation provider; empty: another provider's model
+    layers: Mapping[str, tuple[str, str | None]] = field(default_factory=dict, hash=False)
+    # config field that picks the recurrent cell (seqmodels.cells), or None. "Compare cells"
+    # builds its models of the first recurrent LM family that has one (analysis.probe)
+    cell_field: str | None = None
     # Models opened from elsewhere (Hugging Face folders), not built from a config of ours:
     # (workspace, DataSpec) -> the same model with that data to fine-tune on; None: new data
     # builds a new model of the family
@@ -137,6 +143,7 @@ _FAMILIES: dict[str, Family] = {
             loss=_objective("stream_loss"), feed=_feed("StreamFeed"),
             encode_probe=_probe("encode_next_token"),
             stacks={"lm": ("embedding", 0)}, embeddings={"input": "embedding", "output": "head"},
+            layers={"lm": ("rnn", None)}, cell_field="cell",
         ),
         Family(
             "seq2seq",
@@ -146,6 +153,7 @@ _FAMILIES: dict[str, Family] = {
             encode_probe=_probe("encode_pair"), max_len_field="max_src_len",
             stacks={"encoder": ("src_embedding", 0), "decoder": ("tgt_embedding", 1)},
             embeddings={"input": "tgt_embedding", "source": "src_embedding", "output": "head"},
+            layers={"encoder": ("encoder", None), "decoder": ("decoder", None)}, cell_field="cell",
         ),
         Family(
             "transformer",
@@ -156,6 +164,8 @@ _FAMILIES: dict[str, Family] = {
             stacks={"encoder": ("src_embed", 0), "decoder": ("tgt_embed", 1)},
             embeddings={"input": "tgt_embed.token", "source": "src_embed.token", "output": "lm_head"},
             logit_lens=("decoder_norm", "lm_head"),
+            layers={"encoder": ("encoder_layers", "encoder_norm"),
+                    "decoder": ("decoder_layers", "decoder_norm")},
         ),
         Family(
             "gpt",
@@ -164,7 +174,7 @@ _FAMILIES: dict[str, Family] = {
             loss=_objective("block_loss"), feed=_feed("BlockFeed"),
             encode_probe=_probe("encode_next_token"), max_len_field="max_len",
             stacks={"decoder": ("embed", 0)}, embeddings={"input": "embed.token", "output": "lm_head"},
-            logit_lens=("final_norm", "lm_head"),
+            logit_lens=("final_norm", "lm_head"), layers={"decoder": ("layers", "final_norm")},
         ),
         Family(
             "bert", "Encoder-only Transformer trained to fill in masked tokens (15%: 80/10/10)",
@@ -172,6 +182,7 @@ _FAMILIES: dict[str, Family] = {
             loss=_objective("block_loss"), feed=_feed("BlockFeed"),
             encode_probe=_probe("encode_masked"), max_len_field="max_len",
             stacks={"encoder": ("embed", 0)}, embeddings={"input": "embed.token", "output": "lm_head"},
+            layers={"encoder": ("layers", "final_norm")},
         ),
     )
 }

@@ -29,28 +29,36 @@ class PanelEntry:
     group: str  # a DOCK_GROUPS key
     tab: str = ""  # the dock's short title: ten tabs must read whole in a 1280 px window
     exported_by_default: bool = True  # in `explorer export` without --plots
-    # "module:function(workspace) -> {name: (header, rows)}": the panel's tables computed without
-    # Qt, so `explorer export --format csv` of it builds no panel ("": the panel computes them)
+    # "module:function(HeadlessInput) -> {name: (header, rows)}": the panel's tables computed
+    # without Qt (explorer/export/headless.py), so `explorer export --format csv` of it builds no
+    # panel ("": the panel computes them)
     tables: str = ""
 
 
+_HEADLESS = "explorer.export.headless:"
 PANELS = (
     PanelEntry("curves", "explorer.ui.panels.curves:TrainingCurvesPanel", "training", "Curves",
-               tables="explorer.export.curves:workspace_tables"),
-    PanelEntry("bleu", "explorer.ui.panels.bleu:BleuPanel", "training", "BLEU"),
-    PanelEntry("attention", "explorer.ui.panels.attention:AttentionPanel", "inspect", "Attention"),
+               tables=_HEADLESS + "curves_tables"),
+    PanelEntry("bleu", "explorer.ui.panels.bleu:BleuPanel", "training", "BLEU",
+               tables=_HEADLESS + "bleu_panel_tables"),
+    PanelEntry("attention", "explorer.ui.panels.attention:AttentionPanel", "inspect", "Attention",
+               tables=_HEADLESS + "attention_tables"),
     PanelEntry("positional", "explorer.ui.panels.positional:PositionalPanel", "inspect", "Positions"),
-    PanelEntry("gradients", "explorer.ui.panels.gradients:GradientFlowPanel", "inspect", "Gradients"),
+    PanelEntry("gradients", "explorer.ui.panels.gradients:GradientFlowPanel", "inspect", "Gradients",
+               tables=_HEADLESS + "gradients_tables"),
     # beside the attention; not in a plain `explorer export` (integrated gradients takes a while)
     PanelEntry("attribution", "explorer.ui.panels.attribution:AttributionPanel", "inspect", "Attribution",
                exported_by_default=False),
     PanelEntry("ablation", "explorer.ui.panels.ablation:AblationPanel", "inspect", "Ablation",
                exported_by_default=False),
-    PanelEntry("beam", "explorer.ui.panels.beam_tree:BeamTreePanel", "decoding", "Beam"),
+    PanelEntry("beam", "explorer.ui.panels.beam_tree:BeamTreePanel", "decoding", "Beam",
+               tables=_HEADLESS + "beam_tables"),
     PanelEntry("step", "explorer.ui.panels.step_decoding:StepDecodingPanel", "decoding", "Step", False),
     PanelEntry("compare", "explorer.ui.panels.compare:ComparePanel", "decoding", "Compare", False),
-    PanelEntry("hidden", "explorer.ui.panels.hidden:HiddenPanel", "inspect", "Hidden"),  # its dock shows gates too
-    PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect", "Embeddings"),
+    PanelEntry("hidden", "explorer.ui.panels.hidden:HiddenPanel", "inspect", "Hidden",  # its dock shows gates too
+               tables=_HEADLESS + "hidden_panel_tables"),
+    PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect", "Embeddings",
+               tables=_HEADLESS + "embeddings_tables"),
     PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", "Runs", False),  # Compare runs
     PanelEntry("examples", "explorer.ui.panels.examples:ExamplesPanel", "decoding", "Examples", False),
     PanelEntry("architecture", "explorer.ui.panels.architecture:ArchitecturePanel", "inspect", "Diagram",
@@ -58,7 +66,8 @@ PANELS = (
 )
 # Panels `explorer export --plots` renders that have no dock of their own (group "").
 EXPORT_ONLY_PANELS = (
-    PanelEntry("gates", "explorer.ui.panels.hidden:GatesPanel", "", "Gates", False),
+    PanelEntry("gates", "explorer.ui.panels.hidden:GatesPanel", "", "Gates", False,
+               tables=_HEADLESS + "gates_tables"),
     PanelEntry("rollout", "explorer.ui.panels.attribution:RolloutPanel", "", "Rollout", False),
     PanelEntry("length", "explorer.ui.panels.examples:LengthPanel", "", "Length", False),
 )

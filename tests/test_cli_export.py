@@ -78,27 +78,46 @@ def test_a_model_without_attention_has_no_attention_plot(qapp, tmp_path, capsys)
     assert str(tmp_path / "out" / "gradients_through_time.csv") in captured.out.split()
 
 
-def test_csv_of_the_curves_builds_no_widget_and_matches_the_panels_own(qapp, tmp_path, capsys):
-    """A panel whose registry entry computes its tables without Qt exports CSV headless with no
-    QWidget (PySide6 is never imported), the same files its panel writes."""
+# the panels whose registry entry computes their tables without Qt (explorer/export/headless.py)
+HEADLESS_CSV = ("curves", "bleu", "attention", "gradients", "hidden", "gates", "embeddings", "beam")
+
+
+def test_csv_without_qt_builds_no_widget_and_matches_the_panels_own(qapp, tmp_path, capsys):
+    """Every panel whose registry entry computes its tables without Qt exports CSV headless with
+    no QWidget (PySide6 is never imported), the same files, byte for byte, that its panel writes."""
     import subprocess
     import sys
     from pathlib import Path
 
+    from explorer.panel_registry import EXPORT_ONLY_PANELS, PANELS
+
+    assert {entry.panel_id for entry in PANELS + EXPORT_ONLY_PANELS if entry.tables} == set(HEADLESS_CSV)
     demo = Path(__file__).resolve().parents[1] / "resources" / "demo" / "dates-gru-additive"
     headless, drawn = tmp_path / "headless", tmp_path / "drawn"
+    plots = ",".join(HEADLESS_CSV)
     code = ("import sys; from explorer.cli import main; "
-            f"rc = main(['export', '--checkpoint', {str(demo)!r}, '--plots', 'curves', "
+            f"rc = main(['export', '--checkpoint', {str(demo)!r}, '--plots', {plots!r}, "
             f"'--format', 'csv', '--out', {str(headless)!r}]); "
             "print(rc, any(m.startswith('PySide6') for m in sys.modules))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.stdout.split()[-2:] == ["0", "False"], run.stderr
-    # the panel's own export (any format beside csv builds the panels)
-    assert main(["export", "--checkpoint", str(demo), "--plots", "curves", "--format", "csv,svg",
+    # the panels' own export (any format beside csv builds the panels)
+    assert main(["export", "--checkpoint", str(demo), "--plots", plots, "--format", "csv,svg",
                  "--out", str(drawn)]) == 0
     capsys.readouterr()
-    for name in ("curves_train.csv", "curves_validation.csv"):
+    tables = sorted(path.name for path in drawn.iterdir() if path.suffix in (".csv", ".json"))
+    assert sorted(path.name for path in headless.iterdir()) == tables  # beam_tree.json too
+    assert {name.split("_")[0] for name in tables} == set(HEADLESS_CSV)  # every panel drew
+    for name in tables:
         assert (headless / name).read_text() == (drawn / name).read_text(), name
+    # and they are what each plot means: attention rows are distributions, r is a sigmoid gate,
+    # the playground is a_h^k at its first a_h = 1.1
+    heatmap = np.array([row[1:] for row in read_csv(headless / "attention_heatmap.csv")[1:]], float)
+    np.testing.assert_allclose(heatmap.sum(axis=1), 1.0, atol=1e-5)
+    gate = np.array([row[1:] for row in read_csv(headless / "gates_r_encoder.csv")[1:]], float)
+    assert gate.size and ((gate > 0) & (gate < 1)).all()
+    playground = np.array([row[1] for row in read_csv(headless / "gradients_playground.csv")[1:]], float)
+    np.testing.assert_allclose(playground, 1.1 ** np.arange(len(playground)), rtol=1e-9)
     rows = read_csv(headless / "curves_train.csv")
     assert rows[0] == ["step", "loss", "perplexity", "lr", "grad_norm", "grad_norm_clipped"]
     assert len(rows) > 100 and float(rows[1][2]) == pytest.approx(np.exp(float(rows[1][1])))

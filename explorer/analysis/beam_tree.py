@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from explorer.analysis.beam_layout import TreeLayout, layout_tree
 from explorer.decoding.types import BeamResult, length_penalty
+
+PRUNED_ROW = 0.4  # rows a pruned leaf takes: the kept hypotheses get the room for their labels
 
 
 class BeamTreeIndex:
@@ -36,6 +39,23 @@ class BeamTreeIndex:
                 break
             path.append(node)
         return path
+
+
+def visible_layout(tree: BeamTreeIndex, show_pruned: bool) -> tuple[np.ndarray, TreeLayout]:
+    """The nodes drawn (the pruned ones too when `show_pruned`) as indices into the tree's
+    arrays, in layout order, and their layout: a pruned leaf takes PRUNED_ROW rows."""
+    index = np.flatnonzero(np.ones(len(tree.ids), bool) if show_pruned else tree.status != "pruned")
+    status = tree.status[index]
+    return index, layout_tree(tree.ids[index], tree.parents[index], tree.steps[index],
+                                        tree.scores[index],
+                                        leaf_height=np.where(status == "pruned", PRUNED_ROW, 1.0))
+
+
+def drawn_tables(result: BeamResult, tree: BeamTreeIndex, ids: np.ndarray,
+                 layout: TreeLayout) -> dict[str, tuple[list[str], list[list]]]:
+    """`beam_tables` of the nodes `visible_layout` drew."""
+    drawn = [int(i) for i in ids]
+    return beam_tables(result, tree, dict(zip(drawn, layout.x)), dict(zip(drawn, layout.y)))
 
 
 def beam_tables(result: BeamResult, tree: BeamTreeIndex, x: dict[int, float],

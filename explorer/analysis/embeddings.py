@@ -212,6 +212,16 @@ class EmbeddingData:
         return ["id", "token", "pc1", "pc2"], rows
 
 
+def embedding_tables(data: EmbeddingData, neighbours=(), answers=()) -> dict[str, tuple[list[str], list[list]]]:
+    """The embeddings panel's tables: the projection, and the neighbours of a picked token and
+    an analogy's answers ((id, cosine) pairs, best first) where there are any."""
+    tables = {"projection": data.table()}
+    for name, rows in (("neighbours", neighbours), ("analogy", answers)):
+        if rows:
+            tables[name] = (["rank", "id", "token", "cosine"],
+                            [[r + 1, i, data.tokens[i], s] for r, (i, s) in enumerate(rows)])
+    return tables
+
 def embedding_data(workspace, which: str = "input", matrix: np.ndarray | None = None,
                    like: EmbeddingData | None = None) -> EmbeddingData:
     """The workspace model's `which` embedding, its PCA and highlightable token sets.

@@ -28,7 +28,7 @@ from explorer.analysis.gradients import gradient_norms_by_name, gradient_norms_p
 from explorer.analysis.param_gradients import parameter_gradient_norms
 from explorer.data.batching import IGNORE_INDEX
 from explorer.events import AttentionSnapshot, ProbeSnapshot
-from explorer.families import family_of
+from explorer.families import Family, families, family_of
 from explorer.readers import reading
 from seqmodels.cells import cell_names
 from seqmodels.config import BOS_ID, EOS_ID, make_config
@@ -212,6 +212,20 @@ def make_probe_fn(workspace, probe_input):
     return probe_fn
 
 
+def cell_comparison_family() -> Family:
+    """The family "Compare cells" builds its models of: the first recurrent language model whose
+    config picks its cell (the registry's `cell_field`: rnn-lm)."""
+    return next(family for family in families().values()
+                if family.is_lm and family.recurrent and family.cell_field)
+
+
+def own_cell(model) -> dict:
+    """{cell name: model} when `model` is of the family the comparison builds, so the trained
+    model joins as its own cell; else {}."""
+    family = family_of(model)
+    return {getattr(model.config, family.cell_field): model} if family is cell_comparison_family() else {}
+
+
 def compare_cells(
     token_ids: list[int],
     vocab_size: int,
@@ -223,10 +237,12 @@ def compare_cells(
     """||dl_T/dh_t|| for every t: how much the loss at the last step reaches back to each earlier
     hidden state, for RNN language models of every cell type with the same size and data, so the
     plain RNN's vanishing can be set beside the gated cells. Fresh weights, except for cells in
-    `trained` (cell name -> an already trained rnn-lm model). `cells`: every registered one
+    `trained` (cell name -> an already trained model, `own_cell`). `cells`: every registered one
     (seqmodels.cells) unless given."""
     from seqmodels import build_model
 
+    family = cell_comparison_family()
+    first_layer = f"{family.lm_stack}.l0"
     inputs = torch.tensor([token_ids[:-1]])  # (1, T)
     targets = torch.tensor([token_ids[1:]])
     curves = {}
@@ -236,13 +252,14 @@ def compare_cells(
         else:
             torch.manual_seed(seed)
             config = make_config(
-                "rnn-lm", vocab_size=vocab_size, cell=cell, embed_dim=hidden_size,
-                hidden_size=hidden_size, num_layers=1,
+                family.name, vocab_size=vocab_size, embed_dim=hidden_size,
+                hidden_size=hidden_size, num_layers=1, **{family.cell_field: cell},
             )
             model = build_model(config)
         with torch.enable_grad():
             output = model(inputs, trace=True)
             logits, trace = output[0], output[-1]
             loss = F.cross_entropy(logits[:, -1], targets[:, -1])  # the last step's loss only
-            curves[cell] = gradient_norms_by_name({"lm.l0": trace.hidden["lm.l0"]}, loss)["lm.l0"]
+            hidden = {first_layer: trace.hidden[first_layer]}
+            curves[cell] = gradient_norms_by_name(hidden, loss)[first_layer]
     return curves

@@ -70,15 +70,28 @@ def _greedy_target(workspace, source: str) -> str:
     return greedy(workspace.model, context, max_len=64, tokenizer=workspace.tokenizer).text
 
 
-def _tables_without_qt(workspace, specs, out) -> list:
-    """The CSVs of panels whose registry entry computes its tables without Qt: no panel, no
-    QApplication (the same files the panel's own export writes)."""
-    from explorer.export.tables import safe_name, write_csv
+def _tables_without_qt(given, specs, out) -> list:
+    """The CSVs of panels whose registry entry computes its tables without Qt (given: an
+    explorer.export.headless.HeadlessInput): no panel, no QApplication, the same files the
+    panel's own export writes. A panel with nothing to draw is skipped with a note, as drawn."""
+    from explorer.export.headless import Document
+    from explorer.export.tables import safe_name, write_csv, write_json
     from explorer.families import Lazy
 
     out.mkdir(parents=True, exist_ok=True)
-    return [write_csv(out / f"{spec.panel_id}_{safe_name(name)}.csv", header, rows)
-            for spec in specs for name, (header, rows) in Lazy(spec.tables)(workspace).items()]
+    written = []
+    for spec in specs:
+        tables = Lazy(spec.tables)(given)
+        if not tables:
+            print(f"explorer export: {spec.panel_id}: nothing to draw for this model, skipped",
+                  file=sys.stderr)
+        documents = {name: table for name, table in tables.items() if isinstance(table, Document)}
+        written += [write_csv(out / f"{spec.panel_id}_{safe_name(name)}.csv", *table)
+                    for name, table in tables.items() if name not in documents]
+        # beside the CSVs, as the panel's export writes its documents() (the json name unsanitised)
+        written += [write_json(out / f"{spec.panel_id}_{name}.json", document.data)
+                    for name, document in documents.items()]
+    return written
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,7 +102,6 @@ def run(args: argparse.Namespace) -> int:
     from explorer.errors import UserError
     from explorer.training import evaluate, load_checkpoint
     from explorer.training.checkpoint import warn_history_cut
-    from explorer.ui.headless_export import render_panels
 
     if args.model is not None:
         workspace = model_workspace(args)
@@ -101,10 +113,6 @@ def run(args: argparse.Namespace) -> int:
         warn_history_cut(args.checkpoint, workspace)  # the curves end early: said, not hidden
     check_text(workspace.model, args.input, "--input")
     check_text(workspace.model, args.target, "--target")
-    if args.formats == ["csv"] and all(spec.tables for spec in specs):
-        written = _tables_without_qt(workspace, specs, Path(args.out))
-        print("\n".join(str(path) for path in written))
-        return 0
     # what the app's first evaluation shows in the BLEU panel (a Hugging Face folder has no data)
     evaluates = workspace.is_seq2seq and "bleu" in args.plots and workspace.data is not None
     bleu = evaluate(workspace, bleu_examples=32) if evaluates else None
@@ -113,9 +121,17 @@ def run(args: argparse.Namespace) -> int:
         target = _greedy_target(workspace, args.input)
         print(f"explorer export: no --target: probing with the model's greedy output {target!r}",
               file=sys.stderr)
-    written = render_panels(workspace, specs, Path(args.out), tuple(args.formats), width=args.width,
-                            dpi=args.dpi, source=args.input, target=target,
-                            timeout_s=args.timeout, bleu_metrics=bleu, theme=args.theme)
+    if args.formats == ["csv"] and all(spec.tables for spec in specs):
+        from explorer.export.headless import HeadlessInput
+
+        given = HeadlessInput(workspace, args.input, target, evaluation=bleu)
+        written = _tables_without_qt(given, specs, Path(args.out))
+    else:
+        from explorer.ui.headless_export import render_panels
+
+        written = render_panels(workspace, specs, Path(args.out), tuple(args.formats),
+                                width=args.width, dpi=args.dpi, source=args.input, target=target,
+                                timeout_s=args.timeout, bleu_metrics=bleu, theme=args.theme)
     if not written:
         raise UserError(f"nothing to export: none of {', '.join(args.plots)} applies to this model")
     for path in written:

@@ -1,5 +1,5 @@
 """The training curves as rows, without Qt: what the curves panel draws and exports, and what
-`explorer export --plots curves --format csv` writes with no panel at all."""
+`explorer export --plots curves --format csv` writes with no panel at all (export/headless.py)."""
 
 from __future__ import annotations
 
@@ -34,12 +34,24 @@ def history_rows(history) -> tuple[np.ndarray, np.ndarray]:
             np.array(evals, dtype=np.float64).reshape(-1, len(EVAL_COLUMNS)))  # (M, 4)
 
 
+def eval_row(metrics) -> tuple:
+    """An evaluation (events.EvalMetrics) as a row of EVAL_COLUMNS."""
+    return metrics.step, metrics.val_loss, metrics.perplexity, metrics.token_accuracy
+
+
 def curve_tables(train: np.ndarray, evals: np.ndarray) -> dict[str, tuple[list[str], list[list]]]:
     """The curves panel's tables (`curves_train.csv`, `curves_validation.csv`)."""
     return {"train": (list(TRAIN_COLUMNS), train.tolist()),
             "validation": (list(EVAL_COLUMNS), evals.tolist())}
 
 
-def workspace_tables(workspace) -> dict[str, tuple[list[str], list[list]]]:
-    """The tables of the curves panel showing `workspace` (its recorded history)."""
-    return curve_tables(*history_rows(getattr(workspace, "history", None)))
+def upserted(rows: np.ndarray, row) -> np.ndarray:
+    """`rows` (N, C) with `row` put in order of its first column (the step), as a new array: it
+    replaces a row of the same step (a re-evaluation), goes between two (a snapshot evaluated
+    later) or at the end."""
+    at = int(np.searchsorted(rows[:, 0], row[0]))
+    if at < len(rows) and rows[at, 0] == row[0]:
+        rows = rows.copy()
+        rows[at] = row
+        return rows
+    return np.insert(rows, at, row, axis=0)  # (N + 1, C)

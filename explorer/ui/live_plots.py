@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from explorer.export.curves import upserted
+
 
 def step_marker():
     """The vertical line that marks the step a run's snapshot shows (explorer/ui/timeline.py)."""
@@ -48,18 +50,10 @@ class GrowingBuffer:
         self.size = 0
 
     def upsert(self, row) -> None:
-        """Put `row` in order of its first column (the step): it replaces a row of the same step
-        (a re-evaluation), goes between two (a snapshot evaluated later) or at the end."""
-        data = self.view()
-        at = int(np.searchsorted(data[:, 0], row[0]))
-        if at < self.size and data[at, 0] == row[0]:
-            data[at] = row
-        elif at == self.size:
-            self.extend(np.asarray([row], dtype=np.float64))
-        else:
-            rows = np.insert(data, at, row, axis=0)  # (N + 1, columns)
-            self.clear()
-            self.extend(rows)
+        """Put `row` in order of its first column (the step): explorer.export.curves.upserted."""
+        rows = upserted(self.view(), row)
+        self.clear()
+        self.extend(rows)
 
 
 # Data arrives up to ~30 times a second, but every redraw repaints the whole five-plot view, in

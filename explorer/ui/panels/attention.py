@@ -22,7 +22,9 @@ from PySide6.QtWidgets import (
 
 from explorer.analysis.labels import head_label, layer_label
 from explorer.events import AttentionSnapshot, ProbeSnapshot
-from explorer.export.tables import matrix_table
+from explorer.export.probe_tables import (
+    ATTENTION_KINDS, MEAN_OF_HEADS, attention_maps, attention_matrix, attention_tables,
+)
 from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu, run_export_dialog
 from explorer.ui.heatmap import HeatmapWidget
@@ -30,7 +32,6 @@ from explorer.ui.model_view import ModelViewWidget
 from explorer.ui.panels.base import Panel, elide
 from seqmodels.scores import SCORES
 
-MEAN_OF_HEADS = -1
 KIND_TITLES = {
     "encoder": "encoder self-attention",
     "decoder": "decoder masked self-attention",
@@ -146,11 +147,11 @@ class AttentionPanel(Panel):
     def show_snapshot(self, snapshot: ProbeSnapshot) -> None:
         """Show a probe result (between runs or live from training), keeping the selection."""
         self.snapshot = snapshot
-        self.maps = {(m.kind, m.layer): m for m in snapshot.attention}
+        self.maps = attention_maps(snapshot)
         if not self.maps:
             self.status.setText("This model has no attention (seq2seq with attention='none').")
             return
-        kinds = sorted({kind for kind, _ in self.maps}, key=list(KIND_TITLES).index)
+        kinds = sorted({kind for kind, _ in self.maps}, key=ATTENTION_KINDS.index)
         if [self.kind_box.itemData(i) for i in range(self.kind_box.count())] != kinds:
             self.kind_box.blockSignals(True)
             self.kind_box.clear()
@@ -211,10 +212,7 @@ class AttentionPanel(Panel):
         attention = self.current_map()
         if attention is None:
             return None
-        head = self.head_box.currentData()
-        if head is None or head == MEAN_OF_HEADS:
-            return attention.weights.mean(axis=0)  # (Tq, Tk); a mean of rows summing to 1 sums to 1
-        return attention.weights[head]
+        return attention_matrix(attention, self.head_box.currentData())
 
     def refresh(self) -> None:
         attention, matrix = self.current_map(), self.current_matrix()
@@ -268,19 +266,6 @@ class AttentionPanel(Panel):
         return items
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
-        attention, matrix = self.current_map(), self.current_matrix()
-        self.stack.setVisible(attention is not None)
-        if attention is None:
-            return {}
-        tables = {"heatmap": matrix_table(matrix, attention.rows, attention.cols, "query \\ key")}
-        rows = []
-        for (kind, layer), snap in sorted(self.maps.items()):
-            for head in range(snap.weights.shape[0]):
-                for q, query in enumerate(snap.rows):
-                    for k, key in enumerate(snap.cols):
-                        # layers and heads numbered from 1, as every label of the app writes them
-                        rows.append([kind, layer + 1, head + 1, q, query, k, key,
-                                     snap.weights[head, q, k]])
-        header = ["kind", "layer", "head", "query_index", "query", "key_index", "key", "weight"]
-        tables["all_maps"] = (header, rows)
-        return tables
+        self.stack.setVisible(self.current_map() is not None)
+        return attention_tables(self.maps, self.kind_box.currentData(), self.layer_box.currentData(),
+                                self.head_box.currentData())

@@ -27,10 +27,10 @@ from PySide6.QtWidgets import (
 from superqt.utils import qdebounced, qthrottled
 
 from explorer.analysis.beam_layout import (
-    GHOST_CAPTION, TreeLayout, edge_segments, fitted_range, ghost_markers, layout_tree,
+    GHOST_CAPTION, TreeLayout, edge_segments, fitted_range, ghost_markers,
     pick_labels, stack_nbest_numbers,
 )
-from explorer.analysis.beam_tree import BeamTreeIndex, beam_tables
+from explorer.analysis.beam_tree import PRUNED_ROW, BeamTreeIndex, drawn_tables, visible_layout
 from explorer.analysis.beam_text import describe_greedy_token, describe_node, summarize_result
 from explorer.decoding.jobs import run_beam_search
 from explorer.decoding.types import BeamResult
@@ -50,7 +50,6 @@ NBEST_COLOR = "#9467bd"
 SELECTED_COLOR = "#d62728"
 MAX_LABELS = 400  # token labels drawn at once; zoom in to see the rest
 MIN_LABEL_PX = 40  # below this many pixels per step not even a short token fits
-PRUNED_ROW = 0.4  # rows a pruned leaf takes: the kept hypotheses get the room for their labels
 EXAMPLES_SHOWN = 50
 DETAIL_WIDTH = 360  # pixels the node detail takes when it opens
 LEGEND_ENTRIES = (("kept", "kept in the beam"), ("pruned", "pruned"),
@@ -297,15 +296,8 @@ class BeamTreePanel(Panel):
     def _redraw(self) -> None:
         if self.result is None:
             return
-        keep = np.ones(len(self.tree.ids), bool)
-        if not self.pruned_box.isChecked():
-            keep = self.tree.status != "pruned"
-        index = np.flatnonzero(keep)
-        self.visible_ids = self.tree.ids[index]
-        status = self.tree.status[index]
-        self.layout_ = layout_tree(self.tree.ids[index], self.tree.parents[index], self.tree.steps[index],
-                                   self.tree.scores[index],
-                                   leaf_height=np.where(status == "pruned", PRUNED_ROW, 1.0))
+        index, self.layout_ = visible_layout(self.tree, self.pruned_box.isChecked())
+        self.visible_ids, status = self.tree.ids[index], self.tree.status[index]
         lay = self.layout_
         for name, scatter in self.node_items.items():
             chosen = np.flatnonzero(status == name)
@@ -479,9 +471,7 @@ class BeamTreePanel(Panel):
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         if self.result is None:
             return {}
-        drawn = [int(i) for i in self.visible_ids]
-        return beam_tables(self.result, self.tree, dict(zip(drawn, self.layout_.x)),
-                           dict(zip(drawn, self.layout_.y)))
+        return drawn_tables(self.result, self.tree, self.visible_ids, self.layout_)
 
     def documents(self) -> dict[str, object]:
         """The whole tree, attention included, as JSON."""

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.export.bleu import MAX_ORDER, bleu_history, bleu_tables, with_evaluation
 from explorer.families import family_of
 from explorer.ui.bleu_file_row import NO_SOURCE as NOT_TRANSLATING, ParallelFileRow
 from explorer.ui.bus import AppBus
@@ -34,7 +35,6 @@ from explorer.ui.live_plots import GrowingBuffer, place_marker, step_marker
 from explorer.ui.panels.base import Panel
 from explorer.ui.plot_style import readable_axes
 
-MAX_ORDER = 4
 # Background of a token by the longest matched n-gram covering it: 1-gram pale ... 4-gram strong.
 MATCH_COLOURS = {1: "#fde68a", 2: "#fbbf24", 3: "#f59e0b", 4: "#d97706"}
 
@@ -190,9 +190,7 @@ class BleuPanel(Panel):
         if self.bus.shows_run(workspace):
             return  # a snapshot of the run on show: the run's whole curve stays
         self.history.clear()
-        for row in getattr(workspace, "history", None) or []:
-            if row.get("bleu") is not None and "step" in row:
-                self.history.extend(np.array([(row["step"], row["bleu"])], dtype=np.float64))
+        self.history.extend(bleu_history(getattr(workspace, "history", None)))
         self.draw_history()
 
     def on_run_curves(self, update) -> None:
@@ -221,10 +219,10 @@ class BleuPanel(Panel):
     def add_eval(self, metrics) -> None:
         if metrics.bleu is None:
             return
-        steps = self.history.view()[:, 0]
-        if not (len(steps) and steps[-1] == metrics.step):  # a re-evaluation of the same step
-            # in step order: a snapshot evaluated after later steps were recorded goes between
-            self.history.upsert((metrics.step, metrics.bleu))
+        rows = with_evaluation(self.history.view(), metrics)
+        if rows is not None:  # in step order: a snapshot evaluated after later steps goes between
+            self.history.clear()
+            self.history.extend(rows)
             self.draw_history()
         if metrics.bleu_detail is not None:
             self.show_breakdown(metrics.bleu_detail)
@@ -287,18 +285,7 @@ class BleuPanel(Panel):
         return {} if self.plot_state.empty else {"bleu": self.plot}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
-        tables = {"bleu": (["step", "bleu"], self.history.view().tolist())}
-        if self.breakdown is not None:
-            b = self.breakdown
-            rows = [
-                [n + 1, int(b.counts[n]), int(b.totals[n]), float(b.precisions[n])]
-                for n in range(MAX_ORDER)
-            ]
-            tables["breakdown"] = (["n", "clipped_matches", "hypothesis_ngrams", "precision"], rows)
-            tables["summary"] = (
-                ["bleu", "bp", "sys_len", "ref_len"], [[b.score, b.bp, b.sys_len, b.ref_len]]
-            )
-        return tables
+        return bleu_tables(self.history.view(), self.breakdown)
 
 
 def _unit(signature: str) -> str:

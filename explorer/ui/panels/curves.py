@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout
 from superqt.utils import qthrottled
 
 from explorer.export.curves import (
-    EVAL_COLUMNS, TRAIN_COLUMNS, curve_tables, history_rows, perplexity,
+    EVAL_COLUMNS, TRAIN_COLUMNS, curve_tables, eval_row, history_rows, perplexity,
 )
 from explorer.ui.bus import AppBus
 from explorer.ui.empty_state import EmptyState, no_curves_reason
@@ -173,9 +173,8 @@ class TrainingCurvesPanel(Panel):
         self._schedule_redraw()
 
     def add_eval(self, metrics) -> None:
-        row = (metrics.step, metrics.val_loss, metrics.perplexity, metrics.token_accuracy)
         # in step order; a re-evaluation of the same weights (a snapshot's) replaces its row
-        self.evals.upsert(row)
+        self.evals.upsert(eval_row(metrics))
         self._stale.add("evals")
         self._schedule_redraw()
 

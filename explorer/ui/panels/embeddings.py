@@ -413,12 +413,6 @@ class EmbeddingsPanel(Panel):
         return {"projection": self.plot}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
-        if self.data is None:
-            return {}
-        tokens = self.data.tokens
-        tables = {"projection": self.data.table()}
-        for name, rows in (("neighbours", self.neighbours), ("analogy", self.answers)):
-            if rows:
-                tables[name] = (["rank", "id", "token", "cosine"],
-                                [[r + 1, i, tokens[i], s] for r, (i, s) in enumerate(rows)])
-        return tables
+        from explorer.analysis.embeddings import embedding_tables
+
+        return {} if self.data is None else embedding_tables(self.data, self.neighbours, self.answers)

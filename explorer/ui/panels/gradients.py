@@ -28,7 +28,7 @@ from explorer.analysis.gradients import (
 )
 from explorer.analysis.labels import stack_layer_label
 from explorer.events import ProbeSnapshot
-from explorer.export.tables import matrix_table
+from explorer.export.gradients import GradientView, gradient_tables
 from explorer.families import family_of
 from explorer.ui.bus import AppBus
 from explorer.ui.export import install_export_menu
@@ -40,7 +40,6 @@ from explorer.ui.plot_style import (
     ReadableAxis, SteadyViewBox, TokenAxis, ViewPages, add_legend, theme_grey,
 )
 from seqmodels.cells import cells
-from seqmodels.config import RNNLMConfig
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b")
 def _log_plot(title: str, x: str, y: str, legend: bool = False, token_x: bool = False,
@@ -285,14 +284,16 @@ class GradientFlowPanel(Panel):
 
     def _cell_tokens(self) -> tuple[list[int], int, int, dict]:
         """Token ids of the probe text (repeated to CELL_TOKENS), vocab size, hidden size, and the
-        workspace's own trained model when it is an RNN language model."""
+        workspace's own trained model when it is of the family the comparison builds."""
+        from explorer.analysis.probe import own_cell
+
         workspace = self.bus.workspace
         source, target = self.probe_text
         ids = cell_comparison_ids(workspace.tokenizer, source or target)
         config = workspace.model.config
         hidden = getattr(config, "hidden_size", CELL_HIDDEN)
-        # the comparison builds rnn-lm models: the workspace's own joins only when it is one
-        trained = {config.cell: workspace.model} if isinstance(config, RNNLMConfig) else {}
+        # the comparison builds models of one family: the workspace's own joins when it is one
+        trained = own_cell(workspace.model)
         return ids, workspace.tokenizer.vocab_size, hidden, trained
 
     def compare_cells(self) -> None:
@@ -401,38 +402,9 @@ class GradientFlowPanel(Panel):
         return {name: item for name, item in items.items() if not self.views[name].isHidden()}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
-        tables = {}
-        snapshot = self.snapshot
-        if snapshot is not None and snapshot.grad_time:
-            names = list(snapshot.grad_time)
-            length = max(len(v) for v in snapshot.grad_time.values())
-            labels = snapshot.grad_time_labels.get(names[0], [])
-            rows = []
-            for t in range(length):
-                norms = [snapshot.grad_time[n][t] if t < len(snapshot.grad_time[n]) else ""
-                         for n in names]
-                rows.append([t, labels[t] if t < len(labels) else "", *norms])
-            shown = [stack_layer_label(name) for name in names]
-            tables["through_time"] = (["t", f"token ({shown[0]})", *shown], rows)
-        if snapshot is not None and snapshot.grad_depth is not None:
-            names = [stack_layer_label(name) for name in snapshot.grad_depth_labels]
-            tables["depth"] = (["block", "grad_norm"], list(map(list, zip(names, snapshot.grad_depth))))
-        tables.update(self.param_curve.table())
-        if self.cell_curves:
-            cells = list(self.cell_curves)
-            length = len(self.cell_curves[cells[0]])
-            rows = [[t, *[self.cell_curves[c][t] for c in cells]] for t in range(length)]
-            tables["cells"] = (["t", *cells], rows)
-        if self.norms.size:
-            rows = [[int(s), before, after, self.clip or ""]
-                    for s, before, after in self.norms.view().tolist()]
-            tables["clipping"] = (["step", "grad_norm", "grad_norm_clipped", "tau"], rows)
-        setting = f"a_h={self.slider.value():g}, tanh={self.tanh_box.isChecked()}"
-        tables["playground"] = (["k", f"dh_k/dh_0 ({setting})"],
-                                [[k, v] for k, v in enumerate(self.playground_derivative)])
-        matrix = self.history_matrix()
-        if matrix is not None:
-            tables["history"] = matrix_table(
-                matrix, [str(s) for s in self.grad_history.steps],
-                [str(t) for t in range(matrix.shape[1])], "step \\ t (log10)")
-        return tables
+        playground = (self.slider.value(), self.tanh_box.isChecked(), self.playground_derivative)
+        view = GradientView(params=(self.param_curve.labels, self.param_curve.norms),
+                            playground=playground, history=self.grad_history,
+                            layer=self.layer_box.currentData(), cells=self.cell_curves,
+                            clipping=self.norms.view(), clip=self.clip)
+        return gradient_tables(self.snapshot, view)

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.analysis.labels import layer_label
-from explorer.export.tables import matrix_table
+from explorer.export.probe_tables import hidden_tables
 from explorer.ui.bus import AppBus
 from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu
@@ -376,27 +376,9 @@ class HiddenPanel(Panel):
         return {**heatmap, **traces}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
-        from explorer.analysis.hidden import hidden_table
-
-        snapshot, tables = self.snapshot, {}
-        if snapshot is None:
-            return tables
-        # the hidden panel's dock shows the gates too, so File > Export all writes them as gate_<g>
-        names = {q: q for q in snapshot.gate_names()}
-        if not self.SHOWS_GATES:
-            names = {"h": "h", "c": "c", **{q: f"gate_{q}" for q in names}}
-        for stream in snapshot.streams():
-            layers = snapshot.layers_of(stream)
-            suffix = "" if stream == "lm" or len(snapshot.streams()) == 1 else f"_{stream}"
-            for q, name in names.items():
-                if layers and q in layers[0].quantities():
-                    tables[f"{name}{suffix}"] = hidden_table(layers, q)
-        if not self.SHOWS_GATES:
-            for stack in snapshot.stacks:
-                suffix = "" if len(snapshot.stacks) == 1 else f"_{stack.stream}"
-                tables[f"residual_norm{suffix}"] = matrix_table(stack.residual_norm, stack.layer_labels, stack.tokens, "layer")
-            if snapshot.lens is not None:
-                tables.update(snapshot.lens.tables())
+        if self.snapshot is None:
+            return {}
+        tables = hidden_tables(self.snapshot, self.SHOWS_GATES)
         if self.selection is not None and len(self.selection.units):
             tables["selection"] = self.traces.table()
         return tables

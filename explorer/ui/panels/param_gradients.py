@@ -8,7 +8,7 @@ import numpy as np
 import pyqtgraph as pg
 
 from explorer.analysis.gradients import LOG_FLOOR
-from explorer.analysis.param_gradients import group_label
+from explorer.export.gradients import param_gradients
 
 COLOUR = "#2ca02c"
 
@@ -22,19 +22,10 @@ class ParamGradientCurve:
 
     def show(self, snapshot) -> None:
         """Draw a ProbeSnapshot's `grad_params` (a snapshot without them clears the curve)."""
-        norms = snapshot.grad_params
-        if norms is None or not len(norms):
-            self.labels, self.norms = [], np.zeros(0)
+        self.labels, self.norms = param_gradients(snapshot)
+        if not len(self.norms):
             self.curve.setData([], [])
             return
-        self.labels = [group_label(g) for g in snapshot.grad_params_labels]
-        self.norms = np.asarray(norms, dtype=np.float64)
         self.curve.setData(np.arange(len(self.norms)), np.maximum(self.norms, LOG_FLOOR))
         self.plot.getAxis("bottom").set_labels(self.labels)
         self.plot.setXRange(-0.5, len(self.norms) - 0.5, padding=0)
-
-    def table(self) -> dict[str, tuple[list[str], list[list]]]:
-        if not len(self.norms):
-            return {}
-        return {"params": (["layer", "param_grad_norm"],
-                           [[label, float(v)] for label, v in zip(self.labels, self.norms)])}

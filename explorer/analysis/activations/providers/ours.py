@@ -3,6 +3,8 @@
 Module outputs are caught with torch forward hooks; what no module returns (attention weights and
 every head's output, per-step states and gates) comes from the models' own idle hook sites,
 `activation_hook` on seqmodels' MultiHeadAttention, Alignment and RNN, set only while attached.
+Where each stack's modules sit is the family entry's `stacks` (embedding) and `layers` (blocks or
+RNN, final norm): a family built from these pieces needs no change here (explorer/families.py).
 """
 
 from __future__ import annotations
@@ -10,45 +12,42 @@ from __future__ import annotations
 from explorer.analysis.activations.core import (
     BaseProvider, input_hook, output_hook, removing, set_attribute,
 )
-from explorer.families import family_of, module_at
+from explorer.errors import UserError
+from explorer.families import family_of, get_family, module_at
 from seqmodels.recurrent import RNN
-from seqmodels.rnn_lm import RNNLanguageModel
-from seqmodels.seq2seq import Seq2Seq
-from seqmodels.transformer import GPT, BERT, Transformer
 
 
-def _transformer_stacks(model) -> dict:
-    """stack name -> (embedding module, blocks, final norm)."""
-    if isinstance(model, Transformer):
-        return {"encoder": (model.src_embed, model.encoder_layers, model.encoder_norm),
-                "decoder": (model.tgt_embed, model.decoder_layers, model.decoder_norm)}
-    return {model.trace_kind: (model.embed, model.layers, model.final_norm)}  # GPT: decoder, BERT: encoder
-
-
-def _recurrent_stacks(model) -> dict:
-    """stack name -> (embedding module, RNN, whether it is run one step per call)."""
-    if isinstance(model, Seq2Seq):
-        return {"encoder": (model.src_embedding, model.encoder, False),
-                "decoder": (model.tgt_embedding, model.decoder, model.style == "bahdanau")}
-    return {"lm": (model.embedding, model.rnn, False)}
+def _stacks(model) -> dict:
+    """stack name -> (embedding module, its layers: blocks or the RNN, final norm or None)."""
+    family = family_of(model)
+    return {stack: (module_at(model, family.stacks[stack][0]), module_at(model, layers),
+                    module_at(model, norm) if norm else None)
+            for stack, (layers, norm) in family.layers.items()}
 
 
 class SeqModelsProvider(BaseProvider):
     name = "seqmodels"
 
     def accepts(self, model) -> bool:
-        return isinstance(model, (Transformer, GPT, BERT, Seq2Seq, RNNLanguageModel))
+        """The models whose family entry says where their layers are (read, not imported)."""
+        family = getattr(getattr(model, "config", None), "family", None)
+        try:
+            return isinstance(family, str) and bool(get_family(family).layers)
+        except UserError:  # a model of no registered family
+            return False
 
     def attach(self, model, visit):
         handles: list = []
-        if isinstance(model, (Seq2Seq, RNNLanguageModel)):
-            for stack, parts in _recurrent_stacks(model).items():
-                self._attach_recurrent(stack, *parts, visit, handles)
-            if isinstance(model, Seq2Seq) and model.style != "none":
-                self._attach_alignment(model, visit, handles)
-        else:
-            for stack, parts in _transformer_stacks(model).items():
-                self._attach_transformer(stack, *parts, visit, handles)
+        alignment = getattr(model, "alignment", None)  # an RNN encoder-decoder with attention
+        for stack, (embed, layers, norm) in _stacks(model).items():
+            if family_of(model).recurrent:
+                # a Bahdanau decoder's RNN runs one position per call (seqmodels/seq2seq.py)
+                stepwise = stack == "decoder" and getattr(model, "style", None) == "bahdanau"
+                self._attach_recurrent(stack, embed, layers, stepwise, visit, handles)
+            else:
+                self._attach_transformer(stack, embed, layers, norm, visit, handles)
+        if alignment is not None:
+            self._attach_alignment(model, visit, handles)
         return removing(handles)
 
     @staticmethod
@@ -92,7 +91,7 @@ class SeqModelsProvider(BaseProvider):
         handles.append(rnn.register_forward_hook(advance))
 
     @staticmethod
-    def _attach_alignment(model: Seq2Seq, visit, handles):
+    def _attach_alignment(model, visit, handles):
         calls = [0]
 
         def site(_kind, weights):  # (B, Tq, Ts)

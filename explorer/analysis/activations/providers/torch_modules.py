@@ -49,9 +49,9 @@ class TorchModulesProvider(BaseProvider):
     name = "torch-modules"
 
     def accepts(self, model) -> bool:
-        """explorer.usermodel's adapters (their families are user-*; read, not imported)."""
-        family = getattr(getattr(model, "config", None), "family", "")
-        return isinstance(family, str) and family.startswith("user-") and hasattr(model, "inner")
+        """explorer.usermodel's adapters: the provider of that package's models (its module name
+        is read, so nothing is imported)."""
+        return type(model).__module__.startswith("explorer.usermodel.") and hasattr(model, "inner")
 
     def attach(self, model, visit):
         pass_ = _Pass(model, visit)
