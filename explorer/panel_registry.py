@@ -53,6 +53,7 @@ PANELS = (
     PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect", "Embeddings"),
     PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", "Runs", False),  # Compare runs
     PanelEntry("examples", "explorer.ui.panels.examples:ExamplesPanel", "decoding", "Examples", False),
+    PanelEntry("whatif", "explorer.ui.panels.whatif:WhatIfPanel", "decoding", "What if", False),
     PanelEntry("architecture", "explorer.ui.panels.architecture:ArchitecturePanel", "inspect", "Diagram",
                exported_by_default=False),
 )

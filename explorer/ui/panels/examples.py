@@ -153,9 +153,11 @@ class ExamplesPanel(Panel):
                                        "show each example's change against it", self.pin)
         self.export_button = self._button("Export…", "Write the rows shown to CSV or JSON lines",
                                           self.choose_export)
+        self.whatif_button = self._button("What if…", "Pin the selected row's source in the What "
+                                          "if panel, to edit it and compare", self.what_if)
         top = QHBoxLayout()
         for widget in (self.evaluate_button, self.open_button, self.stop_button, self.progress,
-                       self.auto_box, self.pin_button, self.export_button):
+                       self.auto_box, self.pin_button, self.whatif_button, self.export_button):
             top.addWidget(widget)
         top.addStretch(1)
 
@@ -457,6 +459,17 @@ class ExamplesPanel(Panel):
         self._refresh_views()
         self._say(f"pinned the evaluation at step {self.pinned.step}: later evaluations show "
                   "each example's change against it")
+
+    def what_if(self) -> bool:
+        """The selected row's source pinned as the What if panel's original."""
+        current = self.view.currentIndex()
+        if self.model.table is None or not current.isValid():
+            self._say("select a row first: its source is pinned in the What if panel")
+            return False
+        row = self.model.table_row(current.row())
+        self.bus.whatif_requested.emit(str(self.model.table.columns["source"][row]))
+        self.bus.show_panel.emit("whatif")
+        return True
 
     # -- views -----------------------------------------------------------------------------------
 
