@@ -16,7 +16,7 @@ import threading
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QGridLayout, QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSizePolicy, QVBoxLayout,
+    QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSizePolicy, QTabWidget, QVBoxLayout,
     QWidget,
 )
 
@@ -50,11 +50,11 @@ def output_html(tokens: list[str], changed) -> str:
     return " ".join(parts)
 
 
-class SideView(QWidget):
-    """One side: its source, output, log-probability, attention and attribution maps."""
+class SideView:
+    """One side's widgets: its texts (source, output, log-probability) and its two maps, which
+    the panel lays out beside the other side's (the maps in tabs: the dock is not tall)."""
 
     def __init__(self, title: str) -> None:
-        super().__init__()
         self.title = QLabel(f"<b>{title}</b>")
         self.source = QLabel()
         self.output = QLabel()
@@ -70,13 +70,15 @@ class SideView(QWidget):
         self.attribution = HeatmapWidget("CET-D1", levels=None, symmetric=True,
                                          row_title="output token", col_title="input token",
                                          value_name="attribution")
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        for widget in (self.title, self.source, self.output, self.logprob):
-            layout.addWidget(widget)
-        layout.addWidget(self.attention, 1)
-        layout.addWidget(self.attribution, 1)
         self.clear()
+
+    def texts(self) -> QWidget:
+        box = QWidget()
+        layout = QVBoxLayout(box)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for label in (self.title, self.source, self.output, self.logprob):
+            layout.addWidget(label)
+        return box
 
     def clear(self) -> None:
         self.source.setText("")
@@ -99,6 +101,15 @@ class SideView(QWidget):
         self.attribution.setVisible(True)
         self.attribution.set_matrix(side.attribution, side.attribution_rows, side.attribution_columns)
         self.attribution.set_title(f"attribution ({side.method})")
+
+
+def _side_by_side(left: QWidget, right: QWidget) -> QWidget:
+    box = QWidget()
+    layout = QHBoxLayout(box)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.addWidget(left, 1)
+    layout.addWidget(right, 1)
+    return box
 
 
 class WhatIfPanel(Panel):
@@ -147,13 +158,17 @@ class WhatIfPanel(Panel):
         for widget in (self.pin_button, self.unpin_button, self.edit_box, self.compare_button,
                        self.stop_button, self.progress, self.export_button):
             top.addWidget(widget, 1 if widget is self.edit_box else 0)
-        columns = QGridLayout()
-        columns.addWidget(self.sides["original"], 0, 0)
-        columns.addWidget(self.sides["edited"], 0, 1)
+        original, edited = self.sides["original"], self.sides["edited"]
+        self.maps = QTabWidget()
+        self.maps.addTab(_side_by_side(original.attention, edited.attention), "Attention")
+        self.maps.addTab(_side_by_side(original.attribution, edited.attribution), "Attribution")
+        self.maps.setToolTip("Attention: the last layer's, mean of heads. Attribution: gradient x "
+                             "input of each output token's log-probability")
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.status)
-        layout.addLayout(columns, 1)
+        layout.addWidget(_side_by_side(original.texts(), edited.texts()))
+        layout.addWidget(self.maps, 1)
         self._enable()
         bus.whatif_requested.connect(self.pin)
         bus.workspace_changed.connect(self._on_workspace)
@@ -286,9 +301,9 @@ class WhatIfPanel(Panel):
     def plot_items(self) -> dict[str, object]:
         items = {}
         for name, view in self.sides.items():
-            if view.attention.isVisibleTo(self):
+            if not view.attention.isHidden():
                 items[f"{name}_attention"] = view.attention.ci
-            if view.attribution.isVisibleTo(self):
+            if not view.attribution.isHidden():
                 items[f"{name}_attribution"] = view.attribution.ci
         return items
 
