@@ -64,7 +64,8 @@ class TopExamplesView(QWidget):
         header.setSectionResizeMode(2, QHeaderView.Stretch)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.table.setToolTip("Click an example to select its row in the table (and probe it)")
+        self.table.setToolTip("Click an example to select its row in the table (and probe it). The tokens "
+                                 "are those each position reads (a decoder: <bos> and the reference)")
         self.table.cellClicked.connect(self._on_click)
         row = QHBoxLayout()
         for widget in (self.k_box, self.stop_button, self.progress):
