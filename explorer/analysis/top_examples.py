@@ -23,7 +23,7 @@ model reads `[<bos>] + text`. Batches are right-padded, with padding masks for e
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -6,11 +6,16 @@ import numpy as np
 import pytest
 import torch
 
-from explorer.analysis.top_examples import ActivityQuery, attention_points, point_of_layer, top_examples
+from explorer.analysis.top_examples import (
+    ActivityQuery,
+    attention_points,
+    point_of_layer,
+    top_examples,
+)
 from explorer.decoding.scoring import encode_context
 from explorer.errors import UserError
 from explorer.training import DataSpec, build_workspace
-from seqmodels.config import BOS_ID, EOS_ID
+from seqmodels.config import BOS_ID
 
 
 def _traced(workspace, source, reference):
@@ -35,7 +40,6 @@ def _brute_force(workspace, pairs, trace_name=None, attention=None, index=0, k=5
             states = steps[0] if len(steps) == 1 and steps[0].dim() == 3 else torch.stack(steps, dim=1)
             activity = states[0, :, index].abs()  # (T,)
         else:
-            kind, layer = attention
             weights = next(m.weights for m in trace.attention if (m.kind, m.layer) == attention)
             activity = weights[0, index, :, 1:].max(dim=-1).values  # (Tq,)
         peaks.append(float(activity.max()))

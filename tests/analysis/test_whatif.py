@@ -51,7 +51,7 @@ def test_diff_marks_exactly_the_changed_tokens(seed):
 @pytest.fixture(scope="module")
 def workspace():
     """A Transformer trained a little on `reverse`, so its greedy outputs end with <eos>."""
-    from explorer.training import Trainer, TrainConfig
+    from explorer.training import TrainConfig, Trainer
 
     torch.manual_seed(0)
     workspace = build_workspace(DataSpec(task="reverse", n_train=64, n_val=4), "transformer", seed=0,

@@ -16,17 +16,29 @@ import threading
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QHBoxLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSizePolicy, QTabWidget, QVBoxLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QSizePolicy,
+    QTabWidget,
+    QVBoxLayout,
     QWidget,
 )
 
 from explorer.analysis.whatif import (
-    STEPS_PER_SIDE, StepCounter, WhatIf, WhatIfSide, side_table, what_if, whatif_side,
+    STEPS_PER_SIDE,
+    StepCounter,
+    WhatIf,
+    WhatIfSide,
+    side_table,
+    what_if,
+    whatif_side,
 )
 from explorer.ui.export import install_export_menu, run_export_dialog
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.neighbours_view import isolated_workspace
-from explorer.ui.panels.base import Panel, elide
+from explorer.ui.panels.base import Panel, elide, push_button
 
 CHANGED = "#d62728"  # inserted or changed output tokens
 NOTHING_PINNED = ("Pin the probe (or an Examples row's \"What if…\") as the original, then edit "
@@ -135,17 +147,17 @@ class WhatIfPanel(Panel):
         self.runner.busy_changed.connect(lambda busy: self.stop_button.setEnabled(busy))
         self.progressed.connect(self._on_progress)
 
-        self.pin_button = self._button("Pin probe", "Pin the probe's source as the original", self.pin_probe)
-        self.unpin_button = self._button("Unpin", "Forget the original: back to the plain view", self.unpin)
+        self.pin_button = push_button("Pin probe", "Pin the probe's source as the original", self.pin_probe)
+        self.unpin_button = push_button("Unpin", "Forget the original: back to the plain view", self.unpin)
         self.edit_box = QLineEdit()
         self.edit_box.setPlaceholderText("edit the source here, then Enter")
         self.edit_box.setToolTip("The edited source: Enter compares it with the pinned original")
         self.edit_box.returnPressed.connect(self.compare)
-        self.compare_button = self._button("Compare", "Compare the edit with the original (Enter)",
+        self.compare_button = push_button("Compare", "Compare the edit with the original (Enter)",
                                            self.compare)
-        self.stop_button = self._button("Stop", "Stop the computation; the original stays pinned", self.stop)
+        self.stop_button = push_button("Stop", "Stop the computation; the original stays pinned", self.stop)
         self.stop_button.setEnabled(False)
-        self.export_button = self._button("Export…", "PNG, SVG or CSV of both sides",
+        self.export_button = push_button("Export…", "PNG, SVG or CSV of both sides",
                                           lambda: run_export_dialog(self))
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(160)
@@ -175,11 +187,10 @@ class WhatIfPanel(Panel):
         bus.probe_input_changed.connect(lambda source, _target: self.follow(source))
         install_export_menu(self)
 
-    def _button(self, text, tip, slot) -> QPushButton:
-        button = QPushButton(text)
-        button.setToolTip(tip)
-        button.clicked.connect(slot)
-        return button
+    def applies_to(self, workspace) -> bool:
+        from explorer.families import family_of
+
+        return workspace is None or family_of(workspace.model).decodes  # a masked LM has no output
 
     def _enable(self) -> None:
         for widget in (self.unpin_button, self.edit_box, self.compare_button):
