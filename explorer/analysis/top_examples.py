@@ -66,7 +66,7 @@ class TopExamples:
     before: list[str]  # the context tokens before the peak, joined
     peak: list[str]  # the token at the peak
     after: list[str]
-    keys: list[str]  # heads: the key the head weights most there ("" for units)
+    keys: list[str]  # heads: the key but the first it weights most there ("" for units)
     examples: int  # examples read
 
     def snippet(self, i: int) -> str:
@@ -190,7 +190,8 @@ def top_examples(workspace, pairs: Sequence[tuple[str, str]], query: ActivityQue
             if query.is_head:
                 weights = values if values.dim() == 4 else values.unsqueeze(1)  # (B, H, Tq, Tk)
                 chosen = weights[np.arange(len(rows)), query.index, best]  # (B, Tk)
-                key_at[batch] = chosen.argmax(dim=-1).cpu().numpy()
+                # the key the activity comes from: the heaviest one but the first
+                key_at[batch] = (chosen[:, 1:].argmax(dim=-1) + 1).cpu().numpy() if chosen.shape[1] > 1 else 0
             for name, ids in fed.sides.items():
                 sides.setdefault(name, []).extend(ids)
             if progress is not None:

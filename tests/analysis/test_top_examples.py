@@ -104,6 +104,13 @@ def test_snippet_shows_the_peak_in_its_context(gru):
         assert found.peak[i] == tokens[t]
         assert found.before[i] == " ".join(tokens[max(0, t - 2):t])
         assert found.keys[i] in list(source) + ["<eos>"]
+        # the key the activity comes from: the heaviest but the first, at the peak
+        src = torch.tensor([encode_context(gru, source)])  # (1, S)
+        tgt = torch.tensor([[BOS_ID] + gru.tokenizer.encode(reference)])  # (1, T)
+        with torch.no_grad():
+            weights = gru.model(src, tgt, trace=True)[-1].attention[0].weights[0, 0, t]  # (S,)
+        key = int(weights[1:].argmax()) + 1
+        assert found.keys[i] == gru.tokenizer.tokens([int(src[0, key])])[0]
 
 
 def test_bad_queries_and_stopping(gru):
