@@ -22,8 +22,8 @@ model reads `[<bos>] + text`. Batches are right-padded, with padding masks for e
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
