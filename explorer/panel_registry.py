@@ -61,6 +61,7 @@ PANELS = (
                tables=_HEADLESS + "embeddings_tables"),
     PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", "Runs", False),  # Compare runs
     PanelEntry("examples", "explorer.ui.panels.examples:ExamplesPanel", "decoding", "Examples", False),
+    PanelEntry("whatif", "explorer.ui.panels.whatif:WhatIfPanel", "decoding", "What if", False),
     PanelEntry("architecture", "explorer.ui.panels.architecture:ArchitecturePanel", "inspect", "Diagram",
                exported_by_default=False),
 )

@@ -38,6 +38,10 @@ class AppBus(QObject):
     run_folder_changed = Signal(str)  # the run folder the current training writes ("" for none)
     compared_runs = Signal(object)  # {name: run folder} in the Compare runs panel, on each change
     show_panel = Signal(str)  # raise this panel's dock (the architecture diagram's double click)
+    whatif_requested = Signal(str)  # pin this source as the What if panel's original
+    # an explorer.analysis.top_examples.ActivityQuery (a unit or a head): the Examples panel lists
+    # the examples where it is most active
+    top_examples_requested = Signal(object)
 
     def __init__(self, parent: QObject | None = None, state=None) -> None:
         from explorer.state import AppState

@@ -31,7 +31,7 @@ from explorer.errors import UserError
 SHOWN = 10
 
 
-def _isolated(workspace):
+def isolated_workspace(workspace):
     """A workspace sharing tokenizers and data but with its own copy of the model."""
     twin = copy.copy(workspace)
     twin.model = copy.deepcopy(workspace.model)
@@ -116,7 +116,7 @@ class NeighboursView(QWidget):
         if self.state.workspace is None or not self.build_button.isEnabled():
             return -1
         if self.index_workspace is None:
-            self.index_workspace = _isolated(self.state.workspace)
+            self.index_workspace = isolated_workspace(self.state.workspace)
         pairs = list(self.state.workspace.data.train)
         self._stop = threading.Event()
         self.progress.setRange(0, len(pairs))
@@ -140,7 +140,7 @@ class NeighboursView(QWidget):
         from explorer.analysis.neighbours import nearest
 
         if self.query_workspace is None:
-            self.query_workspace = _isolated(self.state.workspace)
+            self.query_workspace = isolated_workspace(self.state.workspace)
         return self.query_runner.submit(nearest, self.query_workspace, self.index, source, target,
                                         SHOWN)
 

@@ -83,6 +83,17 @@ def test_selecting_a_row_makes_it_the_probe(panel, qtbot):
     assert probe.args[0] == source
 
 
+def test_what_if_pins_the_selected_row(panel, qtbot):
+    assert not panel.what_if() and "select a row" in panel.message
+    shown = []
+    panel.bus.show_panel.connect(shown.append)
+    panel.view.selectRow(2)
+    with qtbot.waitSignal(panel.bus.whatif_requested) as pinned:
+        panel.whatif_button.click()
+    assert pinned.args == [str(panel.model.table.columns["source"][panel.model.table_row(2)])]
+    assert shown == ["whatif"]
+
+
 def test_pinned_evaluation_gives_a_change_column(panel, qtbot, tiny_workspace):
     panel.pin()
     with qtbot.waitSignal(panel.evaluated, timeout=60_000):

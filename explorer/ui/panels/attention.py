@@ -61,6 +61,12 @@ class AttentionPanel(Panel):
         self.layer_box = QComboBox()
         self.head_box = QComboBox()
         self.model_view_box = QCheckBox("Model view (all layers × heads)")
+        self.top_button = QPushButton("Top examples")
+        self.top_button.setToolTip("List the examples of the Examples table where this head is most "
+                                   "active: at each query position its largest attention weight on "
+                                   "any key but the first (an idle head parks its attention there), "
+                                   "the peak over positions")
+        self.top_button.clicked.connect(self.request_top_examples)
         self.status = QLabel("Open or create a model with attention.")
         # one line, cut at the panel's edge: the rows of the heatmap need the height
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -75,6 +81,7 @@ class AttentionPanel(Panel):
         controls.addWidget(self.layer_box, 2, 2)
         controls.addWidget(self.head_box, 2, 3)
         controls.addWidget(self.model_view_box, 2, 4)
+        controls.addWidget(self.top_button, 2, 5)
 
         self.heatmap = HeatmapWidget(
             "viridis", levels=(0.0, 1.0), row_title="query (target)", col_title="key (source)",
@@ -230,6 +237,25 @@ class AttentionPanel(Panel):
             self.heatmap.set_axis_titles("query position", "key position")
         if self.model_view_box.isChecked():
             self._update_grid()
+
+    def top_query(self):
+        """The head shown as an ActivityQuery (the mean of heads: None)."""
+        from explorer.analysis.top_examples import ActivityQuery, attention_points
+
+        attention, head = self.current_map(), self.head_box.currentData()
+        if attention is None or head is None or head == MEAN_OF_HEADS:
+            return None
+        label = f"{self._kind_title(attention.kind)}, {layer_label(attention.layer)}, {head_label(head)}"
+        return ActivityQuery(attention_points(attention.kind, attention.layer), head, label)
+
+    def request_top_examples(self) -> None:
+        """Ask the Examples panel for the examples where the head shown is most active."""
+        query = self.top_query()
+        if query is None:
+            self.status.setText("Choose one head (not the mean of heads) to find its top examples.")
+            return
+        self.bus.top_examples_requested.emit(query)
+        self.bus.show_panel.emit("examples")
 
     # -- model view -----------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QPushButton, QWidget
 
 from explorer.analysis.token_pick import pick_token
 from explorer.errors import UserError
@@ -22,6 +22,14 @@ from explorer.ui.jobs import JobRunner
 
 EXPORT_FORMATS = ("png", "svg", "csv")
 EXPLAIN_PANEL = "attribution"  # the view a picked output token is explained in
+
+
+def push_button(text: str, tip: str, slot) -> QPushButton:
+    """A button with its tooltip, calling `slot` when clicked."""
+    button = QPushButton(text)
+    button.setToolTip(tip)
+    button.clicked.connect(slot)
+    return button
 
 
 def elide(text: str, limit: int = 60) -> str:

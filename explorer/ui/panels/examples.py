@@ -60,6 +60,7 @@ from explorer.ui.jobs import one_line
 from explorer.ui.length_plot import make_length_widget
 from explorer.ui.neighbours_view import NeighboursView
 from explorer.ui.panels.base import Panel
+from explorer.ui.top_examples_view import TopExamplesView
 
 SETTINGS_PREFIX = "examples/"
 TEXT_WIDTH, NUMBER_WIDTH = 280, 78  # column widths in pixels
@@ -153,9 +154,11 @@ class ExamplesPanel(Panel):
                                        "show each example's change against it", self.pin)
         self.export_button = self._button("Export…", "Write the rows shown to CSV or JSON lines",
                                           self.choose_export)
+        self.whatif_button = self._button("What if…", "Pin the selected row's source in the What "
+                                          "if panel, to edit it and compare", self.what_if)
         top = QHBoxLayout()
         for widget in (self.evaluate_button, self.open_button, self.stop_button, self.progress,
-                       self.auto_box, self.pin_button, self.export_button):
+                       self.auto_box, self.pin_button, self.whatif_button, self.export_button):
             top.addWidget(widget)
         top.addStretch(1)
 
@@ -235,6 +238,10 @@ class ExamplesPanel(Panel):
         self.tabs.addTab(by_length, "By length")
         self.tabs.addTab(self.tokens_table, "Worst tokens")
         self.tabs.addTab(self.neighbours, "Neighbours")
+        self.top_examples = TopExamplesView(self)
+        self.top_examples.chosen.connect(self.select_table_row)
+        self.bus.top_examples_requested.connect(self.find_top_examples)
+        self.tabs.addTab(self.top_examples, "Top examples")
         self.tabs.setToolTip("Where the model fails")
 
         upper = QWidget()
@@ -267,6 +274,7 @@ class ExamplesPanel(Panel):
 
         self.stop()
         self.neighbours.set_workspace(workspace)
+        self.top_examples.clear()
         decodes = workspace is not None and family_of(workspace.model).decodes
         self.evaluate_button.setEnabled(decodes)
         self.open_button.setEnabled(decodes)
@@ -445,6 +453,30 @@ class ExamplesPanel(Panel):
         self._say(f"examples with the token {self.worst.labels[token_row]!r} "
                   "(change a filter to show all again)")
 
+    def find_top_examples(self, query) -> int:
+        """The table's examples where `query` (a unit or head) is most active, in the "Top
+        examples" tab; -1 when there is no table to search yet."""
+        self.tabs.setCurrentWidget(self.top_examples)
+        table = self.model.table
+        if table is None or self.workspace is None:
+            self.top_examples.say("evaluate first (F5): the top examples are rows of the table")
+            return -1
+        references = table.columns["reference"] if table.seq2seq else [""] * len(table)
+        pairs = [(str(s), str(r)) for s, r in zip(table.columns["source"], references)]
+        return self.top_examples.search(self.workspace, pairs, query)
+
+    def select_table_row(self, row: int) -> None:
+        """Select the table's row `row` (an index into the table), showing every row first when
+        the filter hides it; selecting it makes it the probe."""
+        shown = np.flatnonzero(self.model.view == row)
+        if not len(shown):
+            self.set_filter_fields(SliceFilter())
+            self.apply_filter()
+            shown = np.flatnonzero(self.model.view == row)
+        if len(shown):
+            self.view.selectRow(int(shown[0]))
+            self.view.scrollTo(self.model.index(int(shown[0]), 0))
+
     # -- comparing -------------------------------------------------------------------------------
 
     def pin(self) -> None:
@@ -457,6 +489,17 @@ class ExamplesPanel(Panel):
         self._refresh_views()
         self._say(f"pinned the evaluation at step {self.pinned.step}: later evaluations show "
                   "each example's change against it")
+
+    def what_if(self) -> bool:
+        """The selected row's source pinned as the What if panel's original."""
+        current = self.view.currentIndex()
+        if self.model.table is None or not current.isValid():
+            self._say("select a row first: its source is pinned in the What if panel")
+            return False
+        row = self.model.table_row(current.row())
+        self.bus.whatif_requested.emit(str(self.model.table.columns["source"][row]))
+        self.bus.show_panel.emit("whatif")
+        return True
 
     # -- views -----------------------------------------------------------------------------------
 
@@ -577,6 +620,8 @@ class ExamplesPanel(Panel):
         tables = {"rows": (list(shown.names), [list(row.values()) for row in shown.rows()]),
                   "length": (["series", "bucket", "examples", "bleu", "loss_per_token"],
                              self.length_plot.rows())}
+        if self.top_examples.found is not None:
+            tables["top_examples"] = self.top_examples.found.table()
         if self.worst is not None:
             tables["tokens"] = (["token", "count", "error_rate", "mean_loss"],
                                 [[str(a), int(b), float(c), float(d)] for a, b, c, d in zip(

@@ -18,7 +18,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox, QGridLayout, QLabel, QLineEdit, QListWidget, QPushButton, QSizePolicy, QSlider,
-    QSplitter, QStackedWidget, QVBoxLayout,
+    QSpinBox, QSplitter, QStackedWidget, QVBoxLayout,
 )
 
 from explorer.analysis.labels import layer_label
@@ -72,6 +72,14 @@ class HiddenPanel(Panel):
         self.threshold_label = QLabel()
         self.status = QLabel("Open or create a model.")
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.unit_box = QSpinBox()
+        self.unit_box.setPrefix("unit ")
+        self.unit_box.setToolTip("The unit (row) whose top examples to find; a selection over the "
+                                 "tokens picks its first unit")
+        self.top_button = QPushButton("Top examples")
+        self.top_button.setToolTip("List the examples of the Examples table where this unit is most "
+                                   "active: its largest |value| over each example's positions")
+        self.top_button.clicked.connect(self.request_top_examples)
 
         controls = QGridLayout()
         controls.addWidget(self.source_edit, 0, 0, 1, 3)
@@ -81,6 +89,8 @@ class HiddenPanel(Panel):
         controls.addWidget(self.quantity_box, 1, 1)
         controls.addWidget(self.threshold_label, 1, 2)
         controls.addWidget(self.threshold, 1, 3, 1, 3)
+        controls.addWidget(self.unit_box, 1, 6)
+        controls.addWidget(self.top_button, 1, 7)
 
         self.heatmap = UnitHeatmap(self.select_span, value_name="h")
         self.lens_table = LensTable()
@@ -268,6 +278,8 @@ class HiddenPanel(Panel):
         self.heatmap.block = f"{view[0]} {layer_label(view[1])} output" if block else ""
         self.heatmap.value_name = self.quantity_box.currentData() or ("norm" if residual else "value")
         self.heatmap.set_matrix(matrix, rows, tokens)
+        self.unit_box.setMaximum(max(0, matrix.shape[0] - 1))
+        self.top_button.setEnabled(self.top_query() is not None)
         self.heatmap.set_title(self.layer_box.currentText() + (f", {self.quantity_box.currentText()}" if self.quantity_box.isVisible() else ""))
         self.heatmap.set_axis_titles("layer" if residual else "dimension" if block else "unit", "token")
         span = self.heatmap.span()
@@ -299,6 +311,8 @@ class HiddenPanel(Panel):
             self.heatmap.show_span(start, end)
         self.selection = select_units(matrix, start, end, self.threshold_value())
         units = self.selection.units
+        if len(units):
+            self.unit_box.setValue(int(units[0]))
         self.show_traces(matrix[units], [rows[u] for u in units], tokens)
         text = "".join(tokens[start:end]) if all(len(t) <= 1 for t in tokens[start:end]) else " ".join(tokens[start:end])
         self.status.setText(f"{len(units)} unit(s) on over {text!r} and off around it (threshold {self.threshold_value():+.2f})")
@@ -347,6 +361,32 @@ class HiddenPanel(Panel):
             if current is not None:
                 matrix, rows, tokens, _ = current
                 self.show_traces(matrix[[unit.unit]], [rows[unit.unit]], tokens)
+
+    def top_query(self):
+        """The chosen unit as an ActivityQuery, or None where the rows are no units (the
+        residual stream's layers, the logit lens)."""
+        from explorer.analysis.top_examples import ActivityQuery, point_of_layer
+
+        current = self.current_matrix()
+        view = self.layer_box.currentData()
+        if current is None or (isinstance(view, tuple) and view[0] == RESIDUAL):
+            return None
+        layer = self.current_layer()
+        name = layer.name if layer is not None else current[3]
+        point = point_of_layer(name, self.quantity_box.currentData() or "h")
+        unit = self.unit_box.value()
+        if point is None or unit >= len(current[1]):
+            return None
+        return ActivityQuery((point,), unit, f"{self.layer_box.currentText()}, {current[1][unit]}")
+
+    def request_top_examples(self) -> None:
+        """Ask the Examples panel for the examples where the chosen unit is most active."""
+        query = self.top_query()
+        if query is None:
+            self.status.setText("Choose a layer whose rows are units first.")
+            return
+        self.bus.top_examples_requested.emit(query)
+        self.bus.show_panel.emit("examples")
 
     def show_traces(self, values: np.ndarray, names: list[str], tokens: list[str]) -> None:
         """values (k, T): the units' lines over the text, or why there are none."""
