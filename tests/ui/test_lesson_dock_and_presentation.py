@@ -260,3 +260,23 @@ def test_token_names_in_a_lesson_step_are_shown_not_taken_for_html(qapp):
     document = QTextDocument()
     document.setMarkdown(lesson_markdown("80% become <mask>, 10% stay; `<eos>` ends it. **Then**"))
     assert document.toPlainText() == "80% become <mask>, 10% stay; <eos> ends it. Then"
+
+
+def test_a_broken_lesson_opened_in_the_app_says_one_line_naming_its_line(make_main_window, qtbot,
+                                                                         tmp_path):
+    """File ▸ Open lesson on a file with an unknown check: one line naming the file and the
+    line, in the error box and the status bar; the window's model stays open."""
+    path = tmp_path / "broken.md"
+    path.write_text(COURSE_LESSON.format(title="Broken", k=1).replace("shift_residual", "shift_lemma"),
+                    encoding="utf-8")
+    window = make_main_window()
+    window.show()
+    workspace = window.controller.workspace
+    with qtbot.waitSignal(window.error_shown, timeout=10_000) as shown:
+        window.open_lesson(path)
+    message = shown.args[0]
+    assert "\n" not in message and message.startswith(f"{path}:8: unknown check 'shift_lemma'")
+    assert window.statusBar().currentMessage() == message
+    assert window.controller.workspace is workspace
+    for box in list(window.error_boxes):
+        box.close()
