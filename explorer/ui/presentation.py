@@ -11,7 +11,7 @@ from html import escape
 
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QFont, QKeySequence, QShortcut
-from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QLayout, QVBoxLayout, QWidget
 
 from explorer.ui.presentation_scale import Scaling
 
@@ -85,6 +85,7 @@ class Presentation:
         self._unscale()
         panel = self.window.panels[self.active]
         panel.setParent(None)
+        _forget_size_hints(panel)
         self.window.docks[self.active].setWidget(panel)
         panel.show()
         self._placeholder.deleteLater()
@@ -129,5 +130,27 @@ class Presentation:
     def _unscale(self) -> None:
         self._rescale.stop()
         if self.scaling is not None:
+            # the normal font first: a table's rows cannot be set lower than its header's
+            # least height, which follows the font
+            self.screen.setFont(QApplication.instance().font())
             self.scaling.undo()
             self.scaling = None
+
+
+def _forget_size_hints(panel: QWidget) -> None:
+    """Make every layout under `panel` recompute its size hints from the normal fonts. Its nested
+    layouts keep the minimum sizes measured on the screen (the fonts change back while the panel
+    has no parent, which invalidates none of them), and the dock, given the examples panel's
+    ×2 minimum width, widened the main window: restoreState could not give that layout back."""
+    for widget in [panel, *panel.findChildren(QWidget)]:
+        widget.updateGeometry()  # the cached size hints of the layout item that holds it
+        if widget.layout() is not None:
+            _invalidate(widget.layout())
+
+
+def _invalidate(layout: QLayout) -> None:
+    for index in range(layout.count()):
+        inner = layout.itemAt(index).layout()
+        if inner is not None:
+            _invalidate(inner)
+    layout.invalidate()

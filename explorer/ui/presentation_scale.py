@@ -29,6 +29,8 @@ from PySide6.QtWidgets import (
     QGraphicsSimpleTextItem,
     QGraphicsTextItem,
     QGraphicsView,
+    QHeaderView,
+    QTableView,
     QWidget,
 )
 
@@ -142,6 +144,33 @@ class Scaling:
             # not follow the presentation window's font
             yield widget, "font", _Property(widget.font, widget.setFont,
                                             lambda f: scaled_font(f, zoom))
+        if isinstance(widget, QTableView):
+            yield from self._row_properties(widget.verticalHeader())
+
+    def _row_properties(self, header: QHeaderView):
+        """A table's rows: its default row height (a set height does not follow the font) and the
+        heights of rows fitted to their contents, which the panel fits again only when it
+        refills. Rows the panel adds or fits while presenting take the scaled default or the
+        scaled font: the property stays ours while the default is the scaled one."""
+        zoom = self.zoom
+
+        def get(h=header):
+            default = h.defaultSectionSize()
+            uniform = h.length() == h.count() * default  # the usual case: no row to read
+            return default, None if uniform else tuple(map(h.sectionSize, range(h.count())))
+
+        def set_rows(value, h=header):
+            default, sizes = value
+            h.setDefaultSectionSize(default)  # every row takes it
+            for row, size in enumerate(sizes or ()):
+                if row < h.count():
+                    h.resizeSection(row, size)
+
+        def scale(value):
+            default, sizes = value
+            return round(default * zoom), sizes and tuple(round(size * zoom) for size in sizes)
+
+        yield header, "rows", _Property(get, set_rows, scale, same=lambda a, b: a[0] == b[0])
 
     def _item_properties(self, item: QGraphicsItem, linked: set[int]):
         zoom = self.zoom

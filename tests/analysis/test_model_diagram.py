@@ -12,7 +12,7 @@ from explorer.analysis.architecture import (
     trace_modules,
     trace_workspace,
 )
-from explorer.families import family_names
+from explorer.families import family_names, get_family
 from explorer.training import DataSpec, build_workspace
 
 OUR_FAMILIES = [name for name in family_names() if not name.startswith("hf-")]
@@ -58,7 +58,7 @@ def check_against_hooks(model, inputs) -> None:
 
 
 def workspace_for(family: str, **overrides):
-    task = "brackets" if family in ("rnn-lm", "gpt", "bert") else "reverse"
+    task = "reverse" if get_family(family).has_source else "brackets"  # pairs, or a stream
     return build_workspace(DataSpec(task=task, n_train=40, n_val=8), family, "tiny", **overrides)
 
 

@@ -263,3 +263,44 @@ def test_why_this_token_explains_the_selected_node_with_its_path_before_it(panel
     ids = [n.token_id for n in result.path(node.id)]
     assert len(ids) == 3 and ids[-1] == node.token_id
     assert asked.args[0] == pick_token(panel.workspace, "the cat sat", ids, "the beam tree")
+
+
+def test_labels_presented_at_twice_the_size_are_spaced_for_it(panel, qtbot):
+    """Presentation mode's ×2 (the panel on a 1920 x 1080 screen with twice the font, its drawn
+    text scaled by explorer.ui.presentation_scale): the labels are measured and spaced at the
+    size they are drawn, so none overlap; back in the window they are measured as before."""
+    from PySide6.QtGui import QFont
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    from explorer.ui.presentation_scale import Scaling
+
+    panel.form.set_values(beam_size=8, max_len=8)  # a tree with rows closer than a ×2 label (25 px)
+    with qtbot.waitSignal(panel.decoded, timeout=10000):
+        panel.decode()
+    normal_line = panel.line_px
+    screen = QWidget()
+    qtbot.addWidget(screen)
+    QVBoxLayout(screen).addWidget(panel)
+    font = QFont(panel.font())
+    font.setPointSizeF(2 * font.pointSizeF())
+    screen.setFont(font)
+    screen.resize(1920, 1080)
+    screen.show()
+    view = panel.plot.getViewBox()
+    qtbot.waitUntil(lambda: view.width() > 1500, timeout=3000)
+    scaling = Scaling(screen, 2.0)
+    panel.fit()
+    qtbot.waitUntil(lambda: scaling.apply() == 0)  # the labels the fit drew are scaled too
+    view.updateMatrix()
+    drawn = [t for t in panel.labels.items if t.isVisible()]
+    assert panel.labels_shown >= 3 and panel.line_px >= 1.8 * normal_line
+    assert all(t.textItem.font().pointSizeF() == 2 * panel.labels.font.pointSizeF() for t in drawn)
+    rects = label_rects(panel)
+    for i, a in enumerate(rects):
+        for b in rects[i + 1:]:
+            overlap = a.intersected(b)
+            assert overlap.width() < 1 or overlap.height() < 1, (a, b)
+    screen.setFont(QFont())
+    scaling.undo()
+    assert panel.line_px == normal_line
+    panel.setParent(None)  # the fixture stops its jobs

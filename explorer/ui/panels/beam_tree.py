@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QFont, QFontMetricsF
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QHBoxLayout,
@@ -185,8 +186,7 @@ class BeamTreePanel(Panel):
         label_font.setPointSizeF(max(self.font().pointSizeF() - 1.5, 6.5))
         marker_font = QFont(label_font)
         marker_font.setBold(True)
-        self._metrics = QFontMetricsF(label_font)
-        self.line_px = self._metrics.height() + 2  # labels in one column at least this far apart
+        self._measure_labels(label_font)
         self.labels = TextPool(item, label_font)  # tokens and scores of the nodes in view
         self.markers = TextPool(item, marker_font)  # n-best numbers and greedy tokens
 
@@ -356,6 +356,22 @@ class BeamTreePanel(Panel):
             left_px=width(GHOST_CAPTION) + 8 if self._ghosts else 0.0)
         view.setRange(xRange=x_range, yRange=y_range, padding=0)
         self._update_labels()
+
+    def _measure_labels(self, label_font: QFont) -> None:
+        """Measure and space the labels at the size they are drawn: presentation mode gives the
+        panel a font `zoom` times larger and draws every label `zoom` times larger
+        (explorer/ui/presentation_scale.py), so the label font is measured that much larger."""
+        zoom = self.font().pointSizeF() / QApplication.instance().font().pointSizeF()
+        drawn = QFont(label_font)
+        drawn.setPointSizeF(label_font.pointSizeF() * zoom)
+        self._metrics = QFontMetricsF(drawn)
+        self.line_px = self._metrics.height() + 2  # labels in one column at least this far apart
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange and hasattr(self, "labels"):
+            self._measure_labels(self.labels.font)
+            self.fit() if self._auto_fit else self._update_labels()
 
     def _on_range_changed_manually(self, *_) -> None:
         self._auto_fit = False
