@@ -187,9 +187,17 @@ def test_cli_export_renders_ablation(qapp, reverse_checkpoint, tmp_path, capsys)
 def test_ablation_panel_mean_mode(qtbot):
     from explorer.ui.panels.ablation import AblationPanel
 
-    panel = open_panel(qtbot, AblationPanel, char_workspace("transformer", "reverse"))
+    from explorer.analysis.ablation_means import validation_means
+    from explorer.analysis.interventions import head_importance
+
+    workspace = char_workspace("transformer", "reverse")
+    panel = open_panel(qtbot, AblationPanel, workspace)
     panel.mode_box.setCurrentIndex(panel.mode_box.findData("mean"))
     qtbot.waitUntil(lambda: panel.importance.mode == "mean" and not panel.busy(), timeout=30_000)
+    source, target = panel.probe_text
+    expected = head_importance(workspace, source, target, "mean", validation_means(workspace))
+    np.testing.assert_allclose(panel.importance.drop, expected.drop, atol=1e-5)  # over the data
+    assert "mean over validation data" in panel.importance_map.title_text
     panel.chosen = {(1, 1)}
     panel.ablate()
     qtbot.waitUntil(lambda: panel.effect is not None and not panel.busy(), timeout=30_000)
@@ -211,7 +219,7 @@ def test_ablation_panel_importance_on_validation_loss_with_progress_and_stop(qtb
                     timeout=60_000)
     expected = head_importance_on_data(workspace, "loss", 3)
     np.testing.assert_allclose(panel.importance.drop, expected.drop, atol=1e-5)
-    assert seen and seen[-1] == 1.0 and not panel.mode_box.isEnabled()
+    assert seen and seen[-1] == 1.0 and panel.mode_box.isEnabled()
     panel.metric_box.setCurrentIndex(panel.metric_box.findData("bleu"))
     assert panel.busy() and panel.stop_button.isEnabled()
     panel.stop_button.click()
