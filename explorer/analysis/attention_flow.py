@@ -24,7 +24,12 @@ import numpy as np
 
 from explorer.analysis.attribution import Cancelled
 from explorer.analysis.rollout import (
-    RNN_REASON, RolloutMap, RolloutResult, attention_stacks, check_fusion, residual_attention,
+    RNN_REASON,
+    RolloutMap,
+    RolloutResult,
+    attention_stacks,
+    check_fusion,
+    residual_attention,
 )
 from explorer.errors import UserError
 from explorer.families import family_of

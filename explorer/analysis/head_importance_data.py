@@ -14,11 +14,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from explorer.analysis.ablation_means import validation_means
 from explorer.analysis.activations import list_points, replacing
 from explorer.analysis.attribution import Cancelled
 from explorer.analysis.attribution_input import attribution_input
-from explorer.analysis.ablation_means import validation_means
-from explorer.analysis.interventions import _HEADS, ABLATIONS, HeadImportance, heads_replacement, point_label
+from explorer.analysis.interventions import (
+    _HEADS,
+    ABLATIONS,
+    HeadImportance,
+    heads_replacement,
+    point_label,
+)
 from explorer.errors import UserError
 from explorer.families import family_of
 

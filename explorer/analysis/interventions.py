@@ -147,12 +147,15 @@ def ablate(model, item: AttributionInput, heads: dict[str, list[int]] | None = N
            units: dict[str, list[int]] | None = None, mode: str = "zero",
            means: dict[str, torch.Tensor] | None = None, read: list[str] = ()):
     """One pass with the heads (z point -> head indices) and RNN units (state point -> units)
-    ablated: zeroed, or (mode "mean") set to `means[point]`. The model is untouched: the pass after it is the model as it was."""
+    ablated: zeroed, or (mode "mean") set to `means[point]`. The model is untouched: the pass
+    after it is the model as it was."""
     if mode not in ABLATIONS:
         raise UserError(f"unknown ablation {mode!r}; choose zero or mean")
     if mode == "mean" and means is None:
         raise UserError("mean ablation needs the points' mean values (head_means, validation_means)")
-    mean_of = (lambda name: None) if mode == "zero" else means.__getitem__
+    def mean_of(name: str) -> torch.Tensor | None:
+        return means[name] if mode == "mean" else None
+
     replace = {name: heads_replacement(list(chosen), mean_of(name)) for name, chosen in (heads or {}).items()}
     replace.update({name: _unit_replacement(list(chosen), mean_of(name)) for name, chosen in (units or {}).items()})
     with _Eval(model):

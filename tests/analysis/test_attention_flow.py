@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from explorer.analysis.attention_flow import CROSS_NOTE, MAX_TOKENS, attention_flow, flow_stack
+from explorer.analysis.attention_flow import (
+    CROSS_NOTE,
+    MAX_TOKENS,
+    attention_flow,
+    flow_stack,
+)
 from explorer.analysis.attribution import Cancelled
 from explorer.errors import UserError
 from explorer.training import DataSpec, build_workspace
@@ -112,7 +117,12 @@ def test_rnn_too_long_stop_and_missing_networkx_are_one_line(transformer, monkey
 
 
 def test_explain_routes_flow_and_the_training_probe_leaves_it_to_a_pause(transformer):
-    from explorer.analysis.explain import FLOW_NOT_LIVE, ExplainRequest, LiveSchedule, explain
+    from explorer.analysis.explain import (
+        FLOW_NOT_LIVE,
+        ExplainRequest,
+        LiveSchedule,
+        explain,
+    )
     from explorer.analysis.probe_input import ProbeInput
 
     request = ExplainRequest("flow", fusion="min")

@@ -90,7 +90,7 @@ def test_mean_ablation_matches_the_model_with_that_head_fixed_at_its_validation_
     importance = head_importance_on_data(transformer, "loss", EXAMPLES, mode="mean")
     assert importance.mode == "mean"
     model = transformer.model.eval()
-    projection = lambda m: m.decoder_layers[0].multihead_attn.out_proj  # noqa: E731
+    projection = lambda m: m.decoder_layers[0].multihead_attn.out_proj
     seen = []
     handle = projection(model).register_forward_pre_hook(lambda _m, args: seen.append(args[0].flatten(0, 1)))
     with torch.no_grad():
