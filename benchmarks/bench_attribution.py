@@ -5,7 +5,9 @@
   a 30-token source and a 30-token target: the last output token, the last 5, and all 30;
   at internal batch sizes 8, 16 and 50 (memory grows with the batch, time barely);
 * the layer × head importance map of a GPT-2-small-size model (12 layers × 12 heads, d 768,
-  50,257 tokens) on a 20-token probe.
+  50,257 tokens) on a 20-token probe;
+* attention flow of one stack of 12 layers × 12 heads over 20 tokens and of the demo's size (2
+  layers, 8 tokens): random attention rows (the max-flows' cost depends on the graph's size only).
 
 Each case runs in its own process (peak RSS is the process's ru_maxrss, model included), with
 torch limited to the given threads; the median of --repeats runs is reported.
@@ -28,6 +30,7 @@ CASES = {
     "ig-one-b8": ("ig", 1, 8), "ig-one-b16": ("ig", 1, 16), "ig-one-b50": ("ig", 1, 50),
     "ig-5-b50": ("ig", 5, 50), "ig-all-b16": ("ig", 30, 16), "ig-all-b50": ("ig", 30, 50),
     "heads-12x12": ("heads", 0, 0),
+    "flow-12x20": ("flow", 12, 20), "flow-2x8": ("flow", 2, 8),
 }
 
 
@@ -90,12 +93,25 @@ def run_heads() -> dict:
             "shape": list(result.drop.shape)}
 
 
+def run_flow(layers: int, tokens: int) -> dict:
+    import numpy as np
+
+    from explorer.analysis.attention_flow import flow_stack
+
+    rng = np.random.default_rng(0)
+    weights = [rng.dirichlet(np.ones(tokens), size=(12, tokens)) for _ in range(layers)]  # (H, T, T)
+    start, cpu = time.perf_counter(), time.process_time()
+    flow = flow_stack(weights)
+    return {"seconds": time.perf_counter() - start, "cpu_s": time.process_time() - cpu,
+            "shape": list(flow.shape)}
+
+
 def child(case: str, threads: int) -> None:
     import torch
 
     torch.set_num_threads(threads)
     kind, rows, batch = CASES[case]
-    out = run_heads() if kind == "heads" else run_ig(rows, batch)
+    out = {"heads": run_heads, "flow": lambda: run_flow(rows, batch)}.get(kind, lambda: run_ig(rows, batch))()
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(out))
 

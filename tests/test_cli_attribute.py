@@ -55,6 +55,24 @@ def test_rollout_json_rows_sum_to_one(reverse_checkpoint, capsys):
         np.testing.assert_allclose(np.sum(m["matrix"], axis=1), 1.0, atol=1e-6)
 
 
+def test_flow_json_and_text_match_the_core(reverse_checkpoint, capsys):
+    from explorer.analysis.attention_flow import CROSS_NOTE, attention_flow
+    from explorer.commands.decode import load_workspace
+
+    argv = ["--checkpoint", str(reverse_checkpoint), "--source", "abc", "--target", "cba", "--method", "flow",
+            "--fusion", "max"]
+    code, out, _ = _run(capsys, *argv, "--json")
+    document = json.loads(out)
+    assert code == 0 and document["method"] == "flow" and document["note"] == CROSS_NOTE
+    workspace = load_workspace(str(reverse_checkpoint))
+    expected = attention_flow(workspace, "abc", "cba", "max")
+    assert [m["name"] for m in document["maps"]] == ["encoder", "decoder"]
+    for m, e in zip(document["maps"], expected.maps):
+        np.testing.assert_allclose(m["matrix"], e.matrix, atol=1e-9)
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0 and "encoder (flow, head fusion max):" in out and f"note: {CROSS_NOTE}" in out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--steps", "0"], "at least 1 step"),
     (["--contrast", "no-such-token"], "not in the model's vocabulary"),

@@ -92,17 +92,21 @@ class _Eval:
         self.model.train(self.was_training)
 
 
-def head_means(model, items: list[AttributionInput], names: list[str]) -> dict[str, torch.Tensor]:
-    """Each head's output averaged over the examples' positions (H, Dh): 'mean' ablation."""
-    sums, counts = {}, 0
-    with _Eval(model):
+def head_means(model, items: list, names: list[str]) -> dict[str, torch.Tensor]:
+    """Each point's value averaged over every position of the examples: a head point's (H, Dh), an
+    RNN state's (units,). What 'mean' ablation puts in. `items`: anything with the model's
+    `.inputs` (an AttributionInput, the probe's Encoded). Counted per point: an encoder's positions
+    are the source's, a decoder's the target's."""
+    sums: dict[str, torch.Tensor] = {}
+    counts: dict[str, int] = {}
+    with _Eval(model), torch.no_grad():
         for item in items:
             values = run_with(model, _model_inputs(model, item), read=names).values
             for name in names:
-                total = values[name].sum(dim=(0, 1))  # (H, Dh)
-                sums[name] = sums.get(name, 0) + total
-            counts += values[names[0]].shape[1] if names else 0
-    return {name: total / max(counts, 1) for name, total in sums.items()}
+                value = values[name].flatten(0, 1)  # (B * T, ...)
+                sums[name] = sums.get(name, 0) + value.double().sum(0)
+                counts[name] = counts.get(name, 0) + value.shape[0]
+    return {name: (total / max(counts[name], 1)).float() for name, total in sums.items()}
 
 
 def _head_replacement(heads_by_row: list[list[int]], mean: torch.Tensor | None):
@@ -112,16 +116,28 @@ def _head_replacement(heads_by_row: list[list[int]], mean: torch.Tensor | None):
         z = z.clone()
         for b, heads in enumerate(heads_by_row):
             if heads:
-                z[b, :, heads] = 0.0 if mean is None else mean[heads].to(z.dtype)
+                z[b, :, heads] = 0.0 if mean is None else mean[heads].to(z)
         return z
 
     return replace
 
 
-def _unit_replacement(units: list[int]):
+def heads_replacement(heads: list[int], mean: torch.Tensor | None = None):
+    """fn(z (B, T, H, Dh)): the heads zeroed (or set to their mean) in every batch row, for passes
+    whose batch is the data's (an evaluation, a decode: a step's T is 1)."""
+
+    def replace(z: torch.Tensor) -> torch.Tensor:
+        z = z.clone()
+        z[:, :, heads] = 0.0 if mean is None else mean[heads].to(z)
+        return z
+
+    return replace
+
+
+def _unit_replacement(units: list[int], mean: torch.Tensor | None):
     def replace(h: torch.Tensor, step: int) -> torch.Tensor:  # one step of a recurrent state (B, H)
         h = h.clone()
-        h[:, units] = 0.0
+        h[:, units] = 0.0 if mean is None else mean[units].to(h)
         return h
 
     return replace
@@ -131,14 +147,17 @@ def ablate(model, item: AttributionInput, heads: dict[str, list[int]] | None = N
            units: dict[str, list[int]] | None = None, mode: str = "zero",
            means: dict[str, torch.Tensor] | None = None, read: list[str] = ()):
     """One pass with the heads (z point -> head indices) and RNN units (state point -> units)
-    ablated. The model is untouched: the pass after it is the model as it was."""
+    ablated: zeroed, or (mode "mean") set to `means[point]`. The model is untouched: the pass
+    after it is the model as it was."""
     if mode not in ABLATIONS:
         raise UserError(f"unknown ablation {mode!r}; choose zero or mean")
     if mode == "mean" and means is None:
-        raise UserError("mean ablation needs the heads' mean outputs (head_means)")
-    replace = {name: _head_replacement([list(chosen)], None if mode == "zero" else means[name])
-               for name, chosen in (heads or {}).items()}
-    replace.update({name: _unit_replacement(list(chosen)) for name, chosen in (units or {}).items()})
+        raise UserError("mean ablation needs the points' mean values (head_means, validation_means)")
+    def mean_of(name: str) -> torch.Tensor | None:
+        return means[name] if mode == "mean" else None
+
+    replace = {name: heads_replacement(list(chosen), mean_of(name)) for name, chosen in (heads or {}).items()}
+    replace.update({name: _unit_replacement(list(chosen), mean_of(name)) for name, chosen in (units or {}).items()})
     with _Eval(model):
         return run_with(model, _model_inputs(model, item), read=list(read), replace=replace)
 

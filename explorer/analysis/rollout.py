@@ -45,9 +45,11 @@ class RolloutResult:
     fusion: str
     maps: list[RolloutMap] = field(default_factory=list)
     reason: str | None = None  # why there is nothing to draw
+    method: str = "rollout"  # or "flow" (explorer.analysis.attention_flow)
+    note: str | None = None  # a map the method does not define, in one line
 
     def to_dict(self) -> dict:
-        return {"method": "rollout", "fusion": self.fusion, "reason": self.reason,
+        return {"method": self.method, "fusion": self.fusion, "reason": self.reason, "note": self.note,
                 "maps": [{"name": m.name, "rows": m.rows, "columns": m.columns,
                           "matrix": m.matrix.tolist()} for m in self.maps]}
 
@@ -61,12 +63,17 @@ def _normalise(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.maximum(matrix.sum(-1, keepdims=True), 1e-12)
 
 
+def residual_attention(weights: np.ndarray, fusion: str = "mean") -> np.ndarray:
+    """Â = norm(fuse(A) + I): one layer's (H, T, T) heads fused, the residual added, rows renormalised."""
+    return _normalise(fuse(weights, fusion) + np.eye(weights.shape[-1]))
+
+
 def rollout_stack(layers: list[np.ndarray], fusion: str = "mean") -> np.ndarray:
     """Rollout of one stack of self-attention layers, each (H, T, T), bottom first."""
     size = layers[0].shape[-1]
     result = np.eye(size)
     for weights in layers:
-        result = _normalise(fuse(weights, fusion) + np.eye(size)) @ result
+        result = residual_attention(weights, fusion) @ result
     return result
 
 
@@ -76,7 +83,7 @@ def rollout_to_source(self_layers: list[np.ndarray], cross_layers: list[np.ndarr
     size = self_layers[0].shape[-1]
     to_prefix, to_source = np.eye(size), np.zeros((size, encoder.shape[0]))
     for self_weights, cross_weights in zip(self_layers, cross_layers):
-        mixed = _normalise(fuse(self_weights, fusion) + np.eye(size))
+        mixed = residual_attention(self_weights, fusion)
         to_prefix, to_source = mixed @ to_prefix, mixed @ to_source
         cross = _normalise(fuse(cross_weights, fusion))
         to_source = 0.5 * (to_source + cross @ encoder)
@@ -84,13 +91,20 @@ def rollout_to_source(self_layers: list[np.ndarray], cross_layers: list[np.ndarr
     return np.concatenate([to_source, to_prefix], axis=1)
 
 
-def rollout(workspace, source: str, target: str = "", fusion: str = "mean") -> RolloutResult:
-    """Rollout of every self-attention stack of one example, and a decoder's path to the source."""
-    if fusion not in FUSIONS:
-        raise UserError(f"unknown head fusion {fusion!r}; choose one of {', '.join(FUSIONS)}")
+@dataclass
+class AttentionStacks:
+    """One example's attention weights per stack, (H, T, T) per layer bottom first, and labels."""
+
+    layers: dict[str, list[np.ndarray]]  # "encoder", "decoder" (self) and "cross"
+    encoder_tokens: list[str]
+    prefix: list[str]
+    decoder_rows: list[str]  # what each decoder position produces (its maps' rows)
+    source: list[str]
+
+
+def attention_stacks(workspace, source: str, target: str = "") -> AttentionStacks:
+    """The traced attention of every stack on one example (the model's mode restored)."""
     model = workspace.model
-    if family_of(model).recurrent:
-        return RolloutResult(fusion, reason=RNN_REASON)
     item = attribution_input(workspace, source, target)
     was_training = model.training
     model.eval()
@@ -105,19 +119,34 @@ def rollout(workspace, source: str, target: str = "", fusion: str = "mean") -> R
               for kind in ("encoder", "decoder", "cross")}
     labels = {side.name: side.labels for side in item.sides}
     produced = _produced_labels(workspace, item)
+    prefix = labels.get("prefix", [])
+    return AttentionStacks(layers, labels.get("source") or labels.get("tokens") or prefix, prefix,
+                           produced if len(produced) == len(prefix) else prefix, labels.get("source", []))
+
+
+def check_fusion(fusion: str) -> None:
+    if fusion not in FUSIONS:
+        raise UserError(f"unknown head fusion {fusion!r}; choose one of {', '.join(FUSIONS)}")
+
+
+def rollout(workspace, source: str, target: str = "", fusion: str = "mean") -> RolloutResult:
+    """Rollout of every self-attention stack of one example, and a decoder's path to the source."""
+    check_fusion(fusion)
+    if family_of(workspace.model).recurrent:
+        return RolloutResult(fusion, reason=RNN_REASON)
+    stacks = attention_stacks(workspace, source, target)
+    layers = stacks.layers
     result = RolloutResult(fusion)
     encoder = None
     if layers["encoder"]:
-        tokens = labels.get("source") or labels.get("tokens") or labels["prefix"]
         encoder = rollout_stack(layers["encoder"], fusion)
-        result.maps.append(RolloutMap("encoder", tokens, tokens, encoder))
+        result.maps.append(RolloutMap("encoder", stacks.encoder_tokens, stacks.encoder_tokens, encoder))
     if layers["decoder"]:
-        prefix = labels["prefix"]
-        rows = produced if len(produced) == len(prefix) else prefix
+        rows, prefix = stacks.decoder_rows, stacks.prefix
         result.maps.append(RolloutMap("decoder", rows, prefix, rollout_stack(layers["decoder"], fusion)))
         if layers["cross"] and encoder is not None:
             matrix = rollout_to_source(layers["decoder"], layers["cross"], encoder, fusion)
-            result.maps.append(RolloutMap("decoder → source", rows, labels["source"] + prefix, matrix))
+            result.maps.append(RolloutMap("decoder → source", rows, stacks.source + prefix, matrix))
     if not result.maps:
         result.reason = "this model reports no self-attention to roll out"
     return result

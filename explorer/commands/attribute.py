@@ -1,6 +1,6 @@
 """`explorer attribute`: why a model produced each output token: attributions over the source and
-the target prefix (integrated gradients, saliency, gradient x input, occlusion) or attention
-rollout."""
+the target prefix (integrated gradients, saliency, gradient x input, occlusion), attention
+rollout or attention flow."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 
 from explorer.commands.arguments import add_model_source, utf8_text
 
-METHODS = ("ig", "saliency", "grad-input", "occlusion", "rollout")
+METHODS = ("ig", "saliency", "grad-input", "occlusion", "rollout", "flow")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the target to explain, teacher-forced (default: the model's greedy output)")
     parser.add_argument("--method", choices=METHODS, default="ig",
                         help="ig (integrated gradients, default), saliency (gradient norm), grad-input, "
-                             "occlusion, or rollout (attention rollout)")
+                             "occlusion, rollout (attention rollout) or flow (attention flow)")
     parser.add_argument("--steps", type=int, default=50, metavar="N",
                         help="integrated gradients' interpolation steps (default 50)")
     parser.add_argument("--baseline", choices=("pad", "zero", "unk"), default="pad",
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--occlusion", choices=("replace", "drop"), default="replace",
                         help="occlusion replaces a token by the baseline or drops it (default replace)")
     parser.add_argument("--fusion", choices=("mean", "max", "min"), default="mean",
-                        help="rollout's head fusion (default mean)")
+                        help="rollout's and flow's head fusion (default mean)")
     parser.add_argument("--json", action="store_true",
                         help="print JSON: per output token its attributions over source and prefix")
 
@@ -41,10 +41,12 @@ def run(args) -> int:
     from explorer.commands.decode import workspace_from_args
 
     workspace = workspace_from_args(args)
-    if args.method == "rollout":
+    if args.method in ("rollout", "flow"):
+        from explorer.analysis.attention_flow import attention_flow
         from explorer.analysis.rollout import rollout
 
-        document = rollout(workspace, args.source, args.target, args.fusion).to_dict()
+        method = rollout if args.method == "rollout" else attention_flow
+        document = method(workspace, args.source, args.target, args.fusion).to_dict()
         print(json.dumps(document) if args.json else rollout_text(document))
         return 0
     from explorer.analysis.attribution import AttributionSettings, attribute
@@ -77,8 +79,10 @@ def rollout_text(document: dict) -> str:
         return document["reason"]
     lines = []
     for m in document["maps"]:
-        lines.append(f"{m['name']} (head fusion {document['fusion']}):")
+        lines.append(f"{m['name']} ({document['method']}, head fusion {document['fusion']}):")
         for label, row in zip(m["rows"], m["matrix"]):
             top = sorted(zip(row, m["columns"]), reverse=True)[:3]
             lines.append(f"  {label}: " + "  ".join(f"{column}:{value:.3f}" for value, column in top))
+    if document["note"]:
+        lines.append(f"note: {document['note']}")
     return "\n".join(lines)

@@ -67,3 +67,40 @@ def test_stop_and_bad_requests(transformer):
         head_importance_on_data(transformer, "loss", EXAMPLES, should_stop=lambda: True)
     with pytest.raises(UserError, match="choose loss or bleu"):
         head_importance_on_data(transformer, "accuracy")
+
+
+def _head_set_to(model, projection, head, mean):
+    """A copy whose output projection reads the constant `mean` (Dh,) for `head`: its columns
+    folded into the bias."""
+    model = copy.deepcopy(model)
+    out = projection(model)
+    size = out.weight.shape[1] // 2
+    columns = slice(head * size, (head + 1) * size)
+    with torch.no_grad():
+        out.bias += out.weight[:, columns] @ mean
+        out.weight[:, columns] = 0.0
+    return model
+
+
+def test_mean_ablation_matches_the_model_with_that_head_fixed_at_its_validation_mean(transformer):
+    """Mean ablation on the data: the head's output over the validation examples' positions,
+    averaged by brute force (a hook on the projection), then folded into a copy's bias."""
+    from explorer.analysis.attribution_input import attribution_input
+
+    importance = head_importance_on_data(transformer, "loss", EXAMPLES, mode="mean")
+    assert importance.mode == "mean"
+    model = transformer.model.eval()
+    projection = lambda m: m.decoder_layers[0].multihead_attn.out_proj
+    seen = []
+    handle = projection(model).register_forward_pre_hook(lambda _m, args: seen.append(args[0].flatten(0, 1)))
+    with torch.no_grad():
+        for source, target in transformer.data.val[:EXAMPLES]:
+            model(*attribution_input(transformer, source, target).inputs)
+    handle.remove()
+    mean = torch.cat(seen).view(-1, 2, 8).mean(0)  # (H, Dh)
+    clean = _evaluate(transformer, transformer.model)
+    zeroed = head_importance_on_data(transformer, "loss", EXAMPLES)
+    for head in range(2):
+        fixed = _evaluate(transformer, _head_set_to(transformer.model, projection, head, mean[head]))
+        assert importance.drop[2, head] == pytest.approx(fixed.val_loss - clean.val_loss, abs=1e-4)
+    assert not np.allclose(importance.drop, zeroed.drop)

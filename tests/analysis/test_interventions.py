@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from explorer.analysis.ablation_means import validation_means
 from explorer.analysis.activations import run_with
 from explorer.analysis.attribution_input import attribution_input
 from explorer.analysis.interventions import (
@@ -151,4 +152,92 @@ def test_patching_every_position_recovers_the_clean_logits(name, request):
 def test_corrupted_input_of_another_length_is_one_line(transformer):
     with pytest.raises(UserError, match="same length in tokens") as caught:
         activation_patching(transformer, "abcd", "abcde", "dcba")
+    assert "\n" not in str(caught.value)
+
+
+def _out_proj_inputs(model, items, projection):
+    """Brute force: what the attention's output projection reads, (positions, H * Dh), over items."""
+    seen = []
+    handle = projection.register_forward_pre_hook(lambda _m, args: seen.append(args[0].flatten(0, 1)))
+    model.eval()
+    with torch.no_grad():
+        for item in items:
+            model(*item.inputs)
+    handle.remove()
+    return torch.cat(seen)
+
+
+def test_mean_ablation_over_the_validation_data_equals_a_hand_written_hook(transformer):
+    """The head's output set to its mean over every validation position, as a forward pre-hook on
+    the output projection does it; undo is the model as it was, bit for bit."""
+    model, head, heads = transformer.model, 2, 4
+    projection = model.decoder_layers[1].self_attn.out_proj
+    items = [attribution_input(transformer, s, t) for s, t in transformer.data.val]
+    mean = _out_proj_inputs(model, items, projection).view(-1, heads, 4).mean(0)  # (H, Dh)
+    means = validation_means(transformer)
+    name = "decoder.blocks.1.attn.hook_z"
+    torch.testing.assert_close(means[name], mean)
+    assert set(means) >= {"encoder.blocks.0.attn.hook_z", "decoder.blocks.0.cross_attn.hook_z"}
+
+    def set_head_to_mean(_module, args):
+        z = args[0].clone().view(*args[0].shape[:2], heads, 4)  # (B, T, H, Dh)
+        z[:, :, head] = mean[head]
+        return (z.flatten(2),)
+
+    item = attribution_input(transformer, "abcd", "dcba")
+    before = _logits(model, item)
+    handle = projection.register_forward_pre_hook(set_head_to_mean)
+    expected = _logits(model, item)
+    handle.remove()
+    ablated = ablate(model, item, heads={name: [head]}, mode="mean", means=means).logits
+    torch.testing.assert_close(ablated, expected, rtol=0, atol=1e-5)
+    assert not torch.allclose(ablated, before)
+    assert torch.equal(_logits(model, item), before)
+
+
+def test_validation_means_are_cached_until_a_weight_changes(transformer):
+    first = validation_means(transformer)
+    assert validation_means(transformer) is first
+    weight = transformer.model.decoder_layers[0].linear1.weight
+    kept = weight.detach().clone()
+    with torch.no_grad():
+        weight.add_(torch.randn_like(weight))  # in place, as an optimizer step writes
+    try:
+        again = validation_means(transformer)
+    finally:
+        with torch.no_grad():
+            weight.copy_(kept)
+    assert again is not first
+    assert not torch.allclose(again["decoder.blocks.1.attn.hook_z"], first["decoder.blocks.1.attn.hook_z"])
+
+
+def test_rnn_units_mean_ablation_uses_the_validation_mean_and_undoes():
+    torch.manual_seed(0)
+    workspace = build_workspace(DataSpec(task="copy", n_train=8, n_val=3), "seq2seq", seed=0,
+                                cell="gru", embed_dim=8, hidden_size=12)
+    model = workspace.model
+    items = [attribution_input(workspace, s, t) for s, t in workspace.data.val]
+    outputs = []
+    handle = model.encoder.register_forward_hook(lambda _m, _a, out: outputs.append(out[0][0, :, :12]))
+    for item in items:
+        _logits(model, item)
+    handle.remove()
+    means = validation_means(workspace)
+    name = "encoder.rnn.l0.fwd.hook_h"
+    torch.testing.assert_close(means[name], torch.cat(outputs).mean(0))  # the forward direction's h
+    item = attribution_input(workspace, "abc", "abc")
+    before = _logits(model, item)
+    zeroed = ablate(model, item, units={name: [0, 3]}).logits
+    mean_ablated = ablate(model, item, units={name: [0, 3]}, mode="mean", means=means).logits
+    assert not torch.allclose(zeroed, mean_ablated) and not torch.allclose(before, mean_ablated)
+    assert torch.equal(_logits(model, item), before)
+
+
+def test_mean_ablation_without_validation_data_is_one_line(transformer):
+    import copy
+
+    bare = copy.copy(transformer)
+    bare.data = None
+    with pytest.raises(UserError, match="no validation data|none loaded") as caught:
+        validation_means(bare)
     assert "\n" not in str(caught.value)

@@ -118,3 +118,27 @@ def test_rollout_on_hf_models(hf_workspace, name, stacks):
     kind = "decoder" if name == "gpt2" else "encoder"
     layers = [m.weights[0].numpy() for m in trace.attention_of(kind)]
     np.testing.assert_allclose(result.maps[0].matrix, rollout_stack(layers, "max"), atol=1e-6)
+
+
+@pytest.mark.parametrize("name, stacks", [("gpt2", ["decoder"]), ("marian", ["encoder", "decoder"])])
+def test_attention_flow_on_hf_models(hf_workspace, name, stacks):
+    """Flow of a Hugging Face model's own attentions (its output_attentions): one layer's row is
+    that layer's residual-added attention; every row sums to 1; a causal stack flows backwards only."""
+    from explorer.analysis.attention_flow import attention_flow, flow_stack
+    from explorer.analysis.rollout import residual_attention
+
+    workspace = hf_workspace(name)
+    target = TARGET if name == "marian" else ""
+    result = attention_flow(workspace, SOURCE, target, "mean")
+    assert [m.name for m in result.maps] == stacks and (result.note is not None) == (name == "marian")
+    for m in result.maps:
+        assert (m.matrix >= 0).all()
+        np.testing.assert_allclose(m.matrix.sum(1), 1.0, atol=1e-6)
+    item = attribution_input(workspace, SOURCE, target)
+    with torch.no_grad():
+        _, trace = workspace.model.eval()(*item.inputs, trace=True)
+    layers = [m.weights[0].double().numpy() for m in trace.attention_of(stacks[0])]
+    np.testing.assert_allclose(result.maps[0].matrix, flow_stack(layers), atol=1e-6)
+    np.testing.assert_allclose(flow_stack(layers[:1]), residual_attention(layers[0]), atol=1e-9)
+    if name == "gpt2":
+        assert np.all(np.triu(result.maps[0].matrix, 1) < 1e-9)

@@ -93,6 +93,26 @@ def test_a_picked_token_is_explained_alone_and_its_alternatives_are_the_contrast
     assert not panel.pick_label.isVisible()
 
 
+def test_attention_flow_beside_rollout(qtbot):
+    """Flow is a method of the same view: its maps drawn on the rollout map, with the head fusion,
+    and the line saying that the cross-attention path is rollout's only."""
+    from explorer.analysis.attention_flow import CROSS_NOTE, attention_flow
+
+    workspace = char_workspace("transformer", "reverse")
+    panel = open_panel(qtbot, AttributionPanel, workspace)
+    _choose(panel.fusion_box, "max")
+    _choose(panel.method_box, "flow")
+    qtbot.waitUntil(lambda: isinstance(panel.result, RolloutResult) and panel.result.method == "flow"
+                    and not panel.busy(), timeout=60_000)
+    assert panel.fusion_box.isEnabled() and panel.map_box.isEnabled() and not panel.contrast_box.isEnabled()
+    assert [panel.map_box.itemText(i) for i in range(panel.map_box.count())] == ["encoder", "decoder"]
+    source, target = panel.probe_text
+    expected = attention_flow(workspace, source, target, "max")
+    chosen = expected.maps[panel.map_box.currentIndex()]
+    np.testing.assert_allclose(panel.rollout_map.matrix, chosen.matrix.astype(np.float32), atol=1e-6)
+    assert CROSS_NOTE in panel.status.text() and "attention flow" in panel.rollout_map.title_text
+
+
 def test_rnn_rollout_says_why(qtbot):
     panel = open_panel(qtbot, AttributionPanel, char_workspace("seq2seq", "reverse"))
     _choose(panel.method_box, "rollout")
@@ -187,9 +207,17 @@ def test_cli_export_renders_ablation(qapp, reverse_checkpoint, tmp_path, capsys)
 def test_ablation_panel_mean_mode(qtbot):
     from explorer.ui.panels.ablation import AblationPanel
 
-    panel = open_panel(qtbot, AblationPanel, char_workspace("transformer", "reverse"))
+    from explorer.analysis.ablation_means import validation_means
+    from explorer.analysis.interventions import head_importance
+
+    workspace = char_workspace("transformer", "reverse")
+    panel = open_panel(qtbot, AblationPanel, workspace)
     panel.mode_box.setCurrentIndex(panel.mode_box.findData("mean"))
     qtbot.waitUntil(lambda: panel.importance.mode == "mean" and not panel.busy(), timeout=30_000)
+    source, target = panel.probe_text
+    expected = head_importance(workspace, source, target, "mean", validation_means(workspace))
+    np.testing.assert_allclose(panel.importance.drop, expected.drop, atol=1e-5)  # over the data
+    assert "mean over validation data" in panel.importance_map.title_text
     panel.chosen = {(1, 1)}
     panel.ablate()
     qtbot.waitUntil(lambda: panel.effect is not None and not panel.busy(), timeout=30_000)
@@ -211,7 +239,7 @@ def test_ablation_panel_importance_on_validation_loss_with_progress_and_stop(qtb
                     timeout=60_000)
     expected = head_importance_on_data(workspace, "loss", 3)
     np.testing.assert_allclose(panel.importance.drop, expected.drop, atol=1e-5)
-    assert seen and seen[-1] == 1.0 and not panel.mode_box.isEnabled()
+    assert seen and seen[-1] == 1.0 and panel.mode_box.isEnabled()
     panel.metric_box.setCurrentIndex(panel.metric_box.findData("bleu"))
     assert panel.busy() and panel.stop_button.isEnabled()
     panel.stop_button.click()

@@ -163,12 +163,25 @@ def test_cards_show_their_whole_text_at_the_default_dock_size(panel, qtbot):
     assert panel.reference_box.toolTip() == long_reference
 
 
-def test_why_lists_every_outputs_tokens_and_asks_for_the_chosen_one(panel, qtbot):
+def test_clicking_a_cards_token_asks_the_prober_to_explain_it(panel, qtbot):
+    """Each card's output tokens are clickable: a click on the second token of greedy's output
+    goes through the Prober (the probe input becomes that output so far) to the attribution view."""
+    from PySide6.QtCore import QPoint, Qt
+
+    from explorer.ui.probing import Prober
+
+    Prober(panel.bus, panel)
+    for output in panel.outputs:
+        assert panel.strips[output.strategy].tokens == [str(t) for t in output.hypothesis.tokens]
     greedy = next(o for o in panel.outputs if o.strategy == "greedy").hypothesis
-    assert panel.explain_box.count() == 1 + sum(len(o.hypothesis.tokens) for o in panel.outputs)
-    index = panel.token_choices.index(("greedy", 2)) + 1
-    assert panel.explain_box.itemText(index) == f"Greedy 2: {greedy.tokens[1]}"
-    with qtbot.waitSignal(panel.bus.token_pick_requested, timeout=3000) as asked:
-        panel.explain_box.activated.emit(index)
-    assert asked.args[0] == pick_token(panel.workspace, panel.outputs_input[0], greedy.token_ids[:2],
-                                       "the compare panel (greedy)")
+    strip = panel.strips["greedy"]
+    qtbot.waitUntil(lambda: strip.height() >= strip.heightForWidth(strip.width()) > 0, timeout=3000)
+    expected = pick_token(panel.workspace, panel.outputs_input[0], greedy.token_ids[:2],
+                          "the compare panel (greedy)")
+    with qtbot.waitSignal(panel.bus.token_picked, timeout=3000) as picked:
+        qtbot.mouseClick(strip, Qt.MouseButton.LeftButton, pos=strip.token_rect(1).center())
+    assert picked.args[0] == expected and expected.token == str(greedy.tokens[1])
+    assert panel.bus.probe_text == (expected.source, expected.target)
+    between = QPoint(strip.token_rect(0).right() + 2, strip.token_rect(0).center().y())
+    with qtbot.assertNotEmitted(panel.bus.token_pick_requested):  # between two chips: nothing
+        qtbot.mouseClick(strip, Qt.MouseButton.LeftButton, pos=between)

@@ -2,8 +2,9 @@
 them does, and activation patching from a clean into a corrupted input.
 
 The layer × head map is the drop in the probe's output log-probability when each head alone is
-ablated (Michel et al., 2019), or the change in validation loss or BLEU with each head zeroed
-(head_importance_data; a run with progress, stoppable). Clicking a cell adds that head to the ablation set (again: removes
+ablated (Michel et al., 2019), or the change in validation loss or BLEU with each head ablated
+(head_importance_data; a run with progress, stoppable). Ablated means zeroed, or set to the head's
+mean output over the validation data (ablation_means, computed once per weights in the job). Clicking a cell adds that head to the ablation set (again: removes
 it); the panel then shows each output token's log-probability with and without the set, and how
 far the attention maps moved. The weights are never changed: Undo clears the set. With a corrupted
 input of the same length, "Patch" draws the recovered logit difference, layer × position.
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from explorer.analysis.ablation_means import validation_means
 from explorer.analysis.head_importance_data import head_importance_on_data
 from explorer.analysis.interventions import (
     AblationEffect, HeadImportance, PatchingResult, ablation_effect, activation_patching, head_importance,
@@ -32,7 +34,8 @@ from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.stoppable import StoppableJob
 
-DATA_EXAMPLES = 32  # validation examples each head's loss or BLEU is measured on
+DATA_EXAMPLES = 32  # validation examples each head's loss or BLEU (and its mean output) is measured on
+ABLATION_LABELS = {"zero": "zero", "mean": "mean over validation data"}
 
 
 class AblationPanel(StoppableJob, Panel):
@@ -52,9 +55,10 @@ class AblationPanel(StoppableJob, Panel):
         self.runner = self.job_runner("interventions")
 
         self.mode_box = QComboBox()
-        self.mode_box.addItem("zero", "zero")
-        self.mode_box.addItem("mean over the probe", "mean")
-        self.mode_box.setToolTip("Ablation: set the head's output to zero, or to its mean output")
+        for mode, label in ABLATION_LABELS.items():
+            self.mode_box.addItem(label, mode)
+        self.mode_box.setToolTip("Ablation: set the head's output to zero, or to its mean output over "
+                                 f"(up to {DATA_EXAMPLES}) validation examples, every position counted")
         # what a head's importance is measured on (Michel et al. 2019: loss and BLEU on held-out data)
         self.metric_box = QComboBox()
         self.metric_box.addItem("probe log p", "probe")
@@ -62,7 +66,7 @@ class AblationPanel(StoppableJob, Panel):
         self.metric_box.addItem("validation BLEU", "bleu")
         self.metric_box.setToolTip("Head importance: the drop in the probe's log-probability, or the "
                                    f"change in validation loss or BLEU (greedy decodes of up to "
-                                   f"{DATA_EXAMPLES} validation examples, each head zeroed in turn)")
+                                   f"{DATA_EXAMPLES} validation examples, each head ablated in turn)")
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the head-importance run (Esc)")
         self.stop_button.setEnabled(False)
@@ -136,16 +140,15 @@ class AblationPanel(StoppableJob, Panel):
             return
         self.stop_event.set()  # an older run stops at its next head
         self.stop_event = threading.Event()
-        metric = self.metric_box.currentData()
-        self.mode_box.setEnabled(metric == "probe")  # on the data, heads are zeroed
+        metric, mode = self.metric_box.currentData(), self.mode_box.currentData()
         if metric == "probe":
             self.status.setText("Ablating each head…")
-            self.runner.submit(head_importance, self.workspace, source, target, self.mode_box.currentData(),
-                               None, self.progress_changed.emit)
+            self.runner.submit(_importance_on_probe, self.workspace, source, target, mode, DATA_EXAMPLES,
+                               self.progress_changed.emit)
             return
-        self.status.setText(f"Evaluating with each head zeroed ({self.metric_box.currentText()})…")
+        self.status.setText(f"Evaluating with each head ablated ({self.metric_box.currentText()})…")
         self.runner.submit(head_importance_on_data, self.workspace, metric, DATA_EXAMPLES,
-                           self.progress_changed.emit, self.stop_event.is_set)
+                           self.progress_changed.emit, self.stop_event.is_set, mode)
 
     def _heads(self) -> dict[str, list[int]]:
         heads: dict[str, list[int]] = {}
@@ -169,7 +172,7 @@ class AblationPanel(StoppableJob, Panel):
             self._draw_importance()
             return
         self.runner.submit(_effect, self.workspace, source, target, self._heads(),
-                           self.mode_box.currentData())
+                           self.mode_box.currentData(), DATA_EXAMPLES)
 
     def undo(self) -> None:
         self.chosen.clear()
@@ -206,7 +209,8 @@ class AblationPanel(StoppableJob, Panel):
         labels = [f"head {h + 1}" for h in range(result.heads)]
         self.importance_map.set_matrix(result.drop, result.layers, labels)
         marked = ", ".join(f"{result.layers[layer]} head {head + 1}" for layer, head in sorted(self.chosen))
-        self.importance_map.set_title(f"{result.quantity} when one head is ablated ({result.mode})")
+        self.importance_map.set_title(f"{result.quantity} when one head is ablated "
+                                      f"({ABLATION_LABELS.get(result.mode, result.mode)})")
         if self.effect is None:
             self.status.setText("Click heads to ablate them together." if not self.chosen else "")
             return
@@ -245,12 +249,15 @@ class AblationPanel(StoppableJob, Panel):
         return tables
 
 
-def _effect(workspace, source, target, heads, mode):
-    """The ablation's effect; mean ablation first averages the heads' outputs on the probe."""
-    from explorer.analysis.attribution_input import attribution_input
-    from explorer.analysis.interventions import head_means
+def _means(workspace, mode: str, examples: int):
+    """Mean ablation's values over the validation data (cached per weights); None for zero."""
+    return validation_means(workspace, examples) if mode == "mean" else None
 
-    means = None
-    if mode == "mean":
-        means = head_means(workspace.model, [attribution_input(workspace, source, target)], sorted(heads))
-    return ablation_effect(workspace, source, target, heads=heads, mode=mode, means=means)
+
+def _importance_on_probe(workspace, source, target, mode, examples, progress):
+    return head_importance(workspace, source, target, mode, _means(workspace, mode, examples), progress)
+
+
+def _effect(workspace, source, target, heads, mode, examples):
+    return ablation_effect(workspace, source, target, heads=heads, mode=mode,
+                           means=_means(workspace, mode, examples))

@@ -1,11 +1,12 @@
-"""Why this token: attribution maps beside the attention (explorer.analysis.attribution, rollout).
+"""Why this token: attribution maps beside the attention (explorer.analysis.attribution, rollout,
+attention_flow).
 
 Rows are the output tokens, columns the source tokens then the target prefix. The map follows the
 probe: a probe between runs (or of a scrubbed snapshot, which arrives as a new workspace) is
 explained in the panel's job runner, cancellable, with progress; while training runs, the
 training thread computes it between steps at most every few seconds (explain.LIVE_EVERY_S), and
-only while this view is shown and following. `RolloutPanel` is the same view on attention rollout
-(`explorer export --plots rollout`).
+only while this view is shown and following (attention flow, too slow for that, waits for a
+pause). `RolloutPanel` is the same view on attention rollout (`explorer export --plots rollout`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ METHOD_LABELS = {
     "grad-input": "Gradient × input",
     "occlusion": "Occlusion",
     "rollout": "Attention rollout",
+    "flow": "Attention flow",
 }
+ATTENTION_METHODS = ("rollout", "flow")  # drawn on the attention-graph map, with a head fusion
 METHOD_TIPS = {
     "ig": "Integrated gradients: the gradient averaged along a straight path from the baseline "
           "embeddings to the input's, times (input − baseline). Its sum should equal "
@@ -47,6 +50,9 @@ METHOD_TIPS = {
                  "per source and prefix token.",
     "rollout": "Abnar & Zuidema's attention rollout: head-fused attention plus the residual "
                "identity, rows renormalised, multiplied through the layers.",
+    "flow": "Abnar & Zuidema's attention flow: the same residual-added attention as a flow network "
+            "through the layers; each cell is the maximum flow from that position at the top to that "
+            "input token (rows normalised). One max-flow per pair of tokens: slower than rollout.",
 }
 
 
@@ -100,9 +106,9 @@ class AttributionPanel(StoppableJob, Panel):
                                      "probable other tokens at the explained (picked or last) token")
         self.fusion_box = QComboBox()
         self.fusion_box.addItems(["mean", "max", "min"])
-        self.fusion_box.setToolTip("Rollout: how the heads of a layer are fused")
+        self.fusion_box.setToolTip("Rollout and flow: how the heads of a layer are fused")
         self.map_box = QComboBox()
-        self.map_box.setToolTip("Rollout: which stack, or the decoder's path back to the source")
+        self.map_box.setToolTip("Rollout and flow: which stack (rollout: or the decoder's path back to the source)")
         self.follow_box = QCheckBox("Follow the probe")
         self.follow_box.setChecked(True)
         self.follow_box.setToolTip("Recompute on every probe (every few seconds while training)")
@@ -202,9 +208,9 @@ class AttributionPanel(StoppableJob, Panel):
         self.baseline_box.setEnabled(method in ("ig", "occlusion"))
         self.steps_box.setEnabled(method == "ig")
         self.batch_box.setEnabled(method in ("ig", "occlusion"))
-        self.contrast_box.setEnabled(method != "rollout")
-        self.fusion_box.setEnabled(method == "rollout")
-        self.map_box.setEnabled(method == "rollout")
+        self.contrast_box.setEnabled(method not in ATTENTION_METHODS)
+        self.fusion_box.setEnabled(method in ATTENTION_METHODS)
+        self.map_box.setEnabled(method in ATTENTION_METHODS)
 
     def _on_settings_changed(self) -> None:
         self._enable_controls()
@@ -295,8 +301,9 @@ class AttributionPanel(StoppableJob, Panel):
                 self.map_box.addItems(names)
                 self.map_box.setCurrentIndex(max(0, len(names) - 1))  # the decoder's path first
                 self.map_box.blockSignals(False)
-            self.status.setText(result.reason or f"{where}: attention rollout, heads fused by "
-                                                  f"{result.fusion}; each row sums to 1")
+            summary = (f"{where}: {METHOD_LABELS[result.method].lower()}, heads fused by {result.fusion}; "
+                       f"each row sums to 1" + (f" ({result.note})" if result.note else ""))
+            self.status.setText(result.reason or summary)
             self._draw_rollout()
             return
         self.stack.setCurrentWidget(self.scores_map)
@@ -343,7 +350,7 @@ class AttributionPanel(StoppableJob, Panel):
             return
         chosen = self.result.maps[max(0, self.map_box.currentIndex())]
         self.rollout_map.set_matrix(chosen.matrix.astype(np.float32), chosen.rows, chosen.columns)
-        self.rollout_map.set_title(f"attention rollout: {chosen.name}")
+        self.rollout_map.set_title(f"{METHOD_LABELS[self.result.method].lower()}: {chosen.name}")
 
     # -- panel contract -------------------------------------------------------------------------
 

@@ -4,6 +4,8 @@ Each output shows its model score (log p of the whole output, <eos> included) an
 reference, its sentence BLEU with the matched n-grams highlighted (darker = longer n-gram).
 "Find an example where beam beats greedy" searches the workspace's validation inputs for the
 lecture notes' case: greedy commits to the locally best word and misses a more probable output.
+Under each card its output's tokens: click one and the attribution view explains it ("why this
+token?"), with that output before it, as a step-through step or a beam-tree node does.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QComboBox,
     QGridLayout,
     QHBoxLayout,
     QLabel,
@@ -29,6 +30,7 @@ from explorer.decoding.jobs import SEARCH_LIMIT, run_compare, run_find_example
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.decode_form import DecodeSettingsForm
 from explorer.ui.panels.decoding_widgets import BarChart, show_text
+from explorer.ui.token_strip import TokenStrip
 
 STRATEGY_TITLES = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
 NGRAM_COLORS = {1: "#fff2a8", 2: "#ffd280", 3: "#ffae5c", 4: "#ff8a50"}  # background per n
@@ -71,7 +73,6 @@ class ComparePanel(Panel):
         self.outputs_input = None  # (source, reference, DecodeSettings) `outputs` were decoded with
         self._newest_input = None  # ... and the newest compare job's
         self.example = None
-        self.token_choices: list[tuple[str, int]] = []  # the "why" list's tokens (_list_tokens)
         self._build()
         self.jobs = self.job_runner("decode")
         self.jobs.done.connect(self._on_result)
@@ -100,20 +101,11 @@ class ComparePanel(Panel):
                                     "relative to greedy's")
         self.find_button.clicked.connect(self.find_example)
 
-        # why this token: any token of the three outputs, explained in the attribution view
-        self.explain_box = QComboBox()
-        self.explain_box.setToolTip("Why this token? Pick a token of one of the outputs: the "
-                                    "attribution view explains it, with that output before it")
-        self.explain_box.activated.connect(self._explain_token)
-        # as narrow as a short token list: the items' texts do not widen the panel
-        self.explain_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.explain_box.setMinimumContentsLength(10)
         text_row = QHBoxLayout()
         text_row.addWidget(QLabel("Source"))
         text_row.addWidget(self.source_box, 1)
         text_row.addWidget(QLabel("Reference"))
         text_row.addWidget(self.reference_box, 1)
-        text_row.addWidget(self.explain_box)  # here: the button row is as wide as the dock already
         option_row = QHBoxLayout()
         option_row.addWidget(self.form)
         option_row.addStretch(1)
@@ -125,6 +117,7 @@ class ComparePanel(Panel):
 
         grid = QGridLayout()
         self.cells = {}
+        self.strips = {}  # why this token: each output's tokens, clickable
         for col, (key, title) in enumerate(STRATEGY_TITLES.items()):
             cell = QLabel()
             cell.setTextFormat(Qt.RichText)
@@ -135,6 +128,12 @@ class ComparePanel(Panel):
             grid.addWidget(cell, 0, col)
             grid.setColumnStretch(col, 1)
             self.cells[key] = cell
+            strip = TokenStrip()
+            strip.setToolTip(f"Why this token? Click a token of the {title.lower()} output: the "
+                             "attribution view explains it, with the output before it")
+            strip.token_clicked.connect(lambda index, key=key: self._explain_token(key, index))
+            grid.addWidget(strip, 1, col)
+            self.strips[key] = strip
         self.explanation = QLabel()
         self.explanation.setWordWrap(True)
         self.explanation.setTextFormat(Qt.RichText)
@@ -232,6 +231,7 @@ class ComparePanel(Panel):
         best = max((o.hypothesis.score for o in self.outputs), default=None)
         for key, cell in self.cells.items():
             output = by_strategy.get(key)
+            self.strips[key].set_tokens(output.hypothesis.tokens if output is not None else [])
             if output is None:
                 cell.setText(f"<b>{STRATEGY_TITLES[key]}</b>")
                 continue
@@ -249,7 +249,6 @@ class ComparePanel(Panel):
                 lines.append(f"BLEU = <b>{b.score:.1f}</b>")
                 lines.append(f"p1..p4 = {precisions}, BP = {b.bp:.2f}")
             cell.setText("<br>".join(lines))
-        self._list_tokens()
         labels = [STRATEGY_TITLES[o.strategy] for o in self.outputs]
         scores = np.array([o.hypothesis.score for o in self.outputs])
         # Bars grow down from 0 for log p; the chart shows -log p so longer = less probable.
@@ -258,34 +257,24 @@ class ComparePanel(Panel):
         self.bleu_chart.set_data(labels, np.array(bleu), value_max=100.0)
         self._fit_cards()
 
-    def _list_tokens(self) -> None:
-        """The outputs' tokens in the "why" list; item i + 1 is token_choices[i]: (strategy, how
-        many of its output's tokens up to the chosen one)."""
-        self.token_choices = [(output.strategy, index + 1) for output in self.outputs
-                              for index in range(len(output.hypothesis.tokens))]
-        tokens = {o.strategy: o.hypothesis.tokens for o in self.outputs}
-        self.explain_box.clear()
-        self.explain_box.addItem("Why this token?")
-        self.explain_box.addItems([f"{STRATEGY_TITLES[strategy]} {length}: {tokens[strategy][length - 1]}"
-                                   for strategy, length in self.token_choices])
-
-    def _explain_token(self, index: int) -> None:
-        if index < 1 or self.outputs_input is None:
+    def _explain_token(self, strategy: str, index: int) -> None:
+        """Token `index` of `strategy`'s output clicked: explained through the Prober."""
+        output = next((o for o in self.outputs if o.strategy == strategy), None)
+        if output is None or self.outputs_input is None:
             return
-        strategy, length = self.token_choices[index - 1]
-        output = next(o for o in self.outputs if o.strategy == strategy)
-        message = self.explain_token(self.outputs_input[0], output.hypothesis.token_ids[:length],
+        message = self.explain_token(self.outputs_input[0], output.hypothesis.token_ids[:index + 1],
                                      f"the compare panel ({STRATEGY_TITLES[strategy].lower()})")
         self.status.setText(message or "")
 
     def _fit_cards(self) -> None:
-        """Every card as tall as its wrapped text at its current width: a word-wrapped rich-text
-        label inside a grid is otherwise squeezed and its last lines cut off."""
-        needed = max(cell.heightForWidth(cell.width()) for cell in self.cells.values())
-        if needed < 0:  # not laid out yet
-            return
-        for cell in self.cells.values():
-            cell.setMinimumHeight(needed)
+        """Every card (and token row) as tall as its wrapped text at its current width: a
+        word-wrapped label inside a grid is otherwise squeezed and its last lines cut off."""
+        for widgets in (self.cells, self.strips):
+            needed = max(widget.heightForWidth(widget.width()) for widget in widgets.values())
+            if needed < 0:  # not laid out yet
+                continue
+            for widget in widgets.values():
+                widget.setMinimumHeight(needed)
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
