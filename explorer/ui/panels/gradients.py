@@ -355,7 +355,7 @@ class GradientFlowPanel(Panel):
         data = self.norms.view()  # (N, 3)
         self.before_curve.setData(data[:, 0], np.maximum(data[:, 1], LOG_FLOOR))
         self.after_curve.setData(data[:, 0], np.maximum(data[:, 2], LOG_FLOOR))
-        self.views["clipping"].set_message(self._empty_reasons()["clipping"])
+        self.views["clipping"].set_message(self._no_norms_reason())
 
     def _draw_norms_if_stale(self) -> None:
         if self._norms_stale:
@@ -398,6 +398,13 @@ class GradientFlowPanel(Panel):
 
     # -- empty states ---------------------------------------------------------------------------
 
+    def _no_norms_reason(self) -> str | None:
+        if self.norms.size:  # the steps drawn stay drawn, whatever the open model
+            return None
+        if self.bus.workspace is None:
+            return "Open or create a model: the gradient norm of every training step is drawn here."
+        return "No training step yet: Train (Ctrl+T) draws ‖g‖ before and after clipping here."
+
     def _empty_reasons(self) -> dict[str, str | None]:
         """View name -> why it has nothing to draw (None: it has)."""
         if self.bus.workspace is None:
@@ -405,9 +412,7 @@ class GradientFlowPanel(Panel):
             return {"through_time": probe, "depth": probe, "history": probe, "params": probe,
                     "cells": "Open or create a model: Compare cells draws RNN, UGRNN, GRU and "
                              "LSTM side by side on its probe input.",
-                    "clipping": "Open or create a model: the gradient norm of every training "
-                                "step is drawn here.",
-                    "playground": None}
+                    "clipping": self._no_norms_reason(), "playground": None}
         snapshot = self.snapshot
         probing = "Probing the model on the probe input…"
         params = snapshot is not None and snapshot.grad_params is not None and len(
@@ -423,8 +428,7 @@ class GradientFlowPanel(Panel):
             "params": None if params else probing if snapshot is None else
             "No parameter gradients on this probe.",
             "cells": None if self.cell_curves else "Comparing the cells (Compare cells)…",
-            "clipping": None if self.norms.size else
-            "No training step yet: Train (Ctrl+T) draws ‖g‖ before and after clipping here.",
+            "clipping": self._no_norms_reason(),
             "playground": None,
         }
 
