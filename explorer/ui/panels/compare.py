@@ -134,6 +134,7 @@ class ComparePanel(Panel):
             cell.setAlignment(Qt.AlignTop | Qt.AlignLeft)
             cell.setTextInteractionFlags(Qt.TextSelectableByMouse)
             cell.setStyleSheet("QLabel { border: 1px solid #cccccc; padding: 6px; }")
+            cell.hide()  # shown with the first outputs: no empty cards before
             grid.addWidget(cell, 0, col)
             grid.setColumnStretch(col, 1)
             self.cells[key] = cell

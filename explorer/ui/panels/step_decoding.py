@@ -165,6 +165,7 @@ class StepDecodingPanel(Panel):
         self.sample_chart.set_title("last token drawn from")
         self.picker = AttentionPicker()
         self.picker.changed.connect(self._refresh)
+        self.picker.hide()  # shown with an attention chart
         self.option_row.addWidget(self.picker)
         self.beam_table = QTableWidget(0, 3)
         self.beam_table.setHorizontalHeaderLabels(["live hypothesis", "log p", "length-normalised"])
@@ -173,6 +174,7 @@ class StepDecodingPanel(Panel):
         header.setSectionResizeMode(0, QHeaderView.Stretch)
         self.beam_table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.beam_table.setFocusPolicy(Qt.NoFocus)
+        self.beam_table.hide()  # shown for beam search, once there is a decoder
         self.sample_caption = QLabel()
         self.sample_caption.setWordWrap(True)
         # The charts above, the live beam below; the user drags the handle to share the height.
