@@ -28,6 +28,7 @@ from explorer.analysis.gradients import (
 )
 from explorer.analysis.labels import stack_layer_label
 from explorer.events import ProbeSnapshot
+from explorer.export.curves import history_rows
 from explorer.export.tables import matrix_table
 from explorer.families import family_of
 from explorer.ui.bus import AppBus
@@ -205,10 +206,14 @@ class GradientFlowPanel(Panel):
         self._show_views(transformer=config is not None and not family_of(config).recurrent)
         self.snapshot = None
         self.grad_history.clear()
-        self.norms.clear()
+        if not self.bus.state.same_model:  # another model: its recorded norms, not the last one's
+            self.norms.clear()
+            train_rows, _ = history_rows(getattr(workspace, "history", None))  # (N, 6)
+            recorded = train_rows[np.isfinite(train_rows[:, 4])] if len(train_rows) else train_rows
+            if len(recorded):  # step, norm before and after clipping (TRAIN_COLUMNS)
+                self.norms.extend(recorded[:, [0, 4, 5]])
         self.layer_box.clear()
-        self.before_curve.setData([], [])
-        self.after_curve.setData([], [])
+        self._update_norms()
         self.cell_curves = {}
         for item in self.cell_items.values():
             item.setData([], [])
