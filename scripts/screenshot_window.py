@@ -2,8 +2,9 @@
 
     xvfb-run -a -s "-screen 0 1280x800x24" python scripts/screenshot_window.py OUT.png [--raise beam]
 
-The window opens maximised on the screen with the demo Transformer, waits until every panel has
-drawn, raises the docks named by --raise, and saves `QWidget.grab()`. Settings go to a temporary
+The window opens maximised on the screen with the demo Transformer (or, with --no-model, none),
+waits until every panel has drawn, raises the docks named by --raise, and saves `QWidget.grab()`;
+with --each, one PNG per dock, OUT_<dock>.png, each with its dock raised. Settings go to a temporary
 folder, so a saved layout of the user's is neither read nor changed.
 """
 
@@ -20,6 +21,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--raise", dest="raised", default="", help="comma-separated dock ids")
+    parser.add_argument("--each", action="store_true", help="one PNG per dock, each raised")
+    parser.add_argument("--no-model", action="store_true", help="the window as it opens, empty")
     parser.add_argument("--timeout", type=float, default=180.0)
     args = parser.parse_args()
 
@@ -43,21 +46,26 @@ def main() -> None:
     while time.monotonic() < deadline and window.first_paint_time is None:
         app.processEvents()
     window.create_panels()
-    demo = next(path for name, path in demo_checkpoints().items() if "transformer" in name)
-    window.controller.open_checkpoint(demo)
-    while time.monotonic() < deadline and not (
+    if not args.no_model:
+        demo = next(path for name, path in demo_checkpoints().items() if "transformer" in name)
+        window.controller.open_checkpoint(demo)
+    while time.monotonic() < deadline and not args.no_model and not (
             all(p.has_content() for p in window.panels.values()) and not window.controller.jobs.busy):
         app.processEvents()
         time.sleep(0.02)
-    for dock_id in filter(None, args.raised.split(",")):
-        window.docks[dock_id].raise_()
-    for _ in range(50):
-        app.processEvents()
-        time.sleep(0.02)
-    window.grab().save(str(args.out))
+    shots = ([(args.out.with_name(f"{args.out.stem}_{dock_id}.png"), [dock_id])
+              for dock_id in window.docks] if args.each
+             else [(args.out, list(filter(None, args.raised.split(","))))])
     screen = app.primaryScreen().availableGeometry()
-    print(f"{args.out}: window {window.width()} x {window.height()} on a "
-          f"{screen.width()} x {screen.height()} screen")
+    for out, raised in shots:
+        for dock_id in raised:
+            window.docks[dock_id].raise_()
+        for _ in range(50):
+            app.processEvents()
+            time.sleep(0.02)
+        window.grab().save(str(out))
+        print(f"{out}: window {window.width()} x {window.height()} on a "
+              f"{screen.width()} x {screen.height()} screen")
     window.close()
 
 

@@ -30,6 +30,15 @@ class EmptyState(QStackedWidget):
         if message:
             self.show_message(message)
 
+    # The view's size hints, whichever is shown: a splitter first laid out around the word-wrapped
+    # message (its height-for-width) gave the view a third less room once it came back (the
+    # Examples panel's length plot: 42 px high at 1920 x 1080).
+    def hasHeightForWidth(self) -> bool:
+        return self.view.hasHeightForWidth()
+
+    def sizeHint(self):
+        return self.view.sizeHint()
+
     @property
     def empty(self) -> bool:
         return self.currentWidget() is self.label

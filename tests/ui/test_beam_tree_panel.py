@@ -134,6 +134,9 @@ def test_changing_a_control_redecodes_and_export_writes_json(panel, qtbot, tmp_p
         panel.form.boxes["beam_size"].setValue(5)
     assert panel.result.beam_size == 5
     # SVG goes through the same shared exporter (explorer/ui/export.py), tested there.
+    written = panel.export(tmp_path / "unselected", formats=("png",))
+    assert "beam_node_detail.png" not in {p.name for p in written}  # no figure of an empty detail
+    panel.select_node(1)
     written = panel.export(tmp_path, formats=("png", "csv"))
     names = {p.name for p in written}
     assert {"beam_tree.png", "beam_node_detail.png", "beam_nodes.csv", "beam_tree.json"} <= names

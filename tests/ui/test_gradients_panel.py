@@ -147,3 +147,26 @@ def test_history_of_an_rnn_is_step_by_time_and_of_a_transformer_step_by_block(qt
     assert panel.history.col_labels == ["encoder 1", "encoder 2", "decoder 1", "decoder 2"]
     assert panel.tables()["depth"][1][0][0] == "encoder layer 1"
     assert panel.grad_history.steps[-1] == 9
+
+
+def test_clipping_says_why_it_is_empty_and_draws_a_models_recorded_norms(qtbot):
+    bus, panel = make_panel(qtbot)
+    clipping = panel.views["clipping"]
+    assert clipping.empty and clipping.message.startswith("Open or create a model")
+    assert "clipping" not in panel.plot_items()  # no figure of empty axes
+    workspace = char_workspace("rnn-lm", cell="rnn")
+    bus.set_workspace(workspace)
+    assert clipping.empty and clipping.message.startswith("No training step yet")
+    # another model with a recorded history (metrics.jsonl rows): its norms, eval rows skipped
+    recorded = char_workspace("rnn-lm", cell="gru")
+    recorded.history = [{"step": s, "loss": 1.0, "lr": 1e-3, "grad_norm": 2.0 * s,
+                         "grad_norm_clipped": min(2.0 * s, 1.0)} for s in range(1, 6)] + [
+        {"event": "eval", "step": 5, "val_loss": 0.9}]
+    bus.set_workspace(recorded)
+    panel.pages.show_page(2)
+    panel.flush_pending_draws()
+    assert not clipping.empty and "clipping" in panel.plot_items()
+    before, after = panel.before_curve, panel.after_curve  # xData, yData: before the log axis
+    np.testing.assert_array_equal(before.xData, [1, 2, 3, 4, 5])
+    np.testing.assert_allclose(before.yData, [2, 4, 6, 8, 10])
+    np.testing.assert_allclose(after.yData, [1, 1, 1, 1, 1])

@@ -136,6 +136,7 @@ def test_presentation_scales_the_text_of_every_panel_and_gives_the_layout_back(
     for panel_id, panel in window.panels.items():
         window.show_panel(panel_id)
         panel.grab()  # pyqtgraph lays out axes and labels as it paints
+        QApplication.processEvents()  # and the layout requests that painting posted
         before, rows_before = _text_heights(panel), _row_heights(panel)
         state = window.saveState()  # with this panel's tab raised
         window.presentation.enter(panel_id)

@@ -18,22 +18,36 @@ import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QComboBox, QGridLayout, QLabel, QLineEdit, QProgressBar, QPushButton, QSizePolicy, QStackedWidget,
+    QComboBox,
+    QGridLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSizePolicy,
+    QStackedWidget,
     QVBoxLayout,
 )
 
 from explorer.analysis.ablation_means import validation_means
 from explorer.analysis.head_importance_data import head_importance_on_data
 from explorer.analysis.interventions import (
-    AblationEffect, HeadImportance, PatchingResult, ablation_effect, activation_patching, head_importance,
+    AblationEffect,
+    HeadImportance,
+    PatchingResult,
+    ablation_effect,
+    activation_patching,
+    head_importance,
 )
 from explorer.export.tables import matrix_table
 from explorer.ui.bus import AppBus
+from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.stoppable import StoppableJob
 
+NO_MODEL = "Open or create a Transformer: how much each attention head matters is drawn here."
 DATA_EXAMPLES = 32  # validation examples each head's loss or BLEU (and its mean output) is measured on
 ABLATION_LABELS = {"zero": "zero", "mean": "mean over validation data"}
 
@@ -107,7 +121,8 @@ class AblationPanel(StoppableJob, Panel):
         layout.addLayout(controls)
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
-        layout.addWidget(self.stack, stretch=1)
+        self.view = EmptyState(self.stack, NO_MODEL)  # no empty heatmap before a result: why
+        layout.addWidget(self.view, stretch=1)
 
         self.mode_box.currentIndexChanged.connect(self.compute)
         self.metric_box.currentIndexChanged.connect(self.compute)
@@ -122,13 +137,27 @@ class AblationPanel(StoppableJob, Panel):
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)  # the panel's own Ctrl+Z
         self.importance_map.scene().sigMouseClicked.connect(self._on_click)
         self.runner.done.connect(self._on_done)
-        self.runner.failed.connect(lambda _job, message: self.status.setText(message))
+        self.runner.failed.connect(self._on_failed)
         bus.workspace_changed.connect(self.set_workspace)
         bus.probe.connect(self._on_probe)
         install_export_menu(self)
 
-    def set_workspace(self, _workspace) -> None:
+    def set_workspace(self, workspace) -> None:
         self.chosen.clear()
+        if workspace is None:
+            self.view.show_message(NO_MODEL)
+        elif self.view.empty:
+            self.view.show_message("Waiting for the probe: each head is then ablated in turn.")
+
+    def _on_failed(self, _job: int, message: str) -> None:
+        self.status.setText(message)
+        if self.view.empty:
+            self.view.show_message(message)
+
+    def _say_while_empty(self, text: str) -> None:
+        self.status.setText(text)
+        if self.view.empty:
+            self.view.show_message(text)
 
     def _on_probe(self, _snapshot) -> None:
         if not self.training:  # the model belongs to the training thread meanwhile
@@ -142,11 +171,11 @@ class AblationPanel(StoppableJob, Panel):
         self.stop_event = threading.Event()
         metric, mode = self.metric_box.currentData(), self.mode_box.currentData()
         if metric == "probe":
-            self.status.setText("Ablating each head…")
+            self._say_while_empty("Ablating each head…")
             self.runner.submit(_importance_on_probe, self.workspace, source, target, mode, DATA_EXAMPLES,
                                self.progress_changed.emit)
             return
-        self.status.setText(f"Evaluating with each head ablated ({self.metric_box.currentText()})…")
+        self._say_while_empty(f"Evaluating with each head ablated ({self.metric_box.currentText()})…")
         self.runner.submit(head_importance_on_data, self.workspace, metric, DATA_EXAMPLES,
                            self.progress_changed.emit, self.stop_event.is_set, mode)
 
@@ -183,10 +212,11 @@ class AblationPanel(StoppableJob, Panel):
         corrupted = self.corrupted_edit.text()
         if self.workspace is None or not corrupted or self.training:
             return
-        self.status.setText("Patching every layer at every position…")
+        self._say_while_empty("Patching every layer at every position…")
         self.runner.submit(activation_patching, self.workspace, source, corrupted, target)
 
     def _on_done(self, _job: int, result) -> None:
+        self.view.show_view()
         if isinstance(result, HeadImportance):
             self.importance, self.effect = result, None
             self.chosen = {c for c in self.chosen if c[0] < len(result.layers)}
@@ -228,7 +258,7 @@ class AblationPanel(StoppableJob, Panel):
         return self.importance is not None
 
     def plot_items(self) -> dict[str, object]:
-        items = {"importance": self.importance_map.ci}
+        items = {"importance": self.importance_map.ci} if self.importance is not None else {}
         if self.patching is not None:
             items["patching"] = self.patching_map.ci
         return items

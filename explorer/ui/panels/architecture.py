@@ -29,10 +29,12 @@ from explorer.analysis.architecture import (
     symbolic,
     trace_workspace,
 )
+from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu
 from explorer.ui.panels.base import Panel
 
 BLOCK_W, BLOCK_H, GAP = 12.0, 1.0, 0.9  # view units: one block, and the edge between two
+NO_MODEL = "Open or create a model: its layers, traced on the probe input, are drawn here."
 CELL_W = 2.6  # one unrolled time step
 
 
@@ -67,7 +69,7 @@ class ArchitecturePanel(Panel):
         self.unfolded: set[str] = set()
         self.runner = self.job_runner("trace")
         self.runner.done.connect(lambda _job, trace: self.show_trace(trace))
-        self.runner.failed.connect(lambda _job, message: self.status.setText(message))
+        self.runner.failed.connect(lambda _job, message: self._say(message))
 
         self.unroll_box = QCheckBox("Unroll")
         self.unroll_box.setToolTip("Recurrent layers: one cell per time step of the probe (on) or "
@@ -93,7 +95,9 @@ class ArchitecturePanel(Panel):
         self.plot_widget.scene().sigMouseClicked.connect(self._on_click)
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
-        layout.addWidget(self.plot_widget, stretch=1)
+        # no empty diagram before a trace: one line why in its place
+        self.view = EmptyState(self.plot_widget, NO_MODEL)
+        layout.addWidget(self.view, stretch=1)
         bus.workspace_changed.connect(self.set_workspace)
         bus.probe_input_changed.connect(lambda _source, _target: self.retrace())
         bus.training_state.connect(self._on_training_state)
@@ -106,6 +110,7 @@ class ArchitecturePanel(Panel):
             self.trace = None
             self.plot.clear()
             self.status.setText("Open or create a model.")
+            self.view.show_message(NO_MODEL)
             return
         self.retrace()
 
@@ -120,8 +125,14 @@ class ArchitecturePanel(Panel):
         if workspace is None or self.bus.state.training.active:
             return
         source, target = self.probe_text if any(self.probe_text) else default_probe_input(workspace)
-        self.status.setText("Tracing…")
+        self._say("Tracing the model on the probe input…")
         self.runner.submit(trace_workspace, workspace, source, target)
+
+    def _say(self, text: str) -> None:
+        """A status line, in the diagram's place too while there is no diagram."""
+        self.status.setText(text)
+        if self.view.empty:
+            self.view.show_message(text)
 
     def show_trace(self, trace) -> None:
         self.trace = trace
@@ -144,6 +155,7 @@ class ArchitecturePanel(Panel):
             return
         self.blocks = layout_blocks(self.trace, self.expanded, self.unfolded,
                                     self.unroll_box.isChecked())
+        self.view.show_view()
         self.plot.clear()
         self.rects = []
         palette = self.palette()
@@ -230,7 +242,7 @@ class ArchitecturePanel(Panel):
         return self.trace is not None and bool(self.blocks)
 
     def plot_items(self) -> dict[str, object]:
-        return {"diagram": self.plot}
+        return {"diagram": self.plot} if self.has_content() else {}  # no empty figure
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         if self.trace is None:

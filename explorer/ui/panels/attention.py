@@ -23,9 +23,14 @@ from PySide6.QtWidgets import (
 from explorer.analysis.labels import head_label, layer_label
 from explorer.events import AttentionSnapshot, ProbeSnapshot
 from explorer.export.probe_tables import (
-    ATTENTION_KINDS, MEAN_OF_HEADS, attention_maps, attention_matrix, attention_tables,
+    ATTENTION_KINDS,
+    MEAN_OF_HEADS,
+    attention_maps,
+    attention_matrix,
+    attention_tables,
 )
 from explorer.ui.bus import AppBus
+from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu, run_export_dialog
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.model_view import ModelViewWidget
@@ -95,12 +100,13 @@ class AttentionPanel(Panel):
         self.stack = QStackedWidget()
         self.stack.addWidget(self.heatmap)
         self.stack.addWidget(self.grid)
-        self.stack.setVisible(False)  # no empty axes before a map: the status line says why
+        # no empty axes before a map: one line why in its place
+        self.view = EmptyState(self.stack, "Open or create a model with attention.")
 
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
         layout.addWidget(self.status)
-        layout.addWidget(self.stack, stretch=1)
+        layout.addWidget(self.view, stretch=1)
 
         self.probe_button.clicked.connect(self.request_probe)
         self.source_edit.editingFinished.connect(self._on_input_edited)
@@ -126,7 +132,7 @@ class AttentionPanel(Panel):
         self.snapshot, self.maps = None, {}
         if workspace is None:
             self.status.setText("Open or create a model with attention.")
-            self.stack.setVisible(False)
+            self.view.show_message(self.status.text())
             return
         self.target_edit.setEnabled(workspace.is_seq2seq)
 
@@ -221,9 +227,12 @@ class AttentionPanel(Panel):
             return None
         return attention_matrix(attention, self.head_box.currentData())
 
+    def _show_map(self, shown: bool) -> None:
+        self.view.set_message(None if shown else self.status.text() or "No attention map here.")
+
     def refresh(self) -> None:
         attention, matrix = self.current_map(), self.current_matrix()
-        self.stack.setVisible(attention is not None)
+        self._show_map(attention is not None)
         if attention is None:
             return
         self.heatmap.set_matrix(matrix, attention.rows, attention.cols)
@@ -286,12 +295,14 @@ class AttentionPanel(Panel):
         return self.current_map() is not None
 
     def plot_items(self) -> dict[str, object]:
+        if self.current_map() is None:  # no figure of empty axes
+            return {}
         items = {"heatmap": self.heatmap.ci}
         if self.model_view_box.isChecked() and self.grid.mosaic is not None:
             items["model_view"] = self.grid.ci
         return items
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
-        self.stack.setVisible(self.current_map() is not None)
+        self._show_map(self.current_map() is not None)
         return attention_tables(self.maps, self.kind_box.currentData(), self.layer_box.currentData(),
                                 self.head_box.currentData())

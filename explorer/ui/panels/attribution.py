@@ -26,11 +26,14 @@ from explorer.analysis.explain import ExplainRequest, explain
 from explorer.analysis.rollout import RolloutResult
 from explorer.export.tables import matrix_table
 from explorer.ui.bus import AppBus
+from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.panels.base import Panel, elide
 from explorer.ui.panels.stoppable import StoppableJob
 
+NO_MODEL = "Open or create a model: which input tokens each output token rests on is drawn here."
+NO_RESULT = "No attribution yet: Explain (or a probe, with Follow the probe) computes it."
 METHOD_LABELS = {
     "ig": "Integrated gradients",
     "saliency": "Saliency (gradient norm)",
@@ -166,7 +169,8 @@ class AttributionPanel(StoppableJob, Panel):
         layout.addLayout(pick_row)
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
-        layout.addWidget(self.stack, stretch=1)
+        self.view = EmptyState(self.stack, NO_MODEL)  # no empty heatmap before a result: why
+        layout.addWidget(self.view, stretch=1)
 
         self.explain_button.clicked.connect(self.compute)
         self.stop_button.clicked.connect(self.stop)
@@ -237,7 +241,10 @@ class AttributionPanel(StoppableJob, Panel):
         if workspace is None:
             self.result = None
             self.status.setText("Open or create a model.")
+            self.view.show_message(NO_MODEL)
             return
+        if self.result is None:
+            self.view.show_message(NO_RESULT)
         self._announce_live()
 
     def _on_probe_input(self, source: str, target: str) -> None:
@@ -279,6 +286,8 @@ class AttributionPanel(StoppableJob, Panel):
         self.stop_event = threading.Event()
         self.progress.setValue(0)
         self.status.setText(f"{METHOD_LABELS[self.request().method]}: {elide(source)!r}…")
+        if self.result is None:
+            self.view.show_message("Explaining the probe input…")
         self.runner.submit(explain, self.workspace, source, target, self.request(),
                            self.progress_changed.emit, self.stop_event.is_set)
 
@@ -287,11 +296,15 @@ class AttributionPanel(StoppableJob, Panel):
 
     def _on_failed(self, _job: int, message: str) -> None:
         self.status.setText(message)
+        if self.result is None:
+            self.view.show_message(message)
 
     # -- drawing --------------------------------------------------------------------------------
 
     def show_result(self, result, where: str) -> None:
         self.result = result
+        self.view.set_message(None if self.has_content() else
+                              getattr(result, "reason", "") or "Nothing to explain on this input.")
         if isinstance(result, RolloutResult):
             self.stack.setCurrentWidget(self.rollout_map)
             names = [m.name for m in result.maps]
@@ -363,6 +376,8 @@ class AttributionPanel(StoppableJob, Panel):
         return self.result is not None
 
     def plot_items(self) -> dict[str, object]:
+        if not self.has_content():  # no figure of an empty heatmap
+            return {}
         heatmap = self.rollout_map if isinstance(self.result, RolloutResult) else self.scores_map
         return {"map": heatmap.ci}
 

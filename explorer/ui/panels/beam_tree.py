@@ -35,6 +35,7 @@ from explorer.analysis.beam_tree import PRUNED_ROW, BeamTreeIndex, drawn_tables,
 from explorer.analysis.beam_text import describe_greedy_token, describe_node, summarize_result
 from explorer.decoding.jobs import run_beam_search
 from explorer.decoding.types import BeamResult
+from explorer.ui.empty_state import EmptyState
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.decode_form import DecodeSettingsForm
 from explorer.ui.panels.decoding_widgets import NodeDetail, TextPool, dark_on_white, show_text
@@ -52,6 +53,7 @@ SELECTED_COLOR = "#d62728"
 MAX_LABELS = 400  # token labels drawn at once; zoom in to see the rest
 MIN_LABEL_PX = 40  # below this many pixels per step not even a short token fits
 EXAMPLES_SHOWN = 50
+NO_MODEL = "Open or create a model: the beam search tree of the source above is drawn here."
 DETAIL_WIDTH = 360  # pixels the node detail takes when it opens
 LEGEND_ENTRIES = (("kept", "kept in the beam"), ("pruned", "pruned"),
                   ("finished", "finished (&lt;eos&gt;)"), ("nbest", "n-best (#1 = best)"),
@@ -139,7 +141,7 @@ class BeamTreePanel(Panel):
         self.controls = QVBoxLayout()
         self.controls.addLayout(top)
         self.controls.addLayout(numbers)
-        self.status = QLabel("No model yet: train one or open a checkpoint.")
+        self.status = QLabel()  # with no model the tree's place says why
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
 
@@ -195,7 +197,8 @@ class BeamTreePanel(Panel):
         # The tree gets the whole width until a node is clicked; the detail then opens beside it
         # and can be dragged wider or collapsed again.
         self.splitter = QSplitter(Qt.Horizontal)
-        self.splitter.addWidget(self.plot)
+        self.tree_view = EmptyState(self.plot, NO_MODEL)  # no empty axes before the first tree
+        self.splitter.addWidget(self.tree_view)
         self.splitter.addWidget(self.detail)
         self.splitter.setStretchFactor(0, 1)
         self.splitter.setStretchFactor(1, 0)
@@ -229,7 +232,8 @@ class BeamTreePanel(Panel):
         self.example_box.clear()
         if workspace is None:
             self._clear()
-            self.status.setText("No model yet: train one or open a checkpoint.")
+            self.status.setText("")
+            self.tree_view.show_message(NO_MODEL)
             return
         data = getattr(workspace, "data", None)
         sources = [pair[0] for pair in getattr(data, "val", [])[:EXAMPLES_SHOWN]] if data else []
@@ -256,6 +260,8 @@ class BeamTreePanel(Panel):
         if self.workspace is None:
             return -1
         self.status.setText("Decoding…")
+        if self.result is None:
+            self.tree_view.show_message("Decoding…")
         self.decoded_source = self.source_box.text()  # latest wins: the result shown is this one's
         return self.jobs.submit(run_beam_search, self.workspace, self.source_box.text(),
                                 self.form.settings())
@@ -263,6 +269,8 @@ class BeamTreePanel(Panel):
     def _on_failed(self, _job: int, message: str) -> None:
         self.error = message
         self.status.setText(f"Could not decode: {self.error}")
+        if self.result is None:
+            self.tree_view.show_message(f"Could not decode: {self.error}")
 
     def _on_result(self, _job: int, result: BeamResult) -> None:
         self.error = ""
@@ -273,6 +281,7 @@ class BeamTreePanel(Panel):
         self.selected = None
         self.explain_button.setEnabled(False)
         self.tree = BeamTreeIndex(result)
+        self.tree_view.show_view()
         self._redraw()
         self._show_detail(None)
         self.status.setText(summarize_result(result))
@@ -482,7 +491,10 @@ class BeamTreePanel(Panel):
         return self.result is not None and len(self.result.nodes) > 1
 
     def plot_items(self) -> dict[str, object]:
-        return {"tree": self.plot.getPlotItem(), "node_detail": self.detail.charts.ci}
+        if self.result is None:  # no figure of empty axes
+            return {}
+        detail = {"node_detail": self.detail.charts.ci} if self.selected is not None else {}
+        return {"tree": self.plot.getPlotItem(), **detail}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         if self.result is None:

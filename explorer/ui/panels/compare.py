@@ -14,7 +14,7 @@ import html
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
@@ -27,11 +27,13 @@ from PySide6.QtWidgets import (
 from superqt.utils import qdebounced
 
 from explorer.decoding.jobs import SEARCH_LIMIT, run_compare, run_find_example
+from explorer.ui.empty_state import EmptyState
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.decode_form import DecodeSettingsForm
 from explorer.ui.panels.decoding_widgets import BarChart, show_text
 from explorer.ui.token_strip import TokenStrip
 
+NO_MODEL = "Open or create a model: greedy, beam and sampled outputs of the source are compared here."
 STRATEGY_TITLES = {"greedy": "Greedy", "beam": "Beam search", "sample": "Sampling"}
 NGRAM_COLORS = {1: "#fff2a8", 2: "#ffd280", 3: "#ffae5c", 4: "#ff8a50"}  # background per n
 MATCH_TEXT = "#111111"  # the light backgrounds need dark text in a dark theme too
@@ -125,6 +127,7 @@ class ComparePanel(Panel):
             cell.setAlignment(Qt.AlignTop | Qt.AlignLeft)
             cell.setTextInteractionFlags(Qt.TextSelectableByMouse)
             cell.setStyleSheet("QLabel { border: 1px solid #cccccc; padding: 6px; }")
+            cell.hide()  # shown with the first outputs: no empty cards before
             grid.addWidget(cell, 0, col)
             grid.setColumnStretch(col, 1)
             self.cells[key] = cell
@@ -138,7 +141,7 @@ class ComparePanel(Panel):
         self.explanation.setWordWrap(True)
         self.explanation.setTextFormat(Qt.RichText)
         self.explanation.hide()  # shown with an example's explanation
-        self.status = QLabel("No model yet: train one or open a checkpoint.")
+        self.status = QLabel()  # with no model the charts' place says why
         self.chart_widget = pg.GraphicsLayoutWidget()
         self.score_chart = BarChart(self.chart_widget.addPlot(row=0, col=0), "")
         self.score_chart.set_title("−log p of each output (shorter = more probable)")
@@ -151,8 +154,11 @@ class ComparePanel(Panel):
         for row in (text_row, option_row, button_row):
             root.addLayout(row)
         root.addLayout(grid)  # the cards take the height their text needs (_fit_cards)
+        self.card_grid = grid
         root.addWidget(self.explanation)
-        root.addWidget(self.chart_widget, 1)
+        # no empty cards or axes before the first outputs: one line why in their place
+        self.chart_view = EmptyState(self.chart_widget, NO_MODEL)
+        root.addWidget(self.chart_view, 1)
         root.addWidget(self.status)
 
     # ---- decoding --------------------------------------------------------------------------
@@ -164,7 +170,7 @@ class ComparePanel(Panel):
         if workspace is None:
             self.outputs, self.outputs_input = [], None
             self._show()
-            self.status.setText("No model yet: train one or open a checkpoint.")
+            self.status.setText("")
             return
         data = getattr(workspace, "data", None)
         if data is not None and data.val and not self.source_box.text():
@@ -181,6 +187,8 @@ class ComparePanel(Panel):
         if self.workspace is None:
             return -1
         self.status.setText("Decoding…")
+        if not self.outputs:
+            self.chart_view.show_message("Decoding…")
         self._newest_input = (self.source_box.text(), self.reference_box.text(),
                               self.form.settings())
         return self.jobs.submit(run_compare, self.workspace, *self._newest_input)
@@ -196,6 +204,8 @@ class ComparePanel(Panel):
     def _on_failed(self, _job: int, message: str) -> None:
         self.find_button.setEnabled(True)
         self.status.setText(f"Could not decode: {message}")
+        if not self.outputs:
+            self.chart_view.show_message(f"Could not decode: {message}")
 
     def _on_result(self, _job: int, result) -> None:
         self.find_button.setEnabled(True)
@@ -203,7 +213,8 @@ class ComparePanel(Panel):
             # the runner delivers only its newest job's answer: the last compare()'s
             self.outputs, self.outputs_input = result, self._newest_input
             self._show()
-            self.status.setText("")
+            self.status.setText("" if self.has_bleu() else
+                                "No BLEU chart: type a reference to score the outputs against.")
             self.compared.emit()
             return
         self._on_example(result)
@@ -227,6 +238,12 @@ class ComparePanel(Panel):
     # ---- views -----------------------------------------------------------------------------
 
     def _show(self) -> None:
+        for widget in (*self.cells.values(), *self.strips.values()):
+            widget.setVisible(bool(self.outputs))
+        if not self.outputs:
+            self.chart_view.show_message(NO_MODEL if self.workspace is None else "Decoding…")
+            return
+        self.chart_view.show_view()
         by_strategy = {o.strategy: o for o in self.outputs}
         best = max((o.hypothesis.score for o in self.outputs), default=None)
         for key, cell in self.cells.items():
@@ -255,7 +272,16 @@ class ComparePanel(Panel):
         self.score_chart.set_data(labels, -scores)
         bleu = [o.bleu.score if o.bleu is not None else 0.0 for o in self.outputs]
         self.bleu_chart.set_data(labels, np.array(bleu), value_max=100.0)
+        # without a reference no BLEU: its column leaves (a hidden layout item keeps its room)
+        plot, layout = self.bleu_chart.plot, self.chart_widget.ci
+        if self.has_bleu() and plot not in layout.items:
+            layout.addItem(plot, row=0, col=1)
+        elif not self.has_bleu() and plot in layout.items:
+            layout.removeItem(plot)
         self._fit_cards()
+
+    def has_bleu(self) -> bool:
+        return any(o.bleu is not None for o in self.outputs)
 
     def _explain_token(self, strategy: str, index: int) -> None:
         """Token `index` of `strategy`'s output clicked: explained through the Prober."""
@@ -275,10 +301,18 @@ class ComparePanel(Panel):
                 continue
             for widget in widgets.values():
                 widget.setMinimumHeight(needed)
+        # the grid keeps the minimum it measured before these heights were set, and the panel's
+        # minimum with it: the dock's saved size differed after presentation mode re-measured it
+        self.card_grid.invalidate()
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit_cards()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:  # presentation mode: fit the new text size
+            self._fit_cards()
 
     # ---- content and export ----------------------------------------------------------------
 
@@ -286,7 +320,7 @@ class ComparePanel(Panel):
         return bool(self.outputs)
 
     def plot_items(self) -> dict[str, object]:
-        return {"scores": self.chart_widget.ci}
+        return {"scores": self.chart_widget.ci} if self.outputs else {}  # no empty axes
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         header = ["strategy", "text", "score", "normalized_score", "finished", "bleu", "bp",

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.ui.bus import AppBus
+from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.inside_widgets import Background
@@ -34,6 +35,7 @@ from explorer.ui.plot_style import theme_text
 MAX_LABELS = 150  # labels drawn at once: beyond this many points in view, only the marked ones
 MAX_POINTS = 8000  # points drawn at once: a 50k vocabulary pans at ~10 fps when every point is drawn
 NEIGHBOURS = 10
+NO_MODEL = "Open or create a model: its token embeddings are projected here (PCA)."
 LIVE_EVERY_S = 1.5  # a PCA of a large vocabulary takes a good part of a second: at most this often
 WHICH_TITLES = {"input": "input embedding", "output": "output embedding (unembedding)",
                 "source": "source embedding"}
@@ -87,7 +89,7 @@ class EmbeddingsPanel(Panel):
             edit.returnPressed.connect(self.solve_analogy)
         self.solve_button = QPushButton("a − b + c")
         self.solve_button.setToolTip("the tokens closest by cosine to a − b + c (a, b, c excluded)")
-        self.status = QLabel("Open or create a model.")
+        self.status = QLabel()  # with no model the plot's place says why
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.results = QListWidget()
         self.results.setToolTip("nearest neighbours of the clicked token, or the analogy's answers")
@@ -134,7 +136,8 @@ class EmbeddingsPanel(Panel):
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
         layout.addWidget(self.status)
-        layout.addWidget(split, stretch=1)
+        self.view = EmptyState(split, NO_MODEL)  # no empty axes before a projection: why, instead
+        layout.addWidget(self.view, stretch=1)
 
         self.which_box.currentIndexChanged.connect(self._load)
         self.set_box.currentIndexChanged.connect(self.draw_marks)
@@ -156,9 +159,13 @@ class EmbeddingsPanel(Panel):
             self.live_timer.stop()
         if workspace is None:
             self.data = None
-            self.status.setText("Open or create a model.")
+            self.status.setText("")
+            self.view.show_message(NO_MODEL)
             return
         kinds = available_embeddings(workspace.model)
+        if not kinds:
+            self.data = None
+            self.view.show_message("This model has no embedding table to project.")
         keep = self.which_box.currentData()
         self.which_box.blockSignals(True)
         self.which_box.clear()
@@ -173,6 +180,8 @@ class EmbeddingsPanel(Panel):
         if self.workspace is None or which is None:
             return
         self.status.setText("Projecting…")
+        if self.data is None:
+            self.view.show_message("Projecting the embeddings…")
         # after a training probe, its copy: the model itself may be changing in the trainer's thread
         self._project(which, self.live.get(which))
 
@@ -211,6 +220,7 @@ class EmbeddingsPanel(Panel):
 
     def show_data(self, data) -> None:
         """Draw an `EmbeddingData` (plain data)."""
+        self.view.show_view()
         reshaped = self.data is None or len(self.data.tokens) != len(data.tokens)
         self.data = data
         if reshaped:
@@ -403,6 +413,8 @@ class EmbeddingsPanel(Panel):
 
     def _show_error(self, message: str) -> None:
         self.status.setText(message)
+        if self.data is None:
+            self.view.show_message(message)
 
     # -- panel contract -------------------------------------------------------------------------
 
@@ -410,7 +422,7 @@ class EmbeddingsPanel(Panel):
         return self.data is not None
 
     def plot_items(self) -> dict[str, object]:
-        return {"projection": self.plot}
+        return {"projection": self.plot} if self.data is not None else {}  # no empty axes
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         from explorer.analysis.embeddings import embedding_tables

@@ -57,6 +57,7 @@ from explorer.errors import UserError
 from explorer.runs.compare import evaluate_runs
 from explorer.ui.examples_model import ExamplesModel
 from explorer.ui.jobs import one_line
+from explorer.ui.empty_state import EmptyState
 from explorer.ui.length_plot import make_length_widget
 from explorer.ui.neighbours_view import NeighboursView
 from explorer.ui.panels.base import Panel
@@ -65,6 +66,8 @@ from explorer.ui.top_examples_view import TopExamplesView
 SETTINGS_PREFIX = "examples/"
 TEXT_WIDTH, NUMBER_WIDTH = 280, 78  # column widths in pixels
 WORST_TOKENS = 30
+NO_MODEL = "Open or create a model, then Evaluate: its score by source length is drawn here."
+NOT_EVALUATED = "Not evaluated yet: Evaluate scores every example and draws them by length here."
 
 
 def _settings() -> QSettings | None:
@@ -234,7 +237,9 @@ class ExamplesPanel(Panel):
         length_layout = QVBoxLayout(by_length)
         length_layout.setContentsMargins(0, 0, 0, 0)
         length_layout.addWidget(self.runs_button, 0, Qt.AlignLeft)
-        length_layout.addWidget(self.length_widget, 1)
+        # no empty axes before an evaluation: one line why in their place
+        self.length_view = EmptyState(self.length_widget, NO_MODEL)
+        length_layout.addWidget(self.length_view, 1)
         self.tabs.addTab(by_length, "By length")
         self.tabs.addTab(self.tokens_table, "Worst tokens")
         self.tabs.addTab(self.neighbours, "Neighbours")
@@ -279,10 +284,15 @@ class ExamplesPanel(Panel):
         self.evaluate_button.setEnabled(decodes)
         self.open_button.setEnabled(decodes)
         if workspace is None:
+            self.length_view.show_message(NO_MODEL)
             return
         if not decodes:
             self._say("a masked language model has no left-to-right loss per example to show")
+            self.length_view.show_message("A masked language model has no left-to-right loss "
+                                          "per example to show.")
             return
+        if self.model.table is None:
+            self.length_view.show_message(NOT_EVALUATED)
         if self.pairs is not None or getattr(workspace, "data", None) is not None:
             self.evaluate()  # a new model, or a scrubbed snapshot: its own scores
 
@@ -512,6 +522,7 @@ class ExamplesPanel(Panel):
         series += [(label, run) for label, run in self.run_tables.values()  # these examples only
                    if np.array_equal(run.columns["source"], table.columns["source"])]
         self.length_plot.set_tables(series)
+        self.length_view.show_view()
         try:
             self.worst = worst_tokens(table, top=WORST_TOKENS)
         except UserError:
@@ -611,7 +622,7 @@ class ExamplesPanel(Panel):
         return self.model.table is not None
 
     def plot_items(self) -> dict[str, object]:
-        return {"length": self.length_widget.getPlotItem()}
+        return {} if self.length_view.empty else {"length": self.length_widget.getPlotItem()}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         if self.model.table is None:

@@ -23,21 +23,35 @@ from superqt import QLabeledDoubleSlider
 from superqt.utils import qthrottled
 
 from explorer.analysis.gradients import (
-    CELL_HIDDEN, DEPTH, LOG_FLOOR, PLAYGROUND_A_H, GradientHistory, cell_comparison_ids, depth_labels,
-    format_gradient, scalar_recurrence_gradient,
+    CELL_HIDDEN,
+    DEPTH,
+    LOG_FLOOR,
+    PLAYGROUND_A_H,
+    GradientHistory,
+    cell_comparison_ids,
+    depth_labels,
+    format_gradient,
+    scalar_recurrence_gradient,
 )
 from explorer.analysis.labels import stack_layer_label
 from explorer.events import ProbeSnapshot
+from explorer.export.curves import history_rows
 from explorer.export.gradients import GradientView, gradient_tables
 from explorer.families import family_of
 from explorer.ui.bus import AppBus
+from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget, label_font
 from explorer.ui.live_plots import SECONDARY_REDRAW_INTERVAL_MS, GrowingBuffer
 from explorer.ui.panels.base import Panel, elide
 from explorer.ui.panels.param_gradients import ParamGradientCurve
 from explorer.ui.plot_style import (
-    ReadableAxis, SteadyViewBox, TokenAxis, ViewPages, add_legend, theme_grey,
+    ReadableAxis,
+    SteadyViewBox,
+    TokenAxis,
+    ViewPages,
+    add_legend,
+    theme_grey,
 )
 from seqmodels.cells import cells
 
@@ -86,8 +100,8 @@ class GradientFlowPanel(Panel):
         self.playground_derivative = np.ones(1)
         self.cell_jobs = self.job_runner("cells")
         self.cell_jobs.done.connect(lambda _job, curves: self.show_cell_curves(curves))
-        self.cell_jobs.failed.connect(
-            lambda _job, message: self.status.setText(f"cell comparison failed: {message}"))
+        self.cell_jobs.failed.connect(lambda _job, message: self.views["cells"].show_message(
+            f"The cell comparison failed: {message}"))
 
         self.layer_box = QComboBox()
         self.layer_box.setSizeAdjustPolicy(QComboBox.AdjustToContents)
@@ -153,16 +167,20 @@ class GradientFlowPanel(Panel):
             "inferno", levels=None, row_title="training step", col_title="time step t",
             title="log10 ‖∂L/∂h_t‖ over training", value_name="log10 ‖∂L/∂h_t‖")
 
-        self.views = {"through_time": time_view, "cells": cells_view, "history": self.history,
-                      "clipping": clip_view, "playground": playground_view, "depth": depth_view,
-                      "params": params_view}
+        # each view in its EmptyState: with nothing to draw it says why instead of empty axes
+        self.views = {name: EmptyState(view) for name, view in (
+            ("through_time", time_view), ("cells", cells_view), ("history", self.history),
+            ("clipping", clip_view), ("playground", playground_view), ("depth", depth_view),
+            ("params", params_view))}
+        views = self.views
         # two views a page, each large enough to read; the depth plot takes the time plot's
         # place for Transformers
         self.pages = ViewPages()
-        self.pages.add_page("Through time and history", (time_view, depth_view), self.history)
-        self.pages.add_page("Cells and the aₕ playground", cells_view, playground_view)
-        self.clip_page = self.pages.add_page("Clipping", clip_view)
-        self.pages.add_page("Parameters by layer", params_view)
+        self.pages.add_page("Through time and history", (views["through_time"], views["depth"]),
+                            views["history"])
+        self.pages.add_page("Cells and the aₕ playground", views["cells"], views["playground"])
+        self.clip_page = self.pages.add_page("Clipping", views["clipping"])
+        self.pages.add_page("Parameters by layer", views["params"])
         self.pages.tabs.currentChanged.connect(self._draw_norms_if_stale)
         self._show_views(transformer=False)
         outer = QVBoxLayout(self)
@@ -177,7 +195,7 @@ class GradientFlowPanel(Panel):
         bus.workspace_changed.connect(self.set_workspace)
         bus.probe.connect(self.show_snapshot)
         bus.probe_input_changed.connect(self._on_probe_input)
-        bus.probe_failed.connect(self.status.setText)
+        bus.probe_failed.connect(self._on_probe_failed)
         bus.step_metrics.connect(self.add_step_metrics)
         if hasattr(bus, "train_config_changed"):
             bus.train_config_changed.connect(self._on_train_config)
@@ -185,6 +203,7 @@ class GradientFlowPanel(Panel):
             bus.training_state.connect(self._on_training_state)
         install_export_menu(self)
         self._draw_playground()
+        self._show_empty_states()
 
     # -- workspace and probes -------------------------------------------------------------------
 
@@ -198,11 +217,19 @@ class GradientFlowPanel(Panel):
         self._show_views(transformer=config is not None and not family_of(config).recurrent)
         self.snapshot = None
         self.grad_history.clear()
-        self.norms.clear()
+        if not self.bus.state.same_model:  # another model: its recorded norms, not the last one's
+            self.norms.clear()
+            train_rows, _ = history_rows(getattr(workspace, "history", None))  # (N, 6)
+            recorded = train_rows[np.isfinite(train_rows[:, 4])] if len(train_rows) else train_rows
+            if len(recorded):  # step, norm before and after clipping (TRAIN_COLUMNS)
+                self.norms.extend(recorded[:, [0, 4, 5]])
         self.layer_box.clear()
-        self.before_curve.setData([], [])
-        self.after_curve.setData([], [])
+        self._update_norms()
+        self.cell_curves = {}
+        for item in self.cell_items.values():
+            item.setData([], [])
         self._on_train_config(getattr(workspace, "train_config", None))
+        self._show_empty_states()
 
     def _on_probe_input(self, source: str, target: str) -> None:
         """The Prober probes a new input: compare the cells on it too."""
@@ -226,6 +253,7 @@ class GradientFlowPanel(Panel):
             ". A Transformer has no recurrence, so no gradient through time steps: the depth plot "
             "shows ‖∂L/∂x‖ per block, and 'Parameters by layer' ‖∂L/∂θ‖ per layer")
         self.status.setText(where + depth_note)
+        self._show_empty_states()
 
     def _draw_time(self, snapshot: ProbeSnapshot) -> None:
         for name, norms in snapshot.grad_time.items():
@@ -323,6 +351,7 @@ class GradientFlowPanel(Panel):
             trained = cell in getattr(self, "trained_cells", ())
             name = cell.upper() + (" (trained)" if trained else "")
             self.cells_plot.legend.getLabel(item).setText(name)
+        self._show_empty_states()
 
     # -- clipping -------------------------------------------------------------------------------
 
@@ -344,6 +373,7 @@ class GradientFlowPanel(Panel):
         data = self.norms.view()  # (N, 3)
         self.before_curve.setData(data[:, 0], np.maximum(data[:, 1], LOG_FLOOR))
         self.after_curve.setData(data[:, 0], np.maximum(data[:, 2], LOG_FLOOR))
+        self.views["clipping"].set_message(self._no_norms_reason())
 
     def _draw_norms_if_stale(self) -> None:
         if self._norms_stale:
@@ -384,6 +414,52 @@ class GradientFlowPanel(Panel):
                                       if not self.tanh_box.isChecked()
                                       else f"∂h_100/∂h_0 = {format_gradient(derivative[-1])}")
 
+    # -- empty states ---------------------------------------------------------------------------
+
+    def _no_norms_reason(self) -> str | None:
+        if self.norms.size:  # the steps drawn stay drawn, whatever the open model
+            return None
+        if self.bus.workspace is None:
+            return "Open or create a model: the gradient norm of every training step is drawn here."
+        return "No training step yet: Train (Ctrl+T) draws ‖g‖ before and after clipping here."
+
+    def _empty_reasons(self) -> dict[str, str | None]:
+        """View name -> why it has nothing to draw (None: it has)."""
+        if self.bus.workspace is None:
+            probe = "Open or create a model: the probe input's gradients are drawn here."
+            return {"through_time": probe, "depth": probe, "history": probe, "params": probe,
+                    "cells": "Open or create a model: Compare cells draws RNN, UGRNN, GRU and "
+                             "LSTM side by side on its probe input.",
+                    "clipping": self._no_norms_reason(), "playground": None}
+        snapshot = self.snapshot
+        probing = "Probing the model on the probe input…"
+        params = snapshot is not None and snapshot.grad_params is not None and len(
+            snapshot.grad_params)
+        return {
+            "through_time": probing if snapshot is None else None if snapshot.grad_time else
+            "No gradient through time steps for this model (see the depth plot).",
+            "depth": probing if snapshot is None else None if (
+                snapshot.grad_depth is not None and len(snapshot.grad_depth)) else
+            "No gradient by depth for this model.",
+            "history": None if self.history_matrix() is not None else probing if snapshot is None
+            else "No gradient history for this model's layers.",
+            "params": None if params else probing if snapshot is None else
+            "No parameter gradients on this probe.",
+            "cells": None if self.cell_curves else "Comparing the cells (Compare cells)…",
+            "clipping": self._no_norms_reason(),
+            "playground": None,
+        }
+
+    def _on_probe_failed(self, message: str) -> None:
+        self.status.setText(message)
+        if self.snapshot is None:  # the views waiting on the probe say why it will not come
+            for name in ("through_time", "depth", "history", "params"):
+                self.views[name].show_message(f"The probe failed: {message}")
+
+    def _show_empty_states(self) -> None:
+        for name, reason in self._empty_reasons().items():
+            self.views[name].set_message(reason)
+
     # -- panel contract -------------------------------------------------------------------------
 
     def has_content(self) -> bool:
@@ -399,7 +475,8 @@ class GradientFlowPanel(Panel):
             "depth": self.depth_plot,
             "params": self.param_curve.plot,
         }
-        return {name: item for name, item in items.items() if not self.views[name].isHidden()}
+        return {name: item for name, item in items.items()  # no figure of empty axes
+                if not self.views[name].isHidden() and not self.views[name].empty}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         playground = (self.slider.value(), self.tanh_box.isChecked(), self.playground_derivative)

@@ -36,6 +36,7 @@ from explorer.runs.compare import (
 )
 from explorer.runs.follow import RunFollower, RunState
 from explorer.ui.bus import AppBus
+from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu
 from explorer.ui.jobs import one_line
 from explorer.ui.panels.base import Panel
@@ -46,6 +47,7 @@ from explorer.ui.plot_style import ViewPages, add_legend, readable_axes
 RUN_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
                "#7f7f7f", "#bcbd22", "#17becf")
 THIS_WINDOW = "this window"
+NO_RUNS = "Add run folders (Add run…, or drop them here) to compare their curves."
 FOLLOW_INTERVAL_MS = 1000
 WINDOW_REDRAW_MS = 1000  # while training, this window's curve is rebuilt at most once a second
 LIST_ROWS = 4  # runs the list shows before it scrolls
@@ -115,7 +117,8 @@ class RunsPanel(Panel):
         self.legend = add_legend(self.plot, below=True, columns=3)
         self.side_by_side = SideBySide(self.job_runner("attention"))
         self.pages = ViewPages()
-        self.pages.add_page("Curves", self.view)
+        self.curves_view = EmptyState(self.view, NO_RUNS)  # no empty axes before a run: why
+        self.pages.add_page("Curves", self.curves_view)
         self.pages.add_page("Side by side", self.side_by_side)
 
         controls = QHBoxLayout()
@@ -357,6 +360,8 @@ class RunsPanel(Panel):
             symbol = "o" if metric in EVAL_METRICS else None
             entry.curve.setData(steps, values, pen=pen, symbol=symbol, symbolSize=5,
                                 symbolBrush=entry.colour, symbolPen=None)
+        self.curves_view.set_message(None if self.has_content() else NO_RUNS if not self.entries
+                                     else f"No run here has recorded {metric or 'a metric'} yet.")
 
     # -- Panel contract --------------------------------------------------------------------------
 
@@ -369,7 +374,8 @@ class RunsPanel(Panel):
                    for entry in self.entries.values())
 
     def plot_items(self) -> dict[str, object]:
-        return {"curves": self.plot, **self.side_by_side.plot_items()}
+        curves = {} if self.curves_view.empty else {"curves": self.plot}  # no empty axes
+        return {**curves, **self.side_by_side.plot_items()}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         metric = self.current_metric()

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.errors import first_line
+from explorer.ui.empty_state import EmptyState
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.decode_form import DecodeSettingsForm
 from explorer.ui.panels.fill_view import FillMaskView
@@ -49,6 +50,7 @@ STRATEGY_FIELDS = {  # the decode settings each strategy reads
     "sample": ("temperature", "top_k", "top_p", "seed", "max_len"),
 }
 SHOW_TOP = 10
+NO_MODEL = "Open or create a model: step through its decoding of the source here (→ = Step)."
 FORCED_COLOR = "#d62728"
 SAMPLE_BARS = 20
 
@@ -78,6 +80,7 @@ class StepDecodingPanel(Panel):
         page.addLayout(self.option_row)
         page.addLayout(self.button_row)
         page.addWidget(self.output_label)
+        page.addWidget(self.attention_note)
         page.addWidget(self.sample_caption)
         page.addWidget(self.views, 1)
         self.fill_view = FillMaskView(bus.state)
@@ -150,6 +153,8 @@ class StepDecodingPanel(Panel):
         self.output_label = QLabel()
         self.output_label.setTextFormat(Qt.RichText)
         self.output_label.setWordWrap(True)
+        self.attention_note = QLabel()
+        self.attention_note.hide()
         self.plots = pg.GraphicsLayoutWidget()
         # Side by side: the charts are as tall as the dock allows, one readable row per token.
         self.topk_chart = BarChart(self.plots.addPlot(row=0, col=0), "p(next token)")
@@ -160,6 +165,7 @@ class StepDecodingPanel(Panel):
         self.sample_chart.set_title("last token drawn from")
         self.picker = AttentionPicker()
         self.picker.changed.connect(self._refresh)
+        self.picker.hide()  # shown with an attention chart
         self.option_row.addWidget(self.picker)
         self.beam_table = QTableWidget(0, 3)
         self.beam_table.setHorizontalHeaderLabels(["live hypothesis", "log p", "length-normalised"])
@@ -168,11 +174,13 @@ class StepDecodingPanel(Panel):
         header.setSectionResizeMode(0, QHeaderView.Stretch)
         self.beam_table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.beam_table.setFocusPolicy(Qt.NoFocus)
+        self.beam_table.hide()  # shown for beam search, once there is a decoder
         self.sample_caption = QLabel()
         self.sample_caption.setWordWrap(True)
         # The charts above, the live beam below; the user drags the handle to share the height.
         self.views = QSplitter(Qt.Vertical)
-        self.views.addWidget(self.plots)
+        self.charts_view = EmptyState(self.plots, NO_MODEL)  # no empty axes without a decoder
+        self.views.addWidget(self.charts_view)
         self.views.addWidget(self.beam_table)
         self.views.setStretchFactor(0, 3)
         self.views.setStretchFactor(1, 1)
@@ -191,13 +199,17 @@ class StepDecodingPanel(Panel):
             self.reset()
 
     def _show_sample_chart(self, shown: bool) -> None:
-        """The third chart column only for sampling (a hidden layout item would keep its room)."""
-        plot, layout = self.sample_chart.plot, self.plots.ci
+        """The third chart column only for sampling."""
+        self._show_chart(self.sample_chart, 2, shown)
+        self.sample_caption.setVisible(shown)
+
+    def _show_chart(self, chart: BarChart, column: int, shown: bool) -> None:
+        """A chart's column in or out of the layout (a hidden layout item would keep its room)."""
+        plot, layout = chart.plot, self.plots.ci
         if shown and plot not in layout.items:
-            layout.addItem(plot, row=0, col=2)
+            layout.addItem(plot, row=0, col=column)
         elif not shown and plot in layout.items:
             layout.removeItem(plot)
-        self.sample_caption.setVisible(shown)
 
     def set_workspace(self, workspace) -> None:
         from explorer.families import family_of
@@ -332,12 +344,15 @@ class StepDecodingPanel(Panel):
         self.force_button.setEnabled(can_force)
         self.force_box.setEnabled(can_force)
         if decoder is None:
-            self.output_label.setText(html.escape(self.error) if self.error else
-                                      "No model yet: train one or open a checkpoint.")
+            self.output_label.setText("")
+            self.charts_view.show_message(f"Cannot decode this source: {self.error}" if self.error
+                                          else NO_MODEL)
             for chart in (self.topk_chart, self.attention_chart, self.sample_chart):
                 chart.clear()
             self.beam_table.setRowCount(0)
+            self.beam_table.hide()
             return
+        self.charts_view.show_view()
         self._show_output()
         self.topk_chart.set_title("next tokens after the best hypothesis" if self.strategy == "beam"
                                   else "most probable next tokens")
@@ -354,9 +369,14 @@ class StepDecodingPanel(Panel):
                                      else None, value_max=1.0)
         attention = decoder.attention
         translates = self.workspace.is_seq2seq  # a language model has no source to attend to
-        self.picker.setVisible(translates)
-        self.attention_chart.set_title("attention over the source" if translates else
-                                       "no source to attend to: a language model reads its prompt")
+        self.picker.setVisible(translates and attention is not None)
+        # no empty chart where there is no attention: one line under the output says why
+        self._show_chart(self.attention_chart, 1, attention is not None)
+        self.attention_note.setVisible(attention is None)
+        self.attention_note.setText(
+            "" if attention is not None else "No attention chart: this model has no attention "
+            "over the source." if translates else
+            "No attention chart: a language model has no source to attend to; it reads its prompt.")
         if attention is None:
             self.attention_chart.clear()
         else:
@@ -420,7 +440,9 @@ class StepDecodingPanel(Panel):
         return self.fill_view.has_content() if self.masked else self.decoder is not None
 
     def plot_items(self) -> dict[str, object]:
-        return {"fill": self.fill_view.plots.ci} if self.masked else {"step": self.plots.ci}
+        if self.masked:
+            return {"fill": self.fill_view.plots.ci}
+        return {} if self.charts_view.empty else {"step": self.plots.ci}  # no empty axes
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         if self.masked:

@@ -35,12 +35,14 @@ from explorer.analysis.whatif import (
     what_if,
     whatif_side,
 )
+from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu, run_export_dialog
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.neighbours_view import isolated_workspace
 from explorer.ui.panels.base import Panel, elide, push_button
 
 CHANGED = "#d62728"  # inserted or changed output tokens
+NO_MODEL = "Open or create a model: pin a source, edit it, and compare the two here."
 NOTHING_PINNED = ("Pin the probe (or an Examples row's \"What if…\") as the original, then edit "
                   "its source here and press Enter.")
 
@@ -176,11 +178,16 @@ class WhatIfPanel(Panel):
         self.maps.addTab(_side_by_side(original.attribution, edited.attribution), "Attribution")
         self.maps.setToolTip("Attention: the last layer's, mean of heads. Attribution: gradient x "
                              "input of each output token's log-probability")
+        body = QWidget()
+        body_layout = QVBoxLayout(body)
+        body_layout.setContentsMargins(0, 0, 0, 0)
+        body_layout.addWidget(_side_by_side(original.texts(), edited.texts()))
+        body_layout.addWidget(self.maps, 1)
+        self.view = EmptyState(body, NO_MODEL)  # no side yet: one line, no empty maps
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.status)
-        layout.addWidget(_side_by_side(original.texts(), edited.texts()))
-        layout.addWidget(self.maps, 1)
+        layout.addWidget(self.view, 1)
         self._enable()
         bus.whatif_requested.connect(self.pin)
         bus.workspace_changed.connect(self._on_workspace)
@@ -303,6 +310,8 @@ class WhatIfPanel(Panel):
     def _say(self, message: str) -> None:
         self.message = message
         self.status.setText(message)
+        self.view.set_message(None if self.original is not None else
+                              NO_MODEL if self.workspace is None else message or "Computing…")
 
     # -- panel contract --------------------------------------------------------------------------
 
@@ -311,6 +320,8 @@ class WhatIfPanel(Panel):
 
     def plot_items(self) -> dict[str, object]:
         items = {}
+        if self.original is None:
+            return items  # no figure of empty maps
         for name, view in self.sides.items():
             if not view.attention.isHidden():
                 items[f"{name}_attention"] = view.attention.ci
