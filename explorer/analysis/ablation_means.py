@@ -19,7 +19,7 @@ import torch
 
 from explorer.analysis.activations import list_points
 from explorer.analysis.examples import examples_of
-from explorer.analysis.interventions import _HEADS, head_means
+from explorer.analysis.interventions import _HEADS, UNIT_KIND, head_means
 from explorer.errors import UserError
 from explorer.families import family_of
 
@@ -30,7 +30,7 @@ _LOCK = threading.Lock()
 
 def ablatable_points(model, inputs: tuple) -> list[str]:
     """The points ablation replaces: every attention head output (z) and RNN hidden state (h)."""
-    return [p.name for p in list_points(model, inputs) if _HEADS.match(p.name) or p.kind == "h"]
+    return [p.name for p in list_points(model, inputs) if _HEADS.match(p.name) or p.kind == UNIT_KIND]
 
 
 def _weights_key(model, examples: int) -> tuple:

@@ -25,6 +25,7 @@ from explorer.errors import UserError
 from explorer.families import family_of
 
 ABLATIONS = ("zero", "mean")
+UNIT_KIND = "h"  # the RNN points whose units are ablated: the hidden states
 _HEADS = re.compile(r"(.+)\.blocks\.(\d+)\.(attn|cross_attn)\.hook_z$")
 _RESID = re.compile(r"(.+)\.blocks\.(\d+)\.hook_resid_pre$")
 
@@ -35,6 +36,7 @@ class AblationEffect:
     clean: np.ndarray  # (R,) log p of each output token
     ablated: np.ndarray  # (R,)
     attention_change: dict[str, float] = field(default_factory=dict)  # pattern -> max |Δ weight|
+    unit_points: dict[str, int] = field(default_factory=dict)  # RNN state point -> its units, to ablate
 
 
 def point_label(name: str) -> str:
@@ -44,6 +46,43 @@ def point_label(name: str) -> str:
         return name
     stack, layer, part = match.groups()
     return f"{stack} {layer_label(int(layer))}" + (" cross" if part == "cross_attn" else "")
+
+
+def unit_point_label(name: str) -> str:
+    """"encoder.rnn.l1.bwd.hook_h" -> "encoder layer 2 backward", as the hidden panel numbers layers."""
+    match = re.match(r"(?:(.+)\.)?rnn\.l(\d+)\.(fwd|bwd)\.hook_h$", name)
+    if match is None:
+        return name
+    stack, layer, direction = match.groups()
+    return " ".join(filter(None, [stack, layer_label(int(layer)), "forward" if direction == "fwd" else "backward"]))
+
+
+def parse_units(text: str, count: int) -> list[int]:
+    """"3, 7, 10-12" -> [3, 7, 10, 11, 12]: units numbered from 0 below `count`; one line
+    (UserError) for anything else."""
+    units: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        bounds = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
+        if bounds is None:
+            raise UserError(f"{part!r} is not a unit or a range of units (e.g. 3, 7, 10-12)")
+        first, last = int(bounds[1]), int(bounds[2] or bounds[1])
+        if first > last:
+            raise UserError(f"the range {part!r} runs backwards; write it low-high")
+        if last >= count:
+            raise UserError(f"unit {last} is out of range: this layer has units 0-{count - 1}")
+        units.update(range(first, last + 1))
+    return sorted(units)
+
+
+def format_units(units: list[int]) -> str:
+    """[3, 7, 10, 11, 12] -> "3, 7, 10-12": parse_units' inverse."""
+    runs: list[list[int]] = []
+    for unit in sorted(units):
+        if runs and unit == runs[-1][1] + 1:
+            runs[-1][1] = unit
+        else:
+            runs.append([unit, unit])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 @dataclass
@@ -167,14 +206,15 @@ def ablation_effect(workspace, source: str, target: str = "", heads=None, units=
     """The output tokens' log-probabilities and the attention maps, clean and ablated."""
     model = workspace.model
     item = attribution_input(workspace, source, target)
-    patterns = [p.name for p in list_points(model, _model_inputs(model, item))
-                if p.name.endswith("hook_pattern") and not p.per_step]
+    points = list_points(model, _model_inputs(model, item))
+    patterns = [p.name for p in points if p.name.endswith("hook_pattern") and not p.per_step]
     with _Eval(model):
         clean = run_with(model, _model_inputs(model, item), read=patterns)
     ablated = ablate(model, item, heads, units, mode, means, read=patterns)
     change = {name: float((ablated.values[name] - clean.values[name]).abs().max()) for name in patterns}
     return AblationEffect([row.label for row in item.rows], _log_probs(clean.logits, item)[0].numpy(),
-                          _log_probs(ablated.logits, item)[0].numpy(), change)
+                          _log_probs(ablated.logits, item)[0].numpy(), change,
+                          {p.name: p.shape[-1] for p in points if p.kind == UNIT_KIND})
 
 
 def head_importance(workspace, source: str, target: str = "", mode: str = "zero",

@@ -42,6 +42,7 @@ class AppBus(QObject):
     # an explorer.analysis.top_examples.ActivityQuery (a unit or a head): the Examples panel lists
     # the examples where it is most active
     top_examples_requested = Signal(object)
+    units_selected = Signal(object)  # the Hidden panel's unit selection: (RNN state point, [units])
 
     def __init__(self, parent: QObject | None = None, state=None) -> None:
         from explorer.state import AppState

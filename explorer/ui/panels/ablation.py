@@ -8,6 +8,10 @@ mean output over the validation data (ablation_means, computed once per weights 
 it); the panel then shows each output token's log-probability with and without the set, and how
 far the attention maps moved. The weights are never changed: Undo clears the set. With a corrupted
 input of the same length, "Patch" draws the recovered logit difference, layer × position.
+
+A recurrent model has no heads: the panel ablates the hidden units typed for a layer and direction
+(an RNN state point, "3, 7, 10-12", or the Hidden panel's selection), and draws each output
+token's log-probability with and without them, beside how far the attention moved.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QComboBox,
     QGridLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QProgressBar,
@@ -37,8 +42,13 @@ from explorer.analysis.interventions import (
     PatchingResult,
     ablation_effect,
     activation_patching,
+    format_units,
     head_importance,
+    parse_units,
+    unit_point_label,
 )
+from explorer.errors import UserError
+from explorer.families import family_of
 from explorer.export.tables import matrix_table
 from explorer.ui.bus import AppBus
 from explorer.ui.empty_state import EmptyState
@@ -47,7 +57,8 @@ from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.stoppable import StoppableJob
 
-NO_MODEL = "Open or create a Transformer: how much each attention head matters is drawn here."
+NO_MODEL = ("Open or create a model: for a Transformer, how much each attention head matters; for an "
+            "RNN, the output's log-probability with the hidden units you choose ablated.")
 DATA_EXAMPLES = 32  # validation examples each head's loss or BLEU (and its mean output) is measured on
 ABLATION_LABELS = {"zero": "zero", "mean": "mean over validation data"}
 
@@ -66,6 +77,10 @@ class AblationPanel(StoppableJob, Panel):
         self.effect: AblationEffect | None = None
         self.patching: PatchingResult | None = None
         self.chosen: set[tuple[int, int]] = set()  # (layer, head) in the ablation set
+        self.units: dict[str, list[int]] = {}  # RNN state point -> its units in the ablation set
+        self.unit_counts: dict[str, int] = {}  # each RNN state point's number of units
+        self.recurrent = False
+        self.hidden_selection: tuple[str, list[int]] | None = None  # the Hidden panel's last one
         self.runner = self.job_runner("interventions")
 
         self.mode_box = QComboBox()
@@ -101,22 +116,45 @@ class AblationPanel(StoppableJob, Panel):
         self.status = QLabel("Open a Transformer to see its heads.")
         self.status.setWordWrap(True)
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.point_box = QComboBox()
+        self.point_box.setToolTip("The RNN layer and direction whose hidden units (h_t) are ablated")
+        self.units_edit = QLineEdit()
+        self.units_edit.setPlaceholderText("units, e.g. 3, 7, 10-12")
+        self.units_edit.setToolTip("Hidden units to ablate in that layer, numbered from 0 as in the "
+                                   "Hidden panel; empty: none there")
+        self.apply_button = QPushButton("Apply")
+        self.apply_button.setToolTip("Ablate these units at every step (Enter)")
+        self.from_hidden_button = QPushButton("From Hidden")
+        self.from_hidden_button.setToolTip("Take the units selected in the Hidden panel (drag across "
+                                           "its tokens first)")
+        self.from_hidden_button.setEnabled(False)
+        importance_label = QLabel("Importance on")
         controls = QGridLayout()
         controls.addWidget(QLabel("Ablation"), 0, 0)
         controls.addWidget(self.mode_box, 0, 1)
         controls.addWidget(self.undo_button, 0, 2)
-        controls.addWidget(QLabel("Importance on"), 0, 3)
+        controls.addWidget(importance_label, 0, 3)
         controls.addWidget(self.metric_box, 0, 4)
         controls.addWidget(self.stop_button, 0, 5)
         controls.addWidget(self.corrupted_edit, 1, 0, 1, 2)
         controls.addWidget(self.patch_button, 1, 2)
+        units_row = QHBoxLayout()
+        for widget in (self.point_box, self.units_edit, self.apply_button, self.from_hidden_button):
+            units_row.addWidget(widget)
+        controls.addLayout(units_row, 2, 0, 1, 6)
+        self.head_controls = [importance_label, self.metric_box, self.stop_button, self.corrupted_edit,
+                              self.patch_button]
+        self.unit_controls = [self.point_box, self.units_edit, self.apply_button, self.from_hidden_button]
         self.importance_map = HeatmapWidget("CET-D1", levels=None, symmetric=True, row_title="layer",
                                             col_title="head", value_name="drop in log p")
         self.patching_map = HeatmapWidget("CET-D1", levels=None, symmetric=True, row_title="layer",
                                           col_title="position", value_name="recovered")
+        self.effect_map = HeatmapWidget("viridis", levels=None, row_title="", col_title="output",
+                                        value_name="log p")
         self.stack = QStackedWidget()
         self.stack.addWidget(self.importance_map)
         self.stack.addWidget(self.patching_map)
+        self.stack.addWidget(self.effect_map)
         layout = QVBoxLayout(self)
         layout.addLayout(controls)
         layout.addWidget(self.progress)
@@ -133,6 +171,10 @@ class AblationPanel(StoppableJob, Panel):
         self.undo_button.clicked.connect(self.undo)
         self.patch_button.clicked.connect(self.patch)
         self.corrupted_edit.returnPressed.connect(self.patch)
+        self.apply_button.clicked.connect(self.apply_units)
+        self.units_edit.returnPressed.connect(self.apply_units)
+        self.point_box.currentIndexChanged.connect(self._show_point_units)
+        self.from_hidden_button.clicked.connect(self.take_hidden_selection)
         QShortcut(QKeySequence.StandardKey.Undo, self, self.undo,
                   context=Qt.ShortcutContext.WidgetWithChildrenShortcut)  # the panel's own Ctrl+Z
         self.importance_map.scene().sigMouseClicked.connect(self._on_click)
@@ -140,14 +182,33 @@ class AblationPanel(StoppableJob, Panel):
         self.runner.failed.connect(self._on_failed)
         bus.workspace_changed.connect(self.set_workspace)
         bus.probe.connect(self._on_probe)
+        bus.units_selected.connect(self._on_units_selected)
         install_export_menu(self)
+        self._show_controls()
 
     def set_workspace(self, workspace) -> None:
         self.chosen.clear()
+        self.units.clear()
+        self.unit_counts.clear()
+        self.point_box.clear()
+        self.units_edit.clear()
+        recurrent = workspace is not None and family_of(workspace.model).recurrent
+        kind_changed, self.recurrent = recurrent != self.recurrent, recurrent
+        self._show_controls()
         if workspace is None:
             self.view.show_message(NO_MODEL)
-        elif self.view.empty:
-            self.view.show_message("Waiting for the probe: each head is then ablated in turn.")
+        elif self.view.empty or kind_changed:  # the other kind's result would not fit the model
+            self.importance = self.effect = self.patching = None
+            self.view.show_message("Waiting for the probe: then choose hidden units to ablate."
+                                   if self.recurrent else
+                                   "Waiting for the probe: each head is then ablated in turn.")
+
+    def _show_controls(self) -> None:
+        """Heads (importance, patching) for a Transformer; units for an RNN."""
+        for widget in self.head_controls:
+            widget.setVisible(not self.recurrent)
+        for widget in self.unit_controls:
+            widget.setVisible(self.recurrent)
 
     def _on_failed(self, _job: int, message: str) -> None:
         self.status.setText(message)
@@ -169,6 +230,9 @@ class AblationPanel(StoppableJob, Panel):
             return
         self.stop_event.set()  # an older run stops at its next head
         self.stop_event = threading.Event()
+        if self.recurrent:
+            self._submit_units()
+            return
         metric, mode = self.metric_box.currentData(), self.mode_box.currentData()
         if metric == "probe":
             self._say_while_empty("Ablating each head…")
@@ -203,8 +267,60 @@ class AblationPanel(StoppableJob, Panel):
         self.runner.submit(_effect, self.workspace, source, target, self._heads(),
                            self.mode_box.currentData(), DATA_EXAMPLES)
 
+    def apply_units(self) -> None:
+        """The typed units become the chosen layer's ablation set; a bad list is one line in the
+        status and changes nothing."""
+        point = self.point_box.currentData()
+        if point is None or self.workspace is None or self.training:
+            return
+        try:
+            units = parse_units(self.units_edit.text(), self.unit_counts[point])
+        except UserError as exc:
+            self.status.setText(str(exc))
+            return
+        if units:
+            self.units[point] = units
+        else:
+            self.units.pop(point, None)
+        self._submit_units()
+
+    def _submit_units(self) -> None:
+        source, target = self.probe_text
+        if self.workspace is None or not (source or target) or self.training:
+            return
+        # nothing ablated: the clean pass only (no validation means needed)
+        mode = self.mode_box.currentData() if self.units else "zero"
+        self.runner.submit(_effect, self.workspace, source, target, None, mode, DATA_EXAMPLES,
+                           dict(self.units))
+
+    def _show_point_units(self) -> None:
+        point = self.point_box.currentData()
+        self.units_edit.setText(format_units(self.units.get(point, [])))
+
+    def _on_units_selected(self, selection) -> None:
+        """The Hidden panel selected units (point, units): offered by "From Hidden"."""
+        self.hidden_selection = selection
+        self.from_hidden_button.setEnabled(selection is not None)
+
+    def take_hidden_selection(self) -> None:
+        if self.hidden_selection is None:
+            return
+        point, units = self.hidden_selection
+        index = self.point_box.findData(point)
+        if index < 0:
+            self.status.setText("The Hidden panel's selection is not in a hidden state of this model.")
+            return
+        self.point_box.setCurrentIndex(index)
+        self.units_edit.setText(format_units(units))
+        self.apply_units()
+
     def undo(self) -> None:
         self.chosen.clear()
+        if self.recurrent:
+            self.units.clear()
+            self.units_edit.clear()
+            self._submit_units()
+            return
         self.ablate()
 
     def patch(self) -> None:
@@ -222,6 +338,9 @@ class AblationPanel(StoppableJob, Panel):
             self.chosen = {c for c in self.chosen if c[0] < len(result.layers)}
             self.stack.setCurrentWidget(self.importance_map)
             self._draw_importance()
+        elif isinstance(result, AblationEffect) and self.recurrent:
+            self.effect = result
+            self._draw_unit_effect()
         elif isinstance(result, AblationEffect):
             self.effect = result
             self._draw_importance()
@@ -249,16 +368,38 @@ class AblationPanel(StoppableJob, Panel):
         self.status.setText(f"ablated {marked}: log p {effect.clean.sum():.3f} → {effect.ablated.sum():.3f}; "
                             f"attention moved up to {moved:.3f}")
 
+    def _draw_unit_effect(self) -> None:
+        effect = self.effect
+        if not self.unit_counts:  # the first result lists the model's RNN state points
+            self.unit_counts = dict(effect.unit_points)
+            for point in self.unit_counts:
+                self.point_box.addItem(unit_point_label(point), point)
+        self.stack.setCurrentWidget(self.effect_map)
+        self.effect_map.set_matrix(np.stack([effect.clean, effect.ablated]), ["log p", "ablated"],
+                                   effect.rows)
+        self.effect_map.set_title("log p of each output token, with and without the ablated units")
+        if not self.units:
+            self.status.setText("Type units for a layer and Apply to ablate them.")
+            return
+        marked = "; ".join(f"{unit_point_label(point)} units {format_units(units)}"
+                           for point, units in self.units.items())
+        moved = max(effect.attention_change.values(), default=None)
+        attention = "" if moved is None else f"; attention moved up to {moved:.3f}"
+        self.status.setText(f"ablated {marked} ({ABLATION_LABELS[self.mode_box.currentData()]}): "
+                            f"log p {effect.clean.sum():.3f} → {effect.ablated.sum():.3f}{attention}")
+
     # -- panel contract -------------------------------------------------------------------------
 
     def busy(self) -> bool:
         return super().busy() or self.bus.probing
 
     def has_content(self) -> bool:
-        return self.importance is not None
+        return self.importance is not None or (self.recurrent and self.effect is not None)
 
     def plot_items(self) -> dict[str, object]:
         items = {"importance": self.importance_map.ci} if self.importance is not None else {}
+        if self.recurrent and self.effect is not None:
+            items["units"] = self.effect_map.ci
         if self.patching is not None:
             items["patching"] = self.patching_map.ci
         return items
@@ -288,6 +429,6 @@ def _importance_on_probe(workspace, source, target, mode, examples, progress):
     return head_importance(workspace, source, target, mode, _means(workspace, mode, examples), progress)
 
 
-def _effect(workspace, source, target, heads, mode, examples):
-    return ablation_effect(workspace, source, target, heads=heads, mode=mode,
+def _effect(workspace, source, target, heads, mode, examples, units=None):
+    return ablation_effect(workspace, source, target, heads=heads, units=units, mode=mode,
                            means=_means(workspace, mode, examples))

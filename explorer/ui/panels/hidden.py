@@ -302,6 +302,7 @@ class HiddenPanel(Panel):
     def select_span(self, start: int, end: int) -> None:
         """Units on over tokens [start, end) and off around them; then their matches."""
         from explorer.analysis.selection import select_units
+        from explorer.analysis.top_examples import point_of_layer
 
         current = self.current_matrix()
         if current is None:
@@ -321,6 +322,9 @@ class HiddenPanel(Panel):
         self.matches = None
         if len(units) and stream_name is not None:
             self._with_streams(lambda: self._show_matches(stream_name))
+        point = point_of_layer(stream_name) if stream_name is not None else None
+        # the Ablation panel offers these units ("From Hidden")
+        self.bus.units_selected.emit((point, [int(u) for u in units]) if point and len(units) else None)
 
     def _show_matches(self, stream_name: str) -> None:
         from explorer.analysis.selection import find_matches, match_context
