@@ -83,11 +83,14 @@ def test_lstm_hidden_panel_draws_hovers_selects_and_exports(qtbot, tmp_path):
     panel.select_span(1, 4)
     assert panel.traces_view.empty and panel.traces_view.message == NO_UNIT_ON  # none off around
     assert panel.heatmap.span() == (1, 4)
+    offered = []  # what the Ablation panel's "From Hidden" takes
+    panel.bus.units_selected.connect(offered.append)
     panel.threshold.setValue(0)
     selection = panel.selection
     h = snapshot.layers[0].hidden
     expected = [u for u in range(h.shape[0]) if h[u, 1:4].min() > 0 and max(h[u, 0], h[u, 4]) <= 0]
     assert sorted(selection.units.tolist()) == expected
+    assert offered[-1] == (("lm.rnn.l0.fwd.hook_h", selection.units.tolist()) if expected else None)
     assert panel.traces_view.empty == (not expected)
     if expected:
         assert "traces" in panel.plot_items()
