@@ -4,7 +4,9 @@ kept so while the panel redraws.
 A panel sets its sizes in many ways: pyqtgraph axis tick fonts and label styles (CSS in HTML),
 plot titles and legend entries (LabelItem sizes), TextItems in a plot (the beam tree's tokens, the
 architecture diagram's blocks), fixed axis widths measured in the normal font, pens, widget fonts
-set explicitly and style sheets with a font-size. `Scaling` reconciles each of those properties:
+set explicitly and style sheets with a font-size; and what is drawn at a fixed size beside text:
+check box indicators (a style sheet rule, QCheckBox::indicator) and scatter markers (the beam
+tree's nodes). `Scaling` reconciles each of those properties:
 a pass sets the scaled value where the property does not hold it (the panel set it anew, or the
 item is new), remembering the panel's own value; `undo()` puts the panel's values back where the
 scaled ones are still in place. Passes repeat while presenting, so live redraws stay scaled.
@@ -22,6 +24,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QApplication,
+    QCheckBox,
     QGraphicsItem,
     QGraphicsLineItem,
     QGraphicsPathItem,
@@ -30,6 +33,7 @@ from PySide6.QtWidgets import (
     QGraphicsTextItem,
     QGraphicsView,
     QHeaderView,
+    QStyle,
     QTableView,
     QWidget,
 )
@@ -38,11 +42,22 @@ HIGH_CONTRAST_MAP = "inferno"  # dark to bright yellow: readable on a projector
 MIN_TICK_PT = 8.0  # pyqtgraph's tiny default tick font grows from at least this
 SIZE_RESOLVED = 0x2  # QFont::SizeResolved (PySide6 does not export the enum)
 _CSS_SIZE = re.compile(r"(font-size:\s*)([\d.]+)(pt|px)")
+_INDICATOR = re.compile(r" ?QCheckBox::indicator \{ width: \d+px; height: \d+px; \}")  # indicator_css's
 
 
 def scaled_css(text: str, zoom: float) -> str:
     """Every `font-size: N pt|px` in a style sheet, `zoom` times larger."""
     return _CSS_SIZE.sub(lambda m: f"{m[1]}{float(m[2]) * zoom:g}{m[3]}", text)
+
+
+def indicator_css(checkbox: QCheckBox, css: str, zoom: float) -> str:
+    """A check box's style sheet with its indicator (a fixed pixel size in the style) `zoom` times
+    larger; its other rules as they were."""
+    style = checkbox.style()
+    width = style.pixelMetric(QStyle.PixelMetric.PM_IndicatorWidth, None, checkbox)
+    height = style.pixelMetric(QStyle.PixelMetric.PM_IndicatorHeight, None, checkbox)
+    rule = f"QCheckBox::indicator {{ width: {round(width * zoom)}px; height: {round(height * zoom)}px; }}"
+    return f"{css} {rule}" if css else rule
 
 
 def scaled_size(size: str | None, zoom: float) -> str:
@@ -133,11 +148,15 @@ class Scaling:
 
     def _widget_properties(self, widget: QWidget):
         zoom = self.zoom
-        css = widget.styleSheet()
-        if "font-size" in css:
-            yield widget, "css", _Property(widget.styleSheet, widget.setStyleSheet,
-                                           lambda s: scaled_css(s, zoom))
-        elif widget is not self.root and (css or (
+        css = _INDICATOR.sub("", widget.styleSheet())  # the panel's own rules
+        checkbox = isinstance(widget, QCheckBox)
+        if "font-size" in css or checkbox:
+            def scale(sheet, w=widget):
+                sheet = scaled_css(sheet, zoom)
+                return indicator_css(w, sheet, zoom) if checkbox else sheet
+
+            yield widget, "css", _Property(widget.styleSheet, widget.setStyleSheet, scale)
+        if "font-size" not in css and widget is not self.root and (css or (
                 widget.testAttribute(Qt.WidgetAttribute.WA_SetFont)
                 and widget.font().resolveMask() & SIZE_RESOLVED)):
             # an explicit size, or a style sheet's font (taken once from the application's), does
@@ -201,6 +220,11 @@ class Scaling:
         elif isinstance(item, (QGraphicsRectItem, QGraphicsLineItem, QGraphicsPathItem)):
             yield item, "pen", _Property(lambda: pg.mkPen(item.pen()), item.setPen,
                                          lambda p: scaled_pen(p, zoom))
+        elif isinstance(item, pg.ScatterPlotItem) and not isinstance(item.parentItem(), pg.PlotDataItem):
+            # markers of the default size (the beam tree's nodes); a PlotDataItem sets its own
+            if isinstance(item.opts["size"], (int, float)):
+                yield item, "size", _Property(lambda: item.opts["size"], item.setSize,
+                                              lambda size: size * zoom)
         elif isinstance(item, pg.ColorBarItem):
             yield item, "map", _Property(item.colorMap, item.setColorMap, lambda _m: self._map,
                                          same=lambda a, b: a is b)

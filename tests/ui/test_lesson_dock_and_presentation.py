@@ -281,3 +281,49 @@ def test_a_broken_lesson_opened_in_the_app_says_one_line_naming_its_line(make_ma
     assert window.controller.workspace is workspace
     for box in list(window.error_boxes):
         box.close()
+
+
+def _indicator_size(box) -> tuple[int, int]:
+    """A check box's indicator as its style lays it out (a style sheet's rule included)."""
+    from PySide6.QtWidgets import QStyle, QStyleOptionButton
+
+    option = QStyleOptionButton()
+    box.initStyleOption(option)
+    rect = box.style().subElementRect(QStyle.SubElement.SE_CheckBoxIndicator, option, box)
+    return rect.width(), rect.height()
+
+
+def test_check_box_indicators_and_beam_markers_grow_at_x2_and_come_back(make_main_window, qtbot,
+                                                                        tiny_workspace):
+    """Check boxes' indicators and the beam tree's node markers are drawn at fixed pixel sizes:
+    at ×2 both are at least 1.5 times as large, nodes drawn meanwhile too; leaving gives back
+    exactly the sizes and style sheets from before."""
+    window = make_main_window()
+    window.resize(1280, 800)
+    window.show()
+    qtbot.waitExposed(window)
+    window.controller.set_workspace(tiny_workspace)
+    panel = window.panels["beam"]
+    window.show_panel("beam")
+    qtbot.waitUntil(lambda: panel.has_content() and not panel.busy(), timeout=60_000)
+    box, nodes = panel.pruned_box, panel.node_items["kept"]
+    font = box.font().pointSizeF()
+    indicator, sheet = _indicator_size(box), box.styleSheet()
+    marker = nodes.opts["size"]
+    drawn = [p.size() for p in nodes.points()]
+    assert drawn and set(drawn) == {marker}
+
+    window.presentation.enter("beam")
+    assert window.presentation.zoom["beam"] == 2.0
+    width, height = _indicator_size(box)
+    assert width >= 1.5 * indicator[0] and height >= 1.5 * indicator[1]
+    assert box.font().pointSizeF() == 2 * font  # its text still follows the presentation font
+    assert nodes.opts["size"] >= 1.5 * marker and {p.size() for p in nodes.points()} == {nodes.opts["size"]}
+    panel.pruned_box.toggle()  # drawn anew without the pruned nodes (the greedy path may end in one)
+    qtbot.waitUntil(lambda: window.presentation.scaling.apply() == 0)
+    assert all(p.size() >= 1.5 * marker for p in nodes.points())
+
+    window.presentation.leave()
+    assert _indicator_size(box) == indicator and box.styleSheet() == sheet
+    assert box.font().pointSizeF() == font
+    assert nodes.opts["size"] == marker and {p.size() for p in nodes.points()} == {marker}

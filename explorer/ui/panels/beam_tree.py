@@ -9,6 +9,8 @@ small pool of TextItems shown for the nodes in view once zoomed in far enough.
 
 from __future__ import annotations
 
+from itertools import takewhile
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, Signal
@@ -336,17 +338,18 @@ class BeamTreePanel(Panel):
         self.nbest_line.setData(xy[:, 0], xy[:, 1], connect="pairs")
 
         greedy = self.result.greedy
-        chain = [self._xy(n) for n in [0, *self.tree.greedy_nodes]]
+        # its nodes up to the first hidden one (a pruned node, with "Show pruned" off)
+        shown = list(takewhile(lambda node: node in self._row_of, self.tree.greedy_nodes))
+        chain = [self._xy(n) for n in [0, *shown]]
         ghosts = []
-        if greedy is not None and len(self.tree.greedy_nodes) < len(greedy.token_ids):
-            # The greedy path left the beam: draw the rest on its own row below the tree.
+        if greedy is not None and len(shown) < len(greedy.token_ids):
+            # The greedy path left the beam (or the tree shown): draw the rest on its own row below.
             row = self.layout_.rows + 0.5
-            ghosts = [(position, row) for position in range(len(self.tree.greedy_nodes),
-                                                             len(greedy.token_ids))]
+            ghosts = [(position, row) for position in range(len(shown), len(greedy.token_ids))]
         line = np.array(chain + ghosts, dtype=float)  # (P, 2)
         self.greedy_line.setData(line[:, 0], line[:, 1])
         self._ghosts = ghosts
-        positions = list(range(len(self.tree.greedy_nodes), len(self.tree.greedy_nodes) + len(ghosts)))
+        positions = list(range(len(shown), len(shown) + len(ghosts)))
         self.greedy_ghosts.setData(x=[g[0] for g in ghosts], y=[g[1] for g in ghosts],
                                    data=positions)
 
