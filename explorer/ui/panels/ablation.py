@@ -117,6 +117,7 @@ class AblationPanel(StoppableJob, Panel):
         self.status.setWordWrap(True)
         self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.point_box = QComboBox()
+        self.point_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)  # "encoder layer 1 backward"
         self.point_box.setToolTip("The RNN layer and direction whose hidden units (h_t) are ablated")
         self.units_edit = QLineEdit()
         self.units_edit.setPlaceholderText("units, e.g. 3, 7, 10-12")
