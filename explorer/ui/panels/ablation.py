@@ -48,8 +48,8 @@ from explorer.analysis.interventions import (
     unit_point_label,
 )
 from explorer.errors import UserError
-from explorer.families import family_of
 from explorer.export.tables import matrix_table
+from explorer.families import family_of
 from explorer.ui.bus import AppBus
 from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu
