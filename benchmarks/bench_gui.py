@@ -53,8 +53,9 @@ def headless_tokens_per_s(steps: int) -> float:
     return tokens / (time.perf_counter() - started)
 
 
-def app_run(steps: int) -> dict:
-    """Train in the real main window; measure tokens/s and the lateness of a 10 ms GUI timer."""
+def app_run(steps: int, profiler=None) -> dict:
+    """Train in the real main window; measure tokens/s and the lateness of a 10 ms GUI timer.
+    `profiler` (a cProfile.Profile, say) runs on the GUI thread while it trains."""
     from PySide6.QtCore import QSettings, QTimer
     import tempfile
 
@@ -88,10 +89,16 @@ def app_run(steps: int) -> dict:
     window.controller.training_finished.connect(lambda _: app.quit())
     started, gui_cpu = time.perf_counter(), time.thread_time()
     timer.start()
+    if profiler is not None:
+        profiler.enable()
     window.controller.train()
     app.exec()
+    if profiler is not None:
+        profiler.disable()
     elapsed = time.perf_counter() - started
-    result["gui_cpu_share"] = (time.thread_time() - gui_cpu) / elapsed  # this (the GUI) thread
+    gui_cpu = time.thread_time() - gui_cpu  # this (the GUI) thread's, while it trained
+    result["gui_cpu_share"] = gui_cpu / elapsed
+    result["gui_cpu_ms_per_100_steps"] = 1000 * gui_cpu * 100 / steps
     timer.stop()
     result["tokens_per_s"] = result["tokens"] / elapsed
     window.close()
@@ -182,6 +189,7 @@ def main() -> int:
         "throughput_ratios": [round(r, 3) for r in ratios],
         "throughput_ratio": round(statistics.median(ratios), 3),
         "gui_thread_cpu_share": round(statistics.median(run["gui_cpu_share"] for run in app_runs), 3),
+        "gui_cpu_ms_per_100_steps": [round(run["gui_cpu_ms_per_100_steps"]) for run in app_runs],
         "rounds": args.rounds,
         "timer_ticks": len(lateness),
         "timer_late_p50_ms": round(statistics.median(lateness), 2) if lateness else None,

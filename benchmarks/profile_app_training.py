@@ -1,6 +1,7 @@
 """Where the training thread spends its time when the app trains (bench_gui.py's in-app run).
 
     python benchmarks/profile_app_training.py [--steps 600] [--rounds 1] [--threads 1]
+    python benchmarks/profile_app_training.py --gui-profile [--steps 600]
 
 1. Time accounting per thread (Linux /proc/thread-self/schedstat): for headless training's thread,
    the app's training thread and the app's GUI thread, the wall time split into CPU time, time
@@ -10,6 +11,8 @@
    steps and the work between steps (probe, run rows and snapshots, signals).
 2. The training thread's extra work (the run's snapshots and rows, the probe and its parts, the
    embeddings' copy), timed by wrapping the app's own functions, as shares of the wall time.
+3. `--gui-profile`: instead, one in-app run with cProfile timing the GUI thread's CPU
+   (time.thread_time) while it trains: its CPU ms per 100 steps, split by the app's callers.
 """
 
 from __future__ import annotations
@@ -141,12 +144,26 @@ def account_app(bench_gui, steps: int) -> list[tuple[str, Account]]:
             ("  between steps", between), ("app GUI thread (window, train, wait)", gui)]
 
 
+def profile_gui_thread(bench_gui, steps: int) -> None:
+    """The GUI thread's CPU while the app trains, by caller (the app's own functions)."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile(time.thread_time)  # CPU, not wall: the machine is shared
+    result = bench_gui.app_run(steps, profiler)
+    print(f"GUI thread: {result['gui_cpu_ms_per_100_steps']:.0f} ms CPU per 100 steps (profiled), "
+          f"{result['tokens_per_s']:,.0f} tokens/s, load {os.getloadavg()[0]:.1f}")
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats("explorer", 40)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--rounds", type=int, default=1, help="headless, in-app pairs")
     parser.add_argument("--threads", type=int, default=1,
                         help="CPU threads on both sides (1: the GIL, not the cores, decides)")
+    parser.add_argument("--gui-profile", action="store_true",
+                        help="profile the GUI thread's CPU by caller during one in-app run")
     args = parser.parse_args()
     import bench_gui
 
@@ -156,6 +173,10 @@ def main() -> None:
     from explorer.runs.writer import RunWriter
 
     bench_gui.THREADS[0] = args.threads
+    if args.gui_profile:
+        bench_gui.headless_tokens_per_s(20)  # imports and first-use costs out of the run
+        profile_gui_thread(bench_gui, args.steps)
+        return
     mark_steps(engine)
     timed(engine.Trainer, "_evaluate", "evaluations")
     timed(RunWriter, "snapshot", "run snapshots (write + fsync)")

@@ -23,13 +23,15 @@ def _one_line(exc: Exception) -> str:
     return text[:300] if text else type(exc).__name__
 
 
-def _check_config(folder: Path) -> None:
+def _check_config(folder: Path):
     """transformers' own validation of config.json, so a bad field is reported as the file's
-    (it is read again by the tokenizer, whose error named neither file nor value)."""
+    (it is read again by the tokenizer, whose error named neither file nor value); -> the config,
+    which the model is then built from (not parsed a second time)."""
     from transformers import AutoConfig
 
     try:
-        AutoConfig.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
+        return AutoConfig.from_pretrained(str(folder), local_files_only=True,
+                                          trust_remote_code=False)
     except Exception as exc:  # noqa: BLE001 - a field of the wrong type or value
         raise UserError(f"{folder / 'config.json'}: {_one_line(exc)}") from None
 
@@ -142,11 +144,12 @@ def open_hf_model(path):
         raise UserError(f"{name}: unknown model_type {config['model_type']!r} (transformers "
                         f"{transformers.__version__} does not know it)")
     family = hf_family_of(config, name)
-    _check_config(folder)
+    hf_config = _check_config(folder)
     try:
         with warnings.catch_warnings():  # e.g. Marian's "Recommended: pip install sacremoses"
             warnings.simplefilter("ignore")
-            hf_tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True,
+            hf_tokenizer = AutoTokenizer.from_pretrained(str(folder), config=hf_config,
+                                                         local_files_only=True,
                                                          trust_remote_code=False)
     except Exception as exc:  # noqa: BLE001 - broken or missing tokenizer files
         raise UserError(f"{name}: cannot load the tokenizer ({_one_line(exc)})"
@@ -155,7 +158,7 @@ def open_hf_model(path):
     auto_class = getattr(transformers, family.auto_class)
     try:
         hf_model = auto_class.from_pretrained(
-            str(folder), local_files_only=True, trust_remote_code=False,
+            str(folder), config=hf_config, local_files_only=True, trust_remote_code=False,
             use_safetensors=bool(safetensors), weights_only=True,
             attn_implementation="eager",  # weights available; the adapter picks sdpa where it can
         )

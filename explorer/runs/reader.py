@@ -56,6 +56,7 @@ class RunReader:
         self.offset = 0  # bytes of metrics.jsonl consumed (up to the last complete line)
         self.bad_lines = 0  # complete lines that were not JSON (a damaged file)
         self._identity: tuple[int, int] | None = None  # (device, inode) of the file read
+        self._finished_seen: tuple = (None, 0, None)  # (rows, how many looked at, finished row)
 
     @property
     def metrics_path(self) -> Path:
@@ -96,14 +97,19 @@ class RunReader:
 
     @property
     def finished(self) -> dict | None:
-        """The `finished` row when the last training segment has ended, else None."""
-        for row in reversed(self.rows):
+        """The `finished` row when the last training segment has ended, else None. Only the
+        rows read since the last call are looked at (a follower asks at every check)."""
+        rows, (seen_rows, seen, finished) = self.rows, self._finished_seen
+        if seen_rows is not rows or seen > len(rows):  # read again from the start
+            seen, finished = 0, None
+        for row in rows[seen:]:
             event = row.get("event")
             if event == "finished":
-                return row
-            if event in ("started", "resumed"):
-                return None
-        return None
+                finished = row
+            elif event in ("started", "resumed"):
+                finished = None
+        self._finished_seen = (rows, len(rows), finished)
+        return finished
 
     def snapshots(self) -> list[Snapshot]:
         try:

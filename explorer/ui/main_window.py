@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, QTimer, Signal
+from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMessageBox
 
@@ -117,6 +117,8 @@ class MainWindow(QMainWindow):
                 continue
             old = dock.widget()
             dock.setWidget(panel)
+            # a tab raised or covered: the panel catches up, or stops drawing (panels/base.py)
+            dock.visibilityChanged.connect(panel.sight_changed, Qt.ConnectionType.QueuedConnection)
             old.deleteLater()
             # the short name on the tab, the panel's full title and what it shows on hover
             dock.setToolTip(f"{panel.TITLE}: {panel.TOOLTIP}" if panel.TITLE else panel.TOOLTIP)

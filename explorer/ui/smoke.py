@@ -97,8 +97,12 @@ class SmokeRun:
             controller.train(steps=SMOKE_STEPS)
         elif self.phase == "training" and self.trained and not controller.jobs.busy:
             self.phase = "drawing"
-        elif self.phase == "drawing" and all(p.has_content() for p in self.expected_panels()):
-            self._finish()
+        elif self.phase == "drawing":
+            for panel in self.expected_panels():  # out of sight, panels hold their draws
+                if not panel.has_content():
+                    panel.flush_pending_draws()
+            if all(p.has_content() for p in self.expected_panels()):
+                self._finish()
 
     def expected_panels(self) -> list:
         """The panels that can draw this model (a language model has no BLEU, for instance)."""

@@ -4,6 +4,7 @@ model; presentation mode scales a panel up and gives the layout back exactly."""
 from __future__ import annotations
 
 from explorer.lessons.format import builtin_lessons
+from tests.ui.test_default_layout import filled
 
 
 def test_presentation_round_trips_the_layout_and_scales_the_panel(make_main_window, qtbot):
@@ -127,8 +128,8 @@ def test_presentation_scales_the_text_of_every_panel_and_gives_the_layout_back(
     qtbot.waitExposed(window)
     demo = next(path for name, path in demo_checkpoints().items() if "transformer" in name)
     window.controller.open_checkpoint(demo)
-    qtbot.waitUntil(lambda: all(p.has_content() for p in window.panels.values() if p.applies_to(
-        window.controller.workspace)) and not window.controller.jobs.busy, timeout=120_000)
+    qtbot.waitUntil(lambda: filled([p for p in window.panels.values() if p.applies_to(
+        window.controller.workspace)]) and not window.controller.jobs.busy, timeout=120_000)
     for _ in range(20):
         QApplication.processEvents()
     assert set(window.panels) == {entry.panel_id for entry in PANELS}

@@ -223,17 +223,17 @@ class AttributionPanel(StoppableJob, Panel):
             self.compute()
 
     def _announce_live(self) -> None:
-        """Ask the training probe to explain too, only while this view is shown and following."""
-        wanted = self.isVisible() and self.follow_box.isChecked() and self.workspace is not None
+        """Ask the training probe to explain too, only while this view is in sight and following
+        (training pays nothing for a hidden view, nor for one behind another dock's tab)."""
+        wanted = self.isVisible() and self.in_sight() and self.follow_box.isChecked() and self.workspace is not None
         self.bus.explanation_requested.emit(self.request() if wanted else None)
 
-    def showEvent(self, event) -> None:
-        super().showEvent(event)
-        self._announce_live()
-
-    def hideEvent(self, event) -> None:
-        super().hideEvent(event)
-        self.bus.explanation_requested.emit(None)  # training pays nothing for a hidden view
+    def sight_changed(self, in_sight: bool) -> None:
+        super().sight_changed(in_sight)
+        if in_sight:
+            self._announce_live()
+        else:
+            self.bus.explanation_requested.emit(None)
 
     # -- inputs ---------------------------------------------------------------------------------
 

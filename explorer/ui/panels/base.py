@@ -46,6 +46,8 @@ class Panel(QWidget):
         super().__init__(parent)
         self.bus = bus
         self.runners: list[JobRunner] = []
+        self._held_draws: dict = {}  # draw -> its latest args, asked for while out of sight
+        self._drawing_held = False
         self.setObjectName(f"{self.PANEL_ID}Panel")
         self.setToolTip(self.TOOLTIP)
 
@@ -122,7 +124,52 @@ class Panel(QWidget):
 
     def flush_pending_draws(self) -> None:
         """Draw now what the panel holds back to keep its redraw rate low while training; an
-        export calls it first. Panels that draw every update at once have nothing to flush."""
+        export calls it first. Default: the draws held while the panel was hidden."""
+        self.draw_held()
+
+    def in_sight(self) -> bool:
+        """False when the window is shown but this panel is not: hidden, or its dock behind
+        another's tab (Qt keeps such a dock isVisible() and moves it off screen, so the visible
+        region decides). In a window never shown (an export, a test) every panel draws."""
+        if not self.window().isVisible():
+            return True
+        return self.isVisible() and not self.visibleRegion().isEmpty()
+
+    def held_until_shown(self, draw, *args) -> bool:
+        """True when the panel is out of sight (its dock behind another's tab, closed): `draw`
+        is then kept and called (with the latest `args`) when the panel comes into sight (or is
+        flushed for an export), and the caller draws nothing now. A hidden panel's drawing costs the training thread the
+        GIL for nothing; it catches up once, however often it was asked meanwhile."""
+        if self._drawing_held or self.in_sight():
+            self._held_draws.pop(draw, None)
+            return False
+        self._held_draws[draw] = args
+        return True
+
+    def draw_held(self) -> None:
+        """Call the draws held while the panel was out of sight, oldest first."""
+        held, self._held_draws = self._held_draws, {}
+        self._drawing_held = True
+        try:
+            for draw, args in held.items():
+                draw(*args)
+        finally:
+            self._drawing_held = False
+
+    def sight_changed(self, in_sight: bool) -> None:
+        """The panel came into sight or left it: shown or hidden, or its dock's tab raised or
+        covered (the main window calls it then, queued: after the docks' geometry is applied).
+        Default: draw what was held while it was out of sight."""
+        if in_sight:
+            self.draw_held()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self.sight_changed(True)
+
+    def hideEvent(self, event) -> None:
+        super().hideEvent(event)
+        self.sight_changed(False)
 
     def shutdown(self) -> None:
         """Stop and join the panel's job runners and close it. The main window calls it before

@@ -248,7 +248,7 @@ class TrainingCurvesPanel(Panel):
         self._schedule_redraw.cancel()
         self.view_state.set_message(None if self.has_content() else no_curves_reason(
             self.bus.workspace, "training curves"))
-        if not (force or self.isVisible()):
+        if not (force or (self.isVisible() and self.in_sight())):
             return
         started = time.perf_counter()
         train, evals = self.train.view(), self.evals.view()
@@ -303,9 +303,9 @@ class TrainingCurvesPanel(Panel):
         self.columns = columns
         grid.activate()
 
-    def showEvent(self, event) -> None:
-        super().showEvent(event)
-        if self._stale:
+    def sight_changed(self, in_sight: bool) -> None:
+        super().sight_changed(in_sight)
+        if in_sight and self._stale:
             self.redraw()
 
     def _on_hover(self, event) -> None:

@@ -210,6 +210,8 @@ class EmbeddingsPanel(Panel):
             self.live_timer.start(int(1000 * min(max(wait, 0.0), LIVE_EVERY_S)))
 
     def _project_live(self) -> None:
+        if self.held_until_shown(self._project_live):
+            return  # the newest copy is projected when the panel comes into sight
         which = self.which_box.currentData()
         matrix = self.live.get(which) if self.live_pending else None
         self.live_pending = False

@@ -92,6 +92,7 @@ class GradientFlowPanel(Panel):
     def __init__(self, bus: AppBus, parent=None) -> None:
         super().__init__(bus, parent)
         self.snapshot: ProbeSnapshot | None = None
+        self._history_names: list[str] = []  # the layers the gradient history holds
         self.grad_history = GradientHistory()
         self.cell_curves: dict[str, np.ndarray] = {}
         self.norms = GrowingBuffer(3)  # step, norm before, norm after clipping
@@ -239,6 +240,14 @@ class GradientFlowPanel(Panel):
 
     def show_snapshot(self, snapshot: ProbeSnapshot) -> None:
         self.snapshot = snapshot
+        self._history_names = self.grad_history.add(snapshot)  # out of sight too: it is history
+        if not self.held_until_shown(self._draw_snapshot):
+            self._draw_snapshot()
+
+    def _draw_snapshot(self) -> None:
+        snapshot = self.snapshot
+        if snapshot is None:  # another model came while the panel was out of sight
+            return
         if snapshot.grad_time:
             self._draw_time(snapshot)
         if snapshot.grad_depth is not None and len(snapshot.grad_depth):
@@ -247,7 +256,7 @@ class GradientFlowPanel(Panel):
             self.depth_plot.getAxis("bottom").set_labels(depth_labels(snapshot))
             self.depth_plot.setXRange(-0.5, len(labels) - 0.5, padding=0)
         self.param_curve.show(snapshot)
-        self._record_history(snapshot)
+        self._show_history(self._history_names)
         where = f"step {snapshot.step}, probe {elide(snapshot.source)!r}"
         depth_note = "" if snapshot.grad_time else (
             ". A Transformer has no recurrence, so no gradient through time steps: the depth plot "
@@ -268,8 +277,7 @@ class GradientFlowPanel(Panel):
         length = max(len(v) for v in snapshot.grad_time.values())
         self.time_plot.setXRange(-0.5, length - 0.5, padding=0)
 
-    def _record_history(self, snapshot: ProbeSnapshot) -> None:
-        names = self.grad_history.add(snapshot)
+    def _show_history(self, names: list[str]) -> None:
         if not names:
             return
         if [self.layer_box.itemData(i) for i in range(self.layer_box.count())] != names:
@@ -366,7 +374,7 @@ class GradientFlowPanel(Panel):
 
     def _update_norms(self, force: bool = False) -> None:
         # a plot nobody sees costs the training thread the GIL for nothing: it is drawn when shown
-        shown = self.isVisible() and self.pages.stack.currentWidget() is self.clip_page
+        shown = self.isVisible() and self.in_sight() and self.pages.stack.currentWidget() is self.clip_page
         self._norms_stale = not (force or shown)
         if self._norms_stale:
             return
@@ -379,17 +387,22 @@ class GradientFlowPanel(Panel):
         if self._norms_stale:
             self._update_norms()
 
-    def showEvent(self, event) -> None:
-        super().showEvent(event)
-        self._draw_norms_if_stale()
+    def sight_changed(self, in_sight: bool) -> None:
+        super().sight_changed(in_sight)
+        if in_sight:
+            self._draw_norms_if_stale()
 
     def flush_pending_draws(self) -> None:
+        super().flush_pending_draws()
+        self._flush_norms()
+
+    def _flush_norms(self) -> None:
         self._draw_norms.cancel()
         self._update_norms(force=True)
 
     def _on_training_state(self, state: str) -> None:
         if state != "running":  # the norms stopped growing: the last batches, no headroom
-            self.flush_pending_draws()
+            self._flush_norms()
             self.clip_plot.getViewBox().refit()
 
     def _on_train_config(self, config) -> None:

@@ -405,7 +405,8 @@ class HiddenPanel(Panel):
         hidden = getattr(probe, "hidden", None)
         if hidden is None or self.workspace is None or hidden.family != self.workspace.family:
             return
-        self.show_snapshot(hidden)
+        if not self.held_until_shown(self.show_snapshot, hidden):
+            self.show_snapshot(hidden)
 
     def _show_error(self, message: str) -> None:
         self.status.setText(message)

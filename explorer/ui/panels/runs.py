@@ -275,6 +275,8 @@ class RunsPanel(Panel):
             self.window_timer.start()
 
     def _update_window_entry(self) -> None:
+        if self.held_until_shown(self._update_window_entry):
+            return  # rebuilding the curve reads every row: once, when the panel is shown
         wanted = self.window_box.isChecked() and bool(self._window_rows)
         entry = self.entries.get(THIS_WINDOW)
         if not wanted:
