@@ -31,6 +31,7 @@ def test_without_a_model_each_view_says_why_then_draws_its_data(make_main_window
 
     # a seq2seq GRU: its first evaluation (a loss and a BLEU point) and probe fill the views
     window.controller.set_workspace(tiny_workspace)
+    window.show_panel("hidden")  # behind another tab it would hold its draws until raised
     views = empty_views(window)
     qtbot.waitUntil(lambda: not any(views[name].empty for name in ("curves", "bleu", "hidden"))
                     and not window.controller.jobs.busy, timeout=60_000)
