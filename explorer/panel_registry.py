@@ -43,7 +43,8 @@ PANELS = (
                tables=_HEADLESS + "bleu_panel_tables"),
     PanelEntry("attention", "explorer.ui.panels.attention:AttentionPanel", "inspect", "Attention",
                tables=_HEADLESS + "attention_tables"),
-    PanelEntry("positional", "explorer.ui.panels.positional:PositionalPanel", "inspect", "Positions"),
+    PanelEntry("positional", "explorer.ui.panels.positional:PositionalPanel", "inspect", "Positions",
+               tables=_HEADLESS + "positional_panel_tables"),
     PanelEntry("gradients", "explorer.ui.panels.gradients:GradientFlowPanel", "inspect", "Gradients",
                tables=_HEADLESS + "gradients_tables"),
     # beside the attention; not in a plain `explorer export` (integrated gradients takes a while)

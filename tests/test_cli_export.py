@@ -53,6 +53,13 @@ def test_export_attention_positional_gradients(qapp, reverse_checkpoint, tmp_pat
     table = read_csv(out / "positional_matrix.csv")
     values = np.array([row[1:] for row in table[1:]], float)
     np.testing.assert_allclose(values, sinusoidal(len(values), 16), atol=1e-6)
+    # a Transformer's own table and its M_k fit, headless (no panel): the same files
+    assert main(["export", "--checkpoint", str(reverse_checkpoint), "--out", str(tmp_path / "csv"),
+                 "--plots", "positional", "--format", "csv"]) == 0
+    headless = sorted((tmp_path / "csv").iterdir())
+    assert {"positional_model.csv", "positional_shift_map.csv"} <= {path.name for path in headless}
+    for path in headless:
+        assert path.read_text() == (out / path.name).read_text(), path.name
 
 
 def test_export_rejects_bad_requests(reverse_checkpoint, tmp_path, capsys):
@@ -79,7 +86,8 @@ def test_a_model_without_attention_has_no_attention_plot(qapp, tmp_path, capsys)
 
 
 # the panels whose registry entry computes their tables without Qt (explorer/export/headless.py)
-HEADLESS_CSV = ("curves", "bleu", "attention", "gradients", "hidden", "gates", "embeddings", "beam")
+HEADLESS_CSV = ("curves", "bleu", "attention", "positional", "gradients", "hidden", "gates",
+                "embeddings", "beam")
 
 
 def test_csv_without_qt_builds_no_widget_and_matches_the_panels_own(qapp, tmp_path, capsys):

@@ -109,13 +109,13 @@ def bleu_panel_tables(given: HeadlessInput) -> dict[str, Table]:
 
 def gradients_tables(given: HeadlessInput) -> dict[str, Table]:
     """The gradients panel's as it opens: the probe, the cells compared on the probe text (the
-    workspace's own model joins as its cell), no clipping norms (they come while training), the
+    workspace's own model joins as its cell), the clipping norms its history recorded, the
     playground at its first a_h, the history of this one probe."""
     from explorer.analysis.gradients import (
         CELL_HIDDEN, PLAYGROUND_A_H, GradientHistory, cell_comparison_ids, scalar_recurrence_gradient,
     )
     from explorer.analysis.probe import compare_cells, own_cell
-    from explorer.export.gradients import GradientView, gradient_tables, param_gradients
+    from explorer.export.gradients import GradientView, gradient_tables, param_gradients, recorded_norms
 
     snapshot, workspace = given.probe, given.workspace
     if snapshot is None:
@@ -130,6 +130,7 @@ def gradients_tables(given: HeadlessInput) -> dict[str, Table]:
     view = GradientView(params=param_gradients(snapshot),
                         playground=(a_h, False, scalar_recurrence_gradient(a_h, use_tanh=False)),
                         history=history, layer=names[0] if names else None, cells=cells or {},
+                        clipping=recorded_norms(getattr(workspace, "history", None)),
                         clip=getattr(workspace.train_config, "clip", None))
     return gradient_tables(snapshot, view)
 
@@ -158,3 +159,10 @@ def beam_tables(given: HeadlessInput) -> dict[str, Table | Document]:
     index, layout = visible_layout(tree, show_pruned=True)
     return {**drawn_tables(result, tree, tree.ids[index], layout),
             "tree": Document(result.to_dict(include_attention=True))}
+
+
+def positional_panel_tables(given: HeadlessInput) -> dict[str, Table]:
+    """The positional panel's as it opens on the model (explorer/export/positional.py)."""
+    from explorer.export.positional import opening_view, positional_tables
+
+    return positional_tables(opening_view(given.workspace.model))
