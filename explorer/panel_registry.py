@@ -49,7 +49,7 @@ PANELS = (
                tables=_HEADLESS + "gradients_tables"),
     # beside the attention; not in a plain `explorer export` (integrated gradients takes a while)
     PanelEntry("attribution", "explorer.ui.panels.attribution:AttributionPanel", "inspect", "Attribution",
-               exported_by_default=False),
+               exported_by_default=False, tables=_HEADLESS + "attribution_panel_tables"),
     PanelEntry("ablation", "explorer.ui.panels.ablation:AblationPanel", "inspect", "Ablation",
                exported_by_default=False),
     PanelEntry("beam", "explorer.ui.panels.beam_tree:BeamTreePanel", "decoding", "Beam",
@@ -70,7 +70,8 @@ PANELS = (
 EXPORT_ONLY_PANELS = (
     PanelEntry("gates", "explorer.ui.panels.hidden:GatesPanel", "", "Gates", False,
                tables=_HEADLESS + "gates_tables"),
-    PanelEntry("rollout", "explorer.ui.panels.attribution:RolloutPanel", "", "Rollout", False),
+    PanelEntry("rollout", "explorer.ui.panels.attribution:RolloutPanel", "", "Rollout", False,
+               tables=_HEADLESS + "rollout_tables"),
     PanelEntry("length", "explorer.ui.panels.examples:LengthPanel", "", "Length", False),
 )
 

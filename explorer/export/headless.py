@@ -166,3 +166,23 @@ def positional_panel_tables(given: HeadlessInput) -> dict[str, Table]:
     from explorer.export.positional import opening_view, positional_tables
 
     return positional_tables(opening_view(given.workspace.model))
+
+
+def _explained(given: HeadlessInput, method: str) -> dict[str, Table | Document]:
+    """What the attribution panel (or its rollout view) computes as it opens: the probe input
+    explained by `method` with the panel's default settings, every output token; its result as
+    JSON beside the tables (the panel's documents())."""
+    from explorer.analysis.explain import ExplainRequest, explain
+    from explorer.export.attribution import attribution_tables
+
+    result = _as_a_panel_job(explain, given.workspace, *given.probe_text, ExplainRequest(method))
+    tables = attribution_tables(result)
+    return {**tables, "result": Document(result.to_dict())} if tables else {}
+
+
+def attribution_panel_tables(given: HeadlessInput) -> dict[str, Table | Document]:
+    return _explained(given, "ig")  # AttributionPanel.DEFAULT_METHOD
+
+
+def rollout_tables(given: HeadlessInput) -> dict[str, Table | Document]:
+    return _explained(given, "rollout")  # RolloutPanel.DEFAULT_METHOD
