@@ -55,7 +55,8 @@ PANELS = (
     PanelEntry("beam", "explorer.ui.panels.beam_tree:BeamTreePanel", "decoding", "Beam",
                tables=_HEADLESS + "beam_tables"),
     PanelEntry("step", "explorer.ui.panels.step_decoding:StepDecodingPanel", "decoding", "Step", False),
-    PanelEntry("compare", "explorer.ui.panels.compare:ComparePanel", "decoding", "Compare", False),
+    PanelEntry("compare", "explorer.ui.panels.compare:ComparePanel", "decoding", "Compare", False,
+               tables=_HEADLESS + "compare_panel_tables"),
     PanelEntry("hidden", "explorer.ui.panels.hidden:HiddenPanel", "inspect", "Hidden",  # its dock shows gates too
                tables=_HEADLESS + "hidden_panel_tables"),
     PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect", "Embeddings",

@@ -186,3 +186,16 @@ def attribution_panel_tables(given: HeadlessInput) -> dict[str, Table | Document
 
 def rollout_tables(given: HeadlessInput) -> dict[str, Table | Document]:
     return _explained(given, "rollout")  # RolloutPanel.DEFAULT_METHOD
+
+
+def compare_panel_tables(given: HeadlessInput) -> dict[str, Table]:
+    """The compare panel's: `--input` (no reference) or, as it opens, the first validation pair,
+    decoded with the default settings."""
+    from explorer.decoding.jobs import run_compare
+    from explorer.decoding.settings import DecodeSettings
+    from explorer.export.compare import compare_tables, opening_pair
+
+    pair = (given.source, "") if given.source is not None else opening_pair(given.workspace)
+    text, reference = pair if pair is not None else ("", "")  # the panel's empty boxes
+    return compare_tables(_as_a_panel_job(run_compare, given.workspace, text, reference,
+                                          DecodeSettings()) or [])
