@@ -65,7 +65,7 @@ PANELS = (
     PanelEntry("examples", "explorer.ui.panels.examples:ExamplesPanel", "decoding", "Examples", False),
     PanelEntry("whatif", "explorer.ui.panels.whatif:WhatIfPanel", "decoding", "What if", False),
     PanelEntry("architecture", "explorer.ui.panels.architecture:ArchitecturePanel", "inspect", "Diagram",
-               exported_by_default=False),
+               exported_by_default=False, tables=_HEADLESS + "architecture_tables"),
 )
 # Panels `explorer export --plots` renders that have no dock of their own (group "").
 EXPORT_ONLY_PANELS = (

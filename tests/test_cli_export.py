@@ -87,7 +87,8 @@ def test_a_model_without_attention_has_no_attention_plot(qapp, tmp_path, capsys)
 
 # the panels whose registry entry computes their tables without Qt (explorer/export/headless.py)
 HEADLESS_CSV = ("curves", "bleu", "attention", "positional", "gradients", "hidden", "gates",
-                "embeddings", "beam", "attribution", "rollout", "compare")
+                "embeddings", "beam", "attribution", "rollout", "compare",
+                "architecture")
 # exported from the tiny Transformer, not the GRU demo: rollout needs self-attention layers, and
 # integrated gradients' 50 steps a row are cheap on its 3-token probe
 TRANSFORMER_ONLY = ("attribution", "rollout")
