@@ -203,7 +203,11 @@ def compare_panel_tables(given: HeadlessInput) -> dict[str, Table]:
 
 def architecture_tables(given: HeadlessInput) -> dict[str, Table]:
     """The diagram panel's: the model traced on the probe input, every module call."""
-    from explorer.analysis.architecture import call_tables, layout_blocks, trace_workspace
+    from explorer.analysis.architecture import (
+        call_tables,
+        layout_blocks,
+        trace_workspace,
+    )
 
     trace = _as_a_panel_job(trace_workspace, given.workspace, *given.probe_text)
     return {} if trace is None or not layout_blocks(trace) else call_tables(trace)
