@@ -61,7 +61,8 @@ PANELS = (
                tables=_HEADLESS + "hidden_panel_tables"),
     PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect", "Embeddings",
                tables=_HEADLESS + "embeddings_tables"),
-    PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", "Runs", False),  # Compare runs
+    PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", "Runs", False,  # Compare runs
+               tables=_HEADLESS + "runs_tables"),
     PanelEntry("examples", "explorer.ui.panels.examples:ExamplesPanel", "decoding", "Examples", False),
     PanelEntry("whatif", "explorer.ui.panels.whatif:WhatIfPanel", "decoding", "What if", False),
     PanelEntry("architecture", "explorer.ui.panels.architecture:ArchitecturePanel", "inspect", "Diagram",

@@ -88,7 +88,7 @@ def test_a_model_without_attention_has_no_attention_plot(qapp, tmp_path, capsys)
 # the panels whose registry entry computes their tables without Qt (explorer/export/headless.py)
 HEADLESS_CSV = ("curves", "bleu", "attention", "positional", "gradients", "hidden", "gates",
                 "embeddings", "beam", "attribution", "rollout", "compare",
-                "architecture")
+                "architecture", "runs")
 # exported from the tiny Transformer, not the GRU demo: rollout needs self-attention layers, and
 # integrated gradients' 50 steps a row are cheap on its 3-token probe
 TRANSFORMER_ONLY = ("attribution", "rollout")
@@ -143,6 +143,10 @@ def test_csv_without_qt_builds_no_widget_and_matches_the_panels_own(qapp, revers
     rows = read_csv(headless / "curves_train.csv")
     assert rows[0] == ["step", "loss", "perplexity", "lr", "grad_norm", "grad_norm_clipped"]
     assert len(rows) > 100 and float(rows[1][2]) == pytest.approx(np.exp(float(rows[1][1])))
+    # Compare runs shows the open model's own run: its loss is the curves panel's
+    runs = read_csv(headless / "runs_loss.csv")
+    assert runs[0] == ["step", "this window"]
+    np.testing.assert_array_equal(np.array(runs[1:], float), np.array([row[:2] for row in rows[1:]], float))
     # rollout's rows are shares (each sums to 1); IG's completeness gap is Σ attributions − (f(x) −
     # f(baseline)) of each output token
     transformer = tmp_path / "headless-transformer"

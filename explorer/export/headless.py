@@ -211,3 +211,24 @@ def architecture_tables(given: HeadlessInput) -> dict[str, Table]:
 
     trace = _as_a_panel_job(trace_workspace, given.workspace, *given.probe_text)
     return {} if trace is None or not layout_blocks(trace) else call_tables(trace)
+
+
+def runs_tables(given: HeadlessInput) -> dict[str, Table]:
+    """The Compare runs panel's: no run folder added, so the open model's own run ("this
+    window": its history, with the app's evaluation), its loss (or first recorded metric)."""
+    from explorer.runs.compare import (
+        THIS_WINDOW,
+        RunCurves,
+        curves_from_rows,
+        eval_record,
+        first_metric,
+        metric_series,
+        metric_table,
+    )
+
+    rows = list(getattr(given.workspace, "history", None) or [])
+    if given.evaluation is not None:
+        rows.append(eval_record(given.evaluation))
+    runs = [RunCurves(THIS_WINDOW, "", metric_series(curves_from_rows(rows)))] if rows else []
+    metric = first_metric(runs)
+    return {metric: metric_table(runs, metric)} if metric is not None else {}
