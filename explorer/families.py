@@ -96,6 +96,10 @@ class Family:
     # (model, num_positions) -> analysis.positional.ModelPositions or None, for models whose
     # positional modules are not ours (Hugging Face); None: analysis finds our own modules
     positions: Callable | None = None
+    # with `positions`: (model, length) -> [RelativeBias per stack] (T5's relative-position bias,
+    # explorer.hf.positions), and (model) -> one line on why the model has no position table
+    relative_bias: Callable | None = None
+    no_positions_reason: Callable | None = None
 
     @property
     def is_lm(self) -> bool:

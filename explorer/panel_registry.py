@@ -43,33 +43,37 @@ PANELS = (
                tables=_HEADLESS + "bleu_panel_tables"),
     PanelEntry("attention", "explorer.ui.panels.attention:AttentionPanel", "inspect", "Attention",
                tables=_HEADLESS + "attention_tables"),
-    PanelEntry("positional", "explorer.ui.panels.positional:PositionalPanel", "inspect", "Positions"),
+    PanelEntry("positional", "explorer.ui.panels.positional:PositionalPanel", "inspect", "Positions",
+               tables=_HEADLESS + "positional_panel_tables"),
     PanelEntry("gradients", "explorer.ui.panels.gradients:GradientFlowPanel", "inspect", "Gradients",
                tables=_HEADLESS + "gradients_tables"),
     # beside the attention; not in a plain `explorer export` (integrated gradients takes a while)
     PanelEntry("attribution", "explorer.ui.panels.attribution:AttributionPanel", "inspect", "Attribution",
-               exported_by_default=False),
+               exported_by_default=False, tables=_HEADLESS + "attribution_panel_tables"),
     PanelEntry("ablation", "explorer.ui.panels.ablation:AblationPanel", "inspect", "Ablation",
                exported_by_default=False),
     PanelEntry("beam", "explorer.ui.panels.beam_tree:BeamTreePanel", "decoding", "Beam",
                tables=_HEADLESS + "beam_tables"),
     PanelEntry("step", "explorer.ui.panels.step_decoding:StepDecodingPanel", "decoding", "Step", False),
-    PanelEntry("compare", "explorer.ui.panels.compare:ComparePanel", "decoding", "Compare", False),
+    PanelEntry("compare", "explorer.ui.panels.compare:ComparePanel", "decoding", "Compare", False,
+               tables=_HEADLESS + "compare_panel_tables"),
     PanelEntry("hidden", "explorer.ui.panels.hidden:HiddenPanel", "inspect", "Hidden",  # its dock shows gates too
                tables=_HEADLESS + "hidden_panel_tables"),
     PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect", "Embeddings",
                tables=_HEADLESS + "embeddings_tables"),
-    PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", "Runs", False),  # Compare runs
+    PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", "Runs", False,  # Compare runs
+               tables=_HEADLESS + "runs_tables"),
     PanelEntry("examples", "explorer.ui.panels.examples:ExamplesPanel", "decoding", "Examples", False),
     PanelEntry("whatif", "explorer.ui.panels.whatif:WhatIfPanel", "decoding", "What if", False),
     PanelEntry("architecture", "explorer.ui.panels.architecture:ArchitecturePanel", "inspect", "Diagram",
-               exported_by_default=False),
+               exported_by_default=False, tables=_HEADLESS + "architecture_tables"),
 )
 # Panels `explorer export --plots` renders that have no dock of their own (group "").
 EXPORT_ONLY_PANELS = (
     PanelEntry("gates", "explorer.ui.panels.hidden:GatesPanel", "", "Gates", False,
                tables=_HEADLESS + "gates_tables"),
-    PanelEntry("rollout", "explorer.ui.panels.attribution:RolloutPanel", "", "Rollout", False),
+    PanelEntry("rollout", "explorer.ui.panels.attribution:RolloutPanel", "", "Rollout", False,
+               tables=_HEADLESS + "rollout_tables"),
     PanelEntry("length", "explorer.ui.panels.examples:LengthPanel", "", "Length", False),
 )
 

@@ -53,6 +53,13 @@ def test_export_attention_positional_gradients(qapp, reverse_checkpoint, tmp_pat
     table = read_csv(out / "positional_matrix.csv")
     values = np.array([row[1:] for row in table[1:]], float)
     np.testing.assert_allclose(values, sinusoidal(len(values), 16), atol=1e-6)
+    # a Transformer's own table and its M_k fit, headless (no panel): the same files
+    assert main(["export", "--checkpoint", str(reverse_checkpoint), "--out", str(tmp_path / "csv"),
+                 "--plots", "positional", "--format", "csv"]) == 0
+    headless = sorted((tmp_path / "csv").iterdir())
+    assert {"positional_model.csv", "positional_shift_map.csv"} <= {path.name for path in headless}
+    for path in headless:
+        assert path.read_text() == (out / path.name).read_text(), path.name
 
 
 def test_export_rejects_bad_requests(reverse_checkpoint, tmp_path, capsys):
@@ -79,10 +86,16 @@ def test_a_model_without_attention_has_no_attention_plot(qapp, tmp_path, capsys)
 
 
 # the panels whose registry entry computes their tables without Qt (explorer/export/headless.py)
-HEADLESS_CSV = ("curves", "bleu", "attention", "gradients", "hidden", "gates", "embeddings", "beam")
+HEADLESS_CSV = ("curves", "bleu", "attention", "positional", "gradients", "hidden", "gates",
+                "embeddings", "beam", "attribution", "rollout", "compare",
+                "architecture", "runs")
+# exported from the tiny Transformer, not the GRU demo: rollout needs self-attention layers, and
+# integrated gradients' 50 steps a row are cheap on its 3-token probe
+TRANSFORMER_ONLY = ("attribution", "rollout")
 
 
-def test_csv_without_qt_builds_no_widget_and_matches_the_panels_own(qapp, tmp_path, capsys):
+def test_csv_without_qt_builds_no_widget_and_matches_the_panels_own(qapp, reverse_checkpoint, tmp_path,
+                                                                   capsys):
     """Every panel whose registry entry computes its tables without Qt exports CSV headless with
     no QWidget (PySide6 is never imported), the same files, byte for byte, that its panel writes."""
     import subprocess
@@ -93,23 +106,32 @@ def test_csv_without_qt_builds_no_widget_and_matches_the_panels_own(qapp, tmp_pa
 
     assert {entry.panel_id for entry in PANELS + EXPORT_ONLY_PANELS if entry.tables} == set(HEADLESS_CSV)
     demo = Path(__file__).resolve().parents[1] / "resources" / "demo" / "dates-gru-additive"
-    headless, drawn = tmp_path / "headless", tmp_path / "drawn"
-    plots = ",".join(HEADLESS_CSV)
+    exports = {  # folder name -> the export's arguments
+        "gru": ["--checkpoint", str(demo), "--plots",
+                ",".join(p for p in HEADLESS_CSV if p not in TRANSFORMER_ONLY)],
+        "transformer": ["--checkpoint", str(reverse_checkpoint), "--plots",
+                        ",".join((*TRANSFORMER_ONLY, "positional")),  # its own table too
+                        "--input", "abc", "--target", "cba"],
+    }
     code = ("import sys; from explorer.cli import main; "
-            f"rc = main(['export', '--checkpoint', {str(demo)!r}, '--plots', {plots!r}, "
-            f"'--format', 'csv', '--out', {str(headless)!r}]); "
-            "print(rc, any(m.startswith('PySide6') for m in sys.modules))")
+            f"codes = [main(['export', *args, '--format', 'csv', '--out', {str(tmp_path)!r} + '/headless-' + name]) "
+            f"for name, args in {exports!r}.items()]; "
+            "print(*codes, any(m.startswith('PySide6') for m in sys.modules))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert run.stdout.split()[-2:] == ["0", "False"], run.stderr
-    # the panels' own export (any format beside csv builds the panels)
-    assert main(["export", "--checkpoint", str(demo), "--plots", plots, "--format", "csv,svg",
-                 "--out", str(drawn)]) == 0
-    capsys.readouterr()
-    tables = sorted(path.name for path in drawn.iterdir() if path.suffix in (".csv", ".json"))
-    assert sorted(path.name for path in headless.iterdir()) == tables  # beam_tree.json too
-    assert {name.split("_")[0] for name in tables} == set(HEADLESS_CSV)  # every panel drew
-    for name in tables:
-        assert (headless / name).read_text() == (drawn / name).read_text(), name
+    assert run.stdout.split()[-3:] == ["0", "0", "False"], run.stderr
+    drawn_panels = set()
+    for name, args in exports.items():
+        headless, drawn = tmp_path / f"headless-{name}", tmp_path / f"drawn-{name}"
+        # the panels' own export (any format beside csv builds the panels)
+        assert main(["export", *args, "--format", "csv,svg", "--out", str(drawn)]) == 0
+        capsys.readouterr()
+        tables = sorted(path.name for path in drawn.iterdir() if path.suffix in (".csv", ".json"))
+        assert sorted(path.name for path in headless.iterdir()) == tables  # beam_tree.json too
+        for table in tables:
+            assert (headless / table).read_text() == (drawn / table).read_text(), table
+        drawn_panels |= {table.split("_")[0] for table in tables}
+    assert drawn_panels == set(HEADLESS_CSV)  # every panel drew
+    headless = tmp_path / "headless-gru"
     # and they are what each plot means: attention rows are distributions, r is a sigmoid gate,
     # the playground is a_h^k at its first a_h = 1.1
     heatmap = np.array([row[1:] for row in read_csv(headless / "attention_heatmap.csv")[1:]], float)
@@ -121,3 +143,18 @@ def test_csv_without_qt_builds_no_widget_and_matches_the_panels_own(qapp, tmp_pa
     rows = read_csv(headless / "curves_train.csv")
     assert rows[0] == ["step", "loss", "perplexity", "lr", "grad_norm", "grad_norm_clipped"]
     assert len(rows) > 100 and float(rows[1][2]) == pytest.approx(np.exp(float(rows[1][1])))
+    # Compare runs shows the open model's own run: its loss is the curves panel's
+    runs = read_csv(headless / "runs_loss.csv")
+    assert runs[0] == ["step", "this window"]
+    np.testing.assert_array_equal(np.array(runs[1:], float), np.array([row[:2] for row in rows[1:]], float))
+    # rollout's rows are shares (each sums to 1); IG's completeness gap is Σ attributions − (f(x) −
+    # f(baseline)) of each output token
+    transformer = tmp_path / "headless-transformer"
+    rollout = np.array([row[1:] for row in read_csv(transformer / "rollout_decoder_to_source.csv")[1:]], float)
+    np.testing.assert_allclose(rollout.sum(axis=1), 1.0, atol=1e-5)
+    attributions = np.array([row[1:] for row in read_csv(transformer / "attribution_map.csv")[1:]], float)
+    f_x, f_baseline, gap = np.array([row[1:4] for row in read_csv(transformer / "attribution_completeness.csv")[1:]],
+                                    float).T
+    assert len(gap) == 4  # c, b, a, <eos>
+    # (a row's later prefix tokens are NaN: not inputs of that output token)
+    np.testing.assert_allclose(np.nansum(attributions, axis=1) - (f_x - f_baseline), gap, atol=1e-6)

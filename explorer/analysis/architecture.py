@@ -261,3 +261,11 @@ def trace_workspace(workspace, source: str, target: str = "") -> ModelTrace:
         trace = trace_modules(workspace.model, inputs, trace=True)
     trace.sizes = model_sizes(workspace.model.config, inputs)
     return trace
+
+
+def call_tables(trace: ModelTrace) -> dict[str, tuple[list[str], list[list]]]:
+    """The diagram panel's table: every module call of the trace in order, with its shapes (the
+    panel's CSV export and `explorer export --plots architecture --format csv` both write it)."""
+    rows = [[c.order, c.name or "(model)", c.kind, " ".join(map(str, c.inputs)),
+             " ".join(map(str, c.outputs))] for c in trace.calls]
+    return {"calls": (["order", "module", "class", "inputs", "outputs"], rows)}

@@ -30,6 +30,16 @@ def param_table(labels: list[str], norms: np.ndarray) -> dict[str, Table]:
     return {"params": (["layer", "param_grad_norm"], [[label, float(v)] for label, v in zip(labels, norms)])}
 
 
+def recorded_norms(history) -> np.ndarray:
+    """A workspace's recorded global gradient norms, (N, 3): step, norm before and after
+    clipping (the training steps of its history that have one), what the clipping plot draws."""
+    from explorer.export.curves import history_rows
+
+    train_rows, _ = history_rows(history)  # (N, 6): TRAIN_COLUMNS
+    recorded = train_rows[np.isfinite(train_rows[:, 4])] if len(train_rows) else train_rows
+    return recorded[:, [0, 4, 5]] if len(recorded) else np.zeros((0, 3))
+
+
 @dataclass
 class GradientView:
     """What the gradients panel shows besides the probe: the parameter gradient it drew, the

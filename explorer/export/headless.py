@@ -109,13 +109,13 @@ def bleu_panel_tables(given: HeadlessInput) -> dict[str, Table]:
 
 def gradients_tables(given: HeadlessInput) -> dict[str, Table]:
     """The gradients panel's as it opens: the probe, the cells compared on the probe text (the
-    workspace's own model joins as its cell), no clipping norms (they come while training), the
+    workspace's own model joins as its cell), the clipping norms its history recorded, the
     playground at its first a_h, the history of this one probe."""
     from explorer.analysis.gradients import (
         CELL_HIDDEN, PLAYGROUND_A_H, GradientHistory, cell_comparison_ids, scalar_recurrence_gradient,
     )
     from explorer.analysis.probe import compare_cells, own_cell
-    from explorer.export.gradients import GradientView, gradient_tables, param_gradients
+    from explorer.export.gradients import GradientView, gradient_tables, param_gradients, recorded_norms
 
     snapshot, workspace = given.probe, given.workspace
     if snapshot is None:
@@ -130,6 +130,7 @@ def gradients_tables(given: HeadlessInput) -> dict[str, Table]:
     view = GradientView(params=param_gradients(snapshot),
                         playground=(a_h, False, scalar_recurrence_gradient(a_h, use_tanh=False)),
                         history=history, layer=names[0] if names else None, cells=cells or {},
+                        clipping=recorded_norms(getattr(workspace, "history", None)),
                         clip=getattr(workspace.train_config, "clip", None))
     return gradient_tables(snapshot, view)
 
@@ -158,3 +159,76 @@ def beam_tables(given: HeadlessInput) -> dict[str, Table | Document]:
     index, layout = visible_layout(tree, show_pruned=True)
     return {**drawn_tables(result, tree, tree.ids[index], layout),
             "tree": Document(result.to_dict(include_attention=True))}
+
+
+def positional_panel_tables(given: HeadlessInput) -> dict[str, Table]:
+    """The positional panel's as it opens on the model (explorer/export/positional.py)."""
+    from explorer.export.positional import opening_view, positional_tables
+
+    return positional_tables(opening_view(given.workspace.model))
+
+
+def _explained(given: HeadlessInput, method: str) -> dict[str, Table | Document]:
+    """What the attribution panel (or its rollout view) computes as it opens: the probe input
+    explained by `method` with the panel's default settings, every output token; its result as
+    JSON beside the tables (the panel's documents())."""
+    from explorer.analysis.explain import ExplainRequest, explain
+    from explorer.export.attribution import attribution_tables
+
+    result = _as_a_panel_job(explain, given.workspace, *given.probe_text, ExplainRequest(method))
+    tables = attribution_tables(result)
+    return {**tables, "result": Document(result.to_dict())} if tables else {}
+
+
+def attribution_panel_tables(given: HeadlessInput) -> dict[str, Table | Document]:
+    return _explained(given, "ig")  # AttributionPanel.DEFAULT_METHOD
+
+
+def rollout_tables(given: HeadlessInput) -> dict[str, Table | Document]:
+    return _explained(given, "rollout")  # RolloutPanel.DEFAULT_METHOD
+
+
+def compare_panel_tables(given: HeadlessInput) -> dict[str, Table]:
+    """The compare panel's: `--input` (no reference) or, as it opens, the first validation pair,
+    decoded with the default settings."""
+    from explorer.decoding.jobs import run_compare
+    from explorer.decoding.settings import DecodeSettings
+    from explorer.export.compare import compare_tables, opening_pair
+
+    pair = (given.source, "") if given.source is not None else opening_pair(given.workspace)
+    text, reference = pair if pair is not None else ("", "")  # the panel's empty boxes
+    return compare_tables(_as_a_panel_job(run_compare, given.workspace, text, reference,
+                                          DecodeSettings()) or [])
+
+
+def architecture_tables(given: HeadlessInput) -> dict[str, Table]:
+    """The diagram panel's: the model traced on the probe input, every module call."""
+    from explorer.analysis.architecture import (
+        call_tables,
+        layout_blocks,
+        trace_workspace,
+    )
+
+    trace = _as_a_panel_job(trace_workspace, given.workspace, *given.probe_text)
+    return {} if trace is None or not layout_blocks(trace) else call_tables(trace)
+
+
+def runs_tables(given: HeadlessInput) -> dict[str, Table]:
+    """The Compare runs panel's: no run folder added, so the open model's own run ("this
+    window": its history, with the app's evaluation), its loss (or first recorded metric)."""
+    from explorer.runs.compare import (
+        THIS_WINDOW,
+        RunCurves,
+        curves_from_rows,
+        eval_record,
+        first_metric,
+        metric_series,
+        metric_table,
+    )
+
+    rows = list(getattr(given.workspace, "history", None) or [])
+    if given.evaluation is not None:
+        rows.append(eval_record(given.evaluation))
+    runs = [RunCurves(THIS_WINDOW, "", metric_series(curves_from_rows(rows)))] if rows else []
+    metric = first_metric(runs)
+    return {metric: metric_table(runs, metric)} if metric is not None else {}

@@ -22,6 +22,7 @@ from typing import Any, Callable
 from explorer.data.tokenizers import BOS_ID, EOS_ID, MASK_ID, PAD_ID
 from explorer.errors import UserError
 from explorer.families import Family, Lazy, register_family
+from explorer.hf.families import POSITION_READERS
 from seqmodels import config as seqconfig
 from seqmodels.settings import setting
 
@@ -211,7 +212,7 @@ def _register() -> None:
             encode_probe=Lazy(f"explorer.analysis.probe:{probe}"),
             masked_lm=architecture.kind == "hf-masked-lm", max_len_field="max_len",
             stacks=architecture.stacks, embeddings=architecture.embeddings,
-            positions=Lazy("explorer.hf.positions:hf_model_positions")))
+            **POSITION_READERS))
         config_class = HFSeq2SeqArchitectureConfig if source else HFArchitectureConfig
         register_model_family(ModelFamily(name, config_class, build_architecture, PRESETS))
 

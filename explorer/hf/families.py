@@ -52,6 +52,12 @@ _FEED = {"hf-causal-lm": "explorer.training.feeds:BlockFeed",
 _PROBES = {"hf-causal-lm": "explorer.analysis.probe:encode_next_token",
            "hf-seq2seq": "explorer.hf.probe:encode_pair",
            "hf-masked-lm": "explorer.analysis.probe:encode_masked"}
+# what a Hugging Face model uses for positions, for the positional panel and its headless CSV
+POSITION_READERS = {
+    "positions": Lazy("explorer.hf.positions:hf_model_positions"),
+    "relative_bias": Lazy("explorer.hf.positions:relative_bias"),
+    "no_positions_reason": Lazy("explorer.hf.positions:no_table_reason"),
+}
 for _family in HF_FAMILIES.values():  # opened from folders, never built: not in the menus
     register_family(Family(
         _family.name, _SUMMARIES[_family.name], has_source=_family.source, recurrent=False,
@@ -64,7 +70,7 @@ for _family in HF_FAMILIES.values():  # opened from folders, never built: not in
         save=Lazy("explorer.hf.finetune:save_hf_model"),
         opens=Lazy("explorer.hf.detect:is_hf_model"),
         load=Lazy("explorer.hf.loader:open_hf_model"),
-        positions=Lazy("explorer.hf.positions:hf_model_positions"),
+        **POSITION_READERS,
     ), listed=False)
 
 # architecture-name endings (config.json "architectures") -> family

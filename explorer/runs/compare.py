@@ -36,6 +36,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "lr": ("learning rate", "train"),
     "tokens_per_s": ("tokens/s", "train"),
 }
+THIS_WINDOW = "this window"  # the run of the model open in the window (the Compare runs panel)
 ATTENTION_KINDS = ("cross", "decoder", "encoder")  # the first a model has is compared
 KIND_NAMES = {"cross": "cross-attention", "decoder": "decoder self-attention",
               "encoder": "encoder self-attention"}
@@ -117,6 +118,22 @@ def load_run(folder: str | Path) -> tuple[RunReader, RunCurves]:
     curves = RunCurves(run_name(folder), config_summary(reader.config()),
                        metric_series(reader.curves()))
     return reader, curves
+
+
+def eval_record(metrics) -> dict[str, Any]:
+    """An events.EvalMetrics as a metrics.jsonl row (what the app's own run records)."""
+    row = {"event": "eval", "step": metrics.step, "val_loss": metrics.val_loss,
+           "perplexity": metrics.perplexity, "token_accuracy": metrics.token_accuracy}
+    if metrics.bleu is not None:
+        row["bleu"] = metrics.bleu
+    return row
+
+
+def first_metric(runs: Sequence[RunCurves], current: str | None = "loss") -> str | None:
+    """The metric the panel shows: `current` if any run recorded it, else the first METRICS key
+    one did (None: no run recorded any)."""
+    recorded = [key for key in METRICS if any(key in run.series for run in runs)]
+    return current if current in recorded else (recorded[0] if recorded else None)
 
 
 def metric_table(runs: Sequence[RunCurves], metric: str) -> tuple[list[str], list[list]]:

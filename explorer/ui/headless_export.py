@@ -83,6 +83,7 @@ def render_panels(workspace, entries, out: Path, formats: tuple[str, ...], *, wi
                 app.processEvents()
                 time.sleep(0.01)
             app.processEvents()
+            panel.flush_pending_draws()  # what it holds back (a throttled redraw) counts too
             if not panel.has_content():
                 print(f"explorer export: {panel.PANEL_ID}: nothing to draw for this model, skipped",
                       file=sys.stderr)

@@ -123,6 +123,10 @@ def check_t5_relative_bias(window):
     assert "model" not in panel.plot_items()
     assert "T5 adds a learned bias per head" in panel.status.text()
     view = panel.relative_view
+    # the headless CSV's tables (no Qt) are the panel's, read through the family's registry entry
+    from explorer.export.positional import opening_view, positional_tables
+
+    assert positional_tables(opening_view(window.bus.workspace.model)) == panel.tables()
     view.length_box.setValue(20)
     for stack, attention in (("encoder", hf.encoder.block[0].layer[0].SelfAttention),
                              ("decoder", hf.decoder.block[0].layer[0].SelfAttention)):

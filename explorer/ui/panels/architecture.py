@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from explorer.analysis.architecture import (
     Block,
     _parent,
+    call_tables,
     layout_blocks,
     symbolic,
     trace_workspace,
@@ -245,8 +246,4 @@ class ArchitecturePanel(Panel):
         return {"diagram": self.plot} if self.has_content() else {}  # no empty figure
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
-        if self.trace is None:
-            return {}
-        rows = [[c.order, c.name or "(model)", c.kind, " ".join(map(str, c.inputs)),
-                 " ".join(map(str, c.outputs))] for c in self.trace.calls]
-        return {"calls": (["order", "module", "class", "inputs", "outputs"], rows)}
+        return {} if self.trace is None else call_tables(self.trace)

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 from explorer.analysis.attribution import AttributionResult, AttributionSettings
 from explorer.analysis.explain import ExplainRequest, explain
 from explorer.analysis.rollout import RolloutResult
-from explorer.export.tables import matrix_table
+from explorer.export.attribution import attribution_tables, column_labels
 from explorer.ui.bus import AppBus
 from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu
@@ -42,6 +42,8 @@ METHOD_LABELS = {
     "rollout": "Attention rollout",
     "flow": "Attention flow",
 }
+# the settings the panel opens with (what `explorer export --format csv` computes headless)
+DEFAULTS = AttributionSettings()
 ATTENTION_METHODS = ("rollout", "flow")  # drawn on the attention-graph map, with a head fusion
 METHOD_TIPS = {
     "ig": "Integrated gradients: the gradient averaged along a straight path from the baseline "
@@ -86,16 +88,17 @@ class AttributionPanel(StoppableJob, Panel):
         for name in ("pad", "zero", "unk"):
             self.baseline_box.addItem({"pad": "<pad> embedding", "zero": "zero embedding",
                                        "unk": "<unk> embedding"}[name], name)
+        self.baseline_box.setCurrentIndex(self.baseline_box.findData(DEFAULTS.baseline))
         self.baseline_box.setToolTip("Integrated gradients' path start, and what occlusion puts in "
                                      "a token's place")
         self.steps_box = QSpinBox()
         self.steps_box.setRange(1, 2000)
-        self.steps_box.setValue(50)
+        self.steps_box.setValue(DEFAULTS.steps)
         self.steps_box.setToolTip("Integrated gradients' interpolation steps: more steps, smaller "
                                   "completeness gap")
         self.batch_box = QSpinBox()
         self.batch_box.setRange(1, 1024)
-        self.batch_box.setValue(16)
+        self.batch_box.setValue(DEFAULTS.batch_size)
         self.batch_box.setToolTip("Interpolation steps per forward pass (Captum's internal_batch_size): "
                                   "memory grows with it")
         # contrastive: one of the model's most probable other tokens at the explained position
@@ -322,7 +325,7 @@ class AttributionPanel(StoppableJob, Panel):
         self.stack.setCurrentWidget(self.scores_map)
         self._offer_contrasts(result)
         matrix = result.scores.astype(np.float32)
-        self.scores_map.set_matrix(matrix, result.rows, self._column_labels(result))
+        self.scores_map.set_matrix(matrix, result.rows, column_labels(result))
         quantity = (f"log p(token) − log p({result.contrast!r})" if result.contrast else "log p(token)")
         self.scores_map.set_title(f"{METHOD_LABELS[result.method]} of {quantity}")
         self.status.setText(f"{where}: " + self._summary(result))
@@ -339,14 +342,6 @@ class AttributionPanel(StoppableJob, Panel):
         self.contrast_box.addItems(["", *result.alternatives[-1]])
         self.contrast_box.setCurrentText(chosen)
         self.contrast_box.blockSignals(False)
-
-    @staticmethod
-    def _column_labels(result: AttributionResult) -> list[str]:
-        """Source columns as they are; the prefix marked, so the boundary is visible."""
-        labels = []
-        for name, side in result.sides:
-            labels += [f"›{label}" if name == "prefix" and len(result.sides) > 1 else label for label in side]
-        return labels
 
     @staticmethod
     def _summary(result: AttributionResult) -> str:
@@ -382,19 +377,7 @@ class AttributionPanel(StoppableJob, Panel):
         return {"map": heatmap.ci}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
-        result = self.result
-        if isinstance(result, RolloutResult):
-            return {m.name.replace(" → ", "_to_"): matrix_table(m.matrix, m.rows, m.columns, "row \\ column")
-                    for m in result.maps}
-        if result is None:
-            return {}
-        tables = {"map": matrix_table(result.scores, result.rows, self._column_labels(result),
-                                      "output \\ input")}
-        if result.gap is not None:
-            tables["completeness"] = (["output", "f(x)", "f(baseline)", "gap", "relative_gap"],
-                                      [[row, result.target[r], result.baseline_target[r], result.gap[r],
-                                        result.relative_gap[r]] for r, row in enumerate(result.rows)])
-        return tables
+        return attribution_tables(self.result)
 
     def documents(self) -> dict[str, object]:
         return {} if self.result is None else {"result": self.result.to_dict()}

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from superqt.utils import qdebounced
 
 from explorer.decoding.jobs import SEARCH_LIMIT, run_compare, run_find_example
+from explorer.export.compare import compare_tables, opening_pair
 from explorer.ui.empty_state import EmptyState
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.decode_form import DecodeSettingsForm
@@ -172,10 +173,10 @@ class ComparePanel(Panel):
             self._show()
             self.status.setText("")
             return
-        data = getattr(workspace, "data", None)
-        if data is not None and data.val and not self.source_box.text():
-            show_text(self.source_box, data.val[0][0])
-            show_text(self.reference_box, data.val[0][1])
+        pair = opening_pair(workspace)
+        if pair is not None and not self.source_box.text():
+            show_text(self.source_box, pair[0])
+            show_text(self.reference_box, pair[1])
         self.compare()
 
     def set_source(self, source: str, reference: str = "") -> None:
@@ -323,14 +324,4 @@ class ComparePanel(Panel):
         return {"scores": self.chart_widget.ci} if self.outputs else {}  # no empty axes
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
-        header = ["strategy", "text", "score", "normalized_score", "finished", "bleu", "bp",
-                  "p1", "p2", "p3", "p4", "matched_ngrams"]
-        rows = []
-        for o in self.outputs:
-            b = o.bleu
-            precisions = list(b.precisions) + [""] * (4 - len(b.precisions)) if b else [""] * 4
-            matched = "; ".join(" ".join(tokens) for _, _, tokens in o.matched)
-            rows.append([o.strategy, o.hypothesis.text, o.hypothesis.score,
-                         o.hypothesis.normalized_score, o.hypothesis.finished,
-                         b.score if b else "", b.bp if b else "", *precisions[:4], matched])
-        return {"outputs": (header, rows)} if rows else {}
+        return compare_tables(self.outputs)

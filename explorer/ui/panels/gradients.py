@@ -35,8 +35,7 @@ from explorer.analysis.gradients import (
 )
 from explorer.analysis.labels import stack_layer_label
 from explorer.events import ProbeSnapshot
-from explorer.export.curves import history_rows
-from explorer.export.gradients import GradientView, gradient_tables
+from explorer.export.gradients import GradientView, gradient_tables, recorded_norms
 from explorer.families import family_of
 from explorer.ui.bus import AppBus
 from explorer.ui.empty_state import EmptyState
@@ -220,10 +219,9 @@ class GradientFlowPanel(Panel):
         self.grad_history.clear()
         if not self.bus.state.same_model:  # another model: its recorded norms, not the last one's
             self.norms.clear()
-            train_rows, _ = history_rows(getattr(workspace, "history", None))  # (N, 6)
-            recorded = train_rows[np.isfinite(train_rows[:, 4])] if len(train_rows) else train_rows
-            if len(recorded):  # step, norm before and after clipping (TRAIN_COLUMNS)
-                self.norms.extend(recorded[:, [0, 4, 5]])
+            recorded = recorded_norms(getattr(workspace, "history", None))
+            if len(recorded):
+                self.norms.extend(recorded)
         self.layer_box.clear()
         self._update_norms()
         self.cell_curves = {}

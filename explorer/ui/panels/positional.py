@@ -19,7 +19,20 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.analysis import positional as pe
-from explorer.export.tables import matrix_table
+from explorer.export.positional import (
+    DEFAULT_CURVE_DIMS,
+    DEFAULT_DIMS,
+    DEFAULT_SHIFT,
+    MAX_FIT_DIMS,
+    MAX_POSITIONS,
+    PositionalView,
+    opened_positions,
+    parse_dims,
+    positional_tables,
+    reference_positions,
+    residuals_by_shift,
+    shift_fit,
+)
 from explorer.ui.bus import AppBus
 from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu
@@ -28,21 +41,8 @@ from explorer.ui.panels.base import Panel
 from explorer.ui.panels.relative_bias import RelativeBiasView
 from explorer.ui.plot_style import ViewPages, add_legend, readable_axes, theme_grey
 
-MAX_POSITIONS = 1024
-# M_k is a d x d least-squares fit per shift: at GPT-2's d = 768 one fit takes seconds, so wider
-# tables skip the relative-positions page (one line why) rather than stall the window
-MAX_FIT_DIMS = 256
 KIND_NAMES = {"learned": "learned table", "rope": "RoPE angles", "sinusoidal": "sinusoidal"}
 CURVE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2")
-
-
-def _parse_dims(text: str, dim: int) -> list[int]:
-    dims = []
-    for part in text.replace(";", ",").split(","):
-        part = part.strip()
-        if part.isdigit() and int(part) < dim and int(part) not in dims:
-            dims.append(int(part))
-    return dims[: len(CURVE_COLOURS)]
 
 
 def _line_plot(title: str, x_label: str, y_label: str) -> pg.PlotWidget:
@@ -55,18 +55,6 @@ def _line_plot(title: str, x_label: str, y_label: str) -> pg.PlotWidget:
         plot.getAxis(side).setTickFont(label_font())
     add_legend(plot, below=True)  # the curves fill the whole plot
     return widget
-
-
-def reference_positions(max_len: int, dim: int) -> int:
-    """Positions for the sinusoidal reference: at least the model's, and twice d, so that
-    PE(n+k) ≈ PE(n)·M_k is fitted on more (n, n+k) pairs than M_k has rows for every k < d
-    (with fewer pairs any table fits exactly and the fit shows nothing)."""
-    return min(max(max_len, 2 * dim), MAX_POSITIONS)
-
-
-def fit_is_a_test(table: np.ndarray, shift: int) -> bool:
-    """More (n, n+k) pairs than dimensions: only then can the least-squares fit fail."""
-    return table.shape[0] - shift > table.shape[1]
 
 
 class PositionalPanel(Panel):
@@ -87,15 +75,15 @@ class PositionalPanel(Panel):
 
         self.positions_box = QSpinBox()
         self.positions_box.setRange(8, MAX_POSITIONS)
-        self.positions_box.setValue(reference_positions(0, 64))
+        self.positions_box.setValue(reference_positions(0, DEFAULT_DIMS))
         self.dims_box = QSpinBox()
         self.dims_box.setRange(2, 1024)
         self.dims_box.setSingleStep(2)
-        self.dims_box.setValue(64)
+        self.dims_box.setValue(DEFAULT_DIMS)
         self.base_box = QSpinBox()
         self.base_box.setRange(2, 1_000_000)
         self.base_box.setValue(int(pe.DEFAULT_BASE))
-        self.curve_dims = QLineEdit("0, 2, 8, 20")
+        self.curve_dims = QLineEdit(DEFAULT_CURVE_DIMS)
         self.curve_dims.setToolTip("dimensions to draw as curves, comma separated")
         self.similarity_kind = QComboBox()
         self.similarity_kind.addItems(["cosine", "dot"])
@@ -103,7 +91,7 @@ class PositionalPanel(Panel):
         self.table_choice.addItem("sinusoidal", "sinusoidal")
         self.shift_box = QSpinBox()
         self.shift_box.setRange(1, MAX_POSITIONS - 1)
-        self.shift_box.setValue(4)
+        self.shift_box.setValue(DEFAULT_SHIFT)
         self.status = QLabel()
         self.status.setWordWrap(True)
 
@@ -178,22 +166,12 @@ class PositionalPanel(Panel):
     def set_workspace(self, workspace) -> None:
         """Take d_model and max_len from a Transformer, and read its positional table."""
         model = getattr(workspace, "model", None)
-        config = getattr(model, "config", None)
-        self.model_positions, self.model_note = None, ""
         # another model's table; the sinusoid's fits (a least-squares fit per shift) still hold
         self._residual_cache = {k: v for k, v in self._residual_cache.items() if k[0] != "model"}
-        if hasattr(model, "hf"):  # a Hugging Face model: the table it has, whatever its size
-            from explorer.hf.positions import no_table_reason
-
-            self.model_positions = pe.model_positions(model, MAX_POSITIONS)
-            found = self.model_positions
-            self.model_note = found.note if found is not None else no_table_reason(model)
-            if found is not None:
-                self._set_sizes(found.table.shape[1], reference_positions(*found.table.shape))
-        elif config is not None and hasattr(config, "d_model"):
-            positions = reference_positions(config.max_len, config.d_model)
-            self._set_sizes(config.d_model, positions)
-            self.model_positions = pe.model_positions(model, positions)
+        opened = opened_positions(model)
+        self.model_positions, self.model_note = opened.found, opened.note
+        if opened.sizes is not None:
+            self._set_sizes(*opened.sizes)
         self.relative_view.set_model(model)
         self.table_choice.blockSignals(True)
         self.table_choice.clear()
@@ -201,8 +179,7 @@ class PositionalPanel(Panel):
         if self.model_positions is not None:
             self.table_choice.addItem(f"model ({self.model_positions.kind})", "model")
             self.model_map.setToolTip(self.model_positions.description)
-            # the model's own table by default, unless it is too short to test M_k on
-            if fit_is_a_test(self.model_positions.table, self.shift_box.value()):
+            if opened.compares_model(self.shift_box.value()):
                 self.table_choice.setCurrentIndex(1)
         self.table_choice.blockSignals(False)
         self.refresh()
@@ -222,11 +199,6 @@ class PositionalPanel(Panel):
             return self.model_positions.table
         return self.sinusoidal_table()
 
-    def shifts(self, table: np.ndarray) -> list[int]:
-        """Shifts worth fitting: more (n, n+k) pairs than dimensions, else any table fits."""
-        candidates = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
-        return [k for k in candidates if fit_is_a_test(table, k)]
-
     # -- drawing --------------------------------------------------------------------------------
 
     def refresh(self) -> None:
@@ -244,7 +216,7 @@ class PositionalPanel(Panel):
         self._draw_relative(table, chosen)
 
     def _draw_curves(self, table: np.ndarray) -> None:
-        dims = _parse_dims(self.curve_dims.text(), table.shape[1])
+        dims = parse_dims(self.curve_dims.text(), table.shape[1])
         positions = np.arange(table.shape[0])
         while len(self.curve_items) < len(dims):
             colour = CURVE_COLOURS[len(self.curve_items)]
@@ -292,8 +264,8 @@ class PositionalPanel(Panel):
             lines.append(
                 f"PE(n+k) ≈ PE(n)·M_k is fitted for d ≤ {MAX_FIT_DIMS}: {self._source_name()} has "
                 f"d = {chosen.shape[1]}, a least-squares fit per shift that would stall the window.")
-        elif fit_is_a_test(chosen, k):
-            self.fit = pe.fit_shift_map(chosen, k)
+        elif (fit := shift_fit(chosen, k)) is not None:
+            self.fit = fit
             self.shift_map.set_matrix(self.fit.matrix)
             self.shift_map.set_title(f"fitted M_{k}, {self._source_name()}")
             self.shift_view.show_view()
@@ -313,15 +285,11 @@ class PositionalPanel(Panel):
     def _shift_residuals(self, name: str, table) -> tuple[list[int], np.ndarray]:
         """Relative residual of M_k for every shift worth fitting, once per table (none past
         MAX_FIT_DIMS)."""
-        if table is None or table.shape[1] > MAX_FIT_DIMS:
-            return [], np.array([])
         key = ((name,) if name == "model" else  # set_workspace forgets the model's
                (name, self.positions_box.value(), self.dims_box.value(), self.base_box.value()))
         if key not in self._residual_cache:
-            shifts = self.shifts(table)
             self._residual_cache = {k: v for k, v in self._residual_cache.items() if k[0] != name}
-            self._residual_cache[key] = (shifts, pe.shift_residuals(table, shifts) if shifts
-                                         else np.array([]))
+            self._residual_cache[key] = residuals_by_shift(table)
         return self._residual_cache[key]
 
     def _source_name(self) -> str:
@@ -352,38 +320,6 @@ class PositionalPanel(Panel):
         }
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
-        table = self.sinusoidal_table()
-        positions = [str(n) for n in range(table.shape[0])]
-        dims = [f"dim{i}" for i in range(table.shape[1])]
-        tables = {
-            "matrix": matrix_table(table, positions, dims, "position"),
-            "curves": (
-                ["position", *[f"dim{i}" for i in self.curve_dims_shown]],
-                [[n, *table[n, self.curve_dims_shown].tolist()] for n in range(table.shape[0])],
-            ),
-            "similarity": matrix_table(
-                self.similarity_matrix, [str(n) for n in range(len(self.similarity_matrix))],
-                [str(n) for n in range(len(self.similarity_matrix))], "position",
-            ),
-        }
-        if self.model_positions is not None:
-            found = self.model_positions.table
-            tables["model"] = matrix_table(
-                found, [str(n) for n in range(found.shape[0])],
-                [f"dim{i}" for i in range(found.shape[1])], "position",
-            )
-        if self.fit is not None:
-            size = len(self.fit.matrix)
-            tables["shift_map"] = matrix_table(
-                self.fit.matrix, [f"dim{i}" for i in range(size)], [f"dim{i}" for i in range(size)],
-                f"M_{self.fit.shift}",
-            )
-        shifts, sinusoidal_residuals = self.residuals["sinusoidal"]
-        model_shifts, model_residuals = self.residuals["model"]
-        model_by_shift = dict(zip(model_shifts, model_residuals))
-        tables.update(self.relative_view.tables())
-        tables["relative"] = (
-            ["shift_k", "relative_residual_sinusoidal", "relative_residual_model"],
-            [[k, r, model_by_shift.get(k, "")] for k, r in zip(shifts, sinusoidal_residuals)],
-        )
-        return tables
+        return positional_tables(PositionalView(
+            self.sinusoidal_table(), self.curve_dims_shown, self.similarity_matrix,
+            self._model_table(), self.fit, self.residuals, self.relative_view.tables()))

@@ -9,13 +9,12 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
-from explorer.export.tables import matrix_table
+from explorer.export.positional import DEFAULT_BIAS_LENGTH, relative_bias_tables, relative_biases
 from explorer.ui.heatmap import HeatmapWidget, label_font
 from explorer.ui.plot_style import add_legend, readable_axes
 
 HEAD_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
                 "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#843c39")
-DEFAULT_LENGTH = 32
 NO_BIAS = "The loaded model learns no relative-position bias (only T5-style models do)."
 
 
@@ -25,14 +24,14 @@ class RelativeBiasView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = None
-        self.biases = []  # explorer.hf.positions.RelativeBias, one per stack
+        self.biases = []  # the family's RelativeBias (explorer.hf.positions), one per stack
         self.stack_box = QComboBox()
         self.stack_box.setToolTip("encoder: buckets for both directions; decoder: causal buckets")
         self.head_box = QComboBox()
         self.head_box.setToolTip("the attention head whose bias the heatmap shows")
         self.length_box = QSpinBox()
         self.length_box.setRange(2, 512)
-        self.length_box.setValue(DEFAULT_LENGTH)
+        self.length_box.setValue(DEFAULT_BIAS_LENGTH)
         self.length_box.setToolTip("query and key positions drawn")
         self.status = QLabel(NO_BIAS)
         self.status.setWordWrap(True)
@@ -71,14 +70,12 @@ class RelativeBiasView(QWidget):
         self._show_controls(False)
 
     def set_model(self, model) -> None:
-        """The adapter of a Hugging Face model, or anything else (no bias: one line why)."""
-        self.model = model if hasattr(model, "hf") else None
+        """Any model: its family's relative-position bias (T5), or none (one line why)."""
+        self.model = model
         self.recompute()
 
     def recompute(self) -> None:
-        from explorer.hf.positions import relative_bias
-
-        self.biases = relative_bias(self.model, self.length_box.value()) if self.model else []
+        self.biases = relative_biases(self.model, self.length_box.value()) if self.model else []
         self._show_controls(bool(self.biases))
         keep_stack, keep_head = self.stack_box.currentData(), self.head_box.currentData()
         for box, items in ((self.stack_box, [(b.stack, b.stack) for b in self.biases]),
@@ -137,14 +134,4 @@ class RelativeBiasView(QWidget):
         return self.chosen() is not None
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
-        bias = self.chosen()
-        if bias is None:
-            return {}
-        head = self.head_box.currentData() or 0
-        positions = [str(n) for n in range(bias.bias.shape[1])]
-        return {
-            "relative_bias": matrix_table(bias.bias[head], positions, positions, "query"),
-            "relative_by_distance": (
-                ["distance", *[f"head{h + 1}" for h in range(len(bias.by_distance))]],
-                [[int(d), *bias.by_distance[:, i].tolist()] for i, d in enumerate(bias.distances)]),
-        }
+        return relative_bias_tables(self.chosen(), self.head_box.currentData() or 0)

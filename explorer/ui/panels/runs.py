@@ -31,8 +31,8 @@ from PySide6.QtWidgets import (
 
 from explorer.errors import UserError
 from explorer.runs.compare import (
-    METRICS, RunCurves, check_run_folder, config_summary, curves_from_rows, metric_series,
-    metric_table, run_name,
+    METRICS, THIS_WINDOW, RunCurves, check_run_folder, config_summary, curves_from_rows, eval_record,
+    first_metric, metric_series, metric_table, run_name,
 )
 from explorer.runs.follow import RunFollower, RunState
 from explorer.ui.bus import AppBus
@@ -46,7 +46,6 @@ from explorer.ui.plot_style import ViewPages, add_legend, readable_axes
 # one colour per run, in the order added (matplotlib's tab10: tells apart on light and dark)
 RUN_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
                "#7f7f7f", "#bcbd22", "#17becf")
-THIS_WINDOW = "this window"
 NO_RUNS = "Add run folders (Add run…, or drop them here) to compare their curves."
 FOLLOW_INTERVAL_MS = 1000
 WINDOW_REDRAW_MS = 1000  # while training, this window's curve is rebuilt at most once a second
@@ -266,11 +265,7 @@ class RunsPanel(Panel):
             self.window_timer.start()
 
     def add_eval(self, metrics) -> None:
-        row = {"event": "eval", "step": metrics.step, "val_loss": metrics.val_loss,
-               "perplexity": metrics.perplexity, "token_accuracy": metrics.token_accuracy}
-        if metrics.bleu is not None:
-            row["bleu"] = metrics.bleu
-        self._window_rows.append(row)
+        self._window_rows.append(eval_record(metrics))
         if not self.window_timer.isActive():
             self.window_timer.start()
 
@@ -312,7 +307,8 @@ class RunsPanel(Panel):
         have = [self.metric_box.itemData(i) for i in range(self.metric_box.count())]
         if wanted == have:
             return
-        current = self.metric_box.currentData() or "loss"
+        current = first_metric([e.curves for e in self.entries.values()],
+                               self.metric_box.currentData() or "loss")
         self.metric_box.blockSignals(True)
         self.metric_box.clear()
         for key in wanted:
@@ -385,6 +381,12 @@ class RunsPanel(Panel):
         if metric:
             tables[metric] = metric_table([e.curves for e in self.entries.values()], metric)
         return tables
+
+    def flush_pending_draws(self) -> None:
+        """This window's curve, held back while a model opens or trains, now."""
+        if self.window_timer.isActive():
+            self.window_timer.stop()
+            self._update_window_entry()
 
     def shutdown(self) -> None:
         self.follow_timer.stop()
