@@ -18,14 +18,17 @@ def test_export_hidden_gates_embeddings(qapp, tmp_path, capsys, monkeypatch):
     import explorer.analysis.probe as probe_module
 
     # a probe as slow as on a loaded machine: every panel that shows it must wait for it (the
-    # hidden panel was exported before it arrived, and skipped, when it came first in --plots)
-    quick_probe = probe_module.probe
+    # hidden panel was exported before it arrived, and skipped, when it came first in --plots),
+    # the attention maps of its first stage being no answer for the hidden panel
+    quick_stages = probe_module.probe_stages  # what the Prober runs
 
-    def slow_probe(*args, **kwargs):
+    def slow_stages(*args, **kwargs):
+        stages = quick_stages(*args, **kwargs)
+        yield next(stages)
         threading.Event().wait(1.0)
-        return quick_probe(*args, **kwargs)
+        return (yield from stages)
 
-    monkeypatch.setattr(probe_module, "probe", slow_probe)
+    monkeypatch.setattr(probe_module, "probe_stages", slow_stages)
 
     from explorer.analysis.hidden import hidden_snapshot
     from explorer.training import DataSpec, build_workspace, load_checkpoint, save_checkpoint

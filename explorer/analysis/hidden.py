@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from explorer.analysis.activations import provider_for, run_with
+from explorer.analysis.activations import provider_for, recording
 from explorer.analysis.labels import layer_label, unit_label
 from explorer.analysis.logit_lens import LogitLens, lens_layers, summarize_lens
 from explorer.analysis.probe import _PROBE_LOCK, encode_probe_input
@@ -133,14 +133,26 @@ def _recurrent_layers(trace, labels: dict[str, list[str]], reverse_source: bool)
     return layers
 
 
-def _residual_streams(model, inputs: tuple):
+RESIDUAL_POINTS = ("*.hook_embed", "*.blocks.*.hook_resid_post")
+
+
+def traced_pass(model, inputs: tuple):
+    """One forward pass with trace=True that also records a Transformer's residual stream, all
+    `snapshot_from_trace` needs -> (trace, the recorded points). No autograd unless enabled."""
+    if family_of(model).recurrent:  # its trace holds every state the snapshot shows
+        return model(*inputs, trace=True)[-1], {}
+    with recording(model, RESIDUAL_POINTS) as residuals:
+        trace = model(*inputs, trace=True)[-1]
+    return trace, residuals
+
+
+def _residual_streams(residuals: dict[str, torch.Tensor]) -> dict[str, list[torch.Tensor]]:
     """stack -> its residual stream [(1, T, D)]: the embedding, then after each block (before any
-    final norm); and the decoder's readout to logits (None: no logit lens)."""
-    run = run_with(model, inputs, read=["*.hook_embed", "*.blocks.*.hook_resid_post"])
+    final norm), from the points `traced_pass` recorded."""
     streams: dict[str, list[torch.Tensor]] = {}
-    for name, value in run.values.items():  # in the order the pass reached them: embedding first
+    for name, value in residuals.items():  # in the order the pass reached them: embedding first
         streams.setdefault(name.split(".", 1)[0], []).append(value)
-    return streams, provider_for(model).readout(model)
+    return streams
 
 
 def _transformer_stack(stream: str, residuals: list[torch.Tensor], labels: dict[str, list[str]]) -> TransformerStack:
@@ -166,16 +178,16 @@ def hidden_snapshot(workspace, source: str, target: str = "", step: int = 0, len
         model.eval()  # no dropout: show what the model computes
         try:
             with torch.no_grad():
-                trace = model(*inputs, trace=True)[-1]
-                return snapshot_from_trace(workspace, encoded, inputs, trace, source, target, step, lens)
+                trace, residuals = traced_pass(model, inputs)
+                return snapshot_from_trace(workspace, encoded, trace, residuals, source, target, step, lens)
         finally:
             model.train(was_training)
 
 
-def snapshot_from_trace(workspace, encoded, inputs: tuple, trace, source: str, target: str, step: int,
+def snapshot_from_trace(workspace, encoded, trace, residuals: dict, source: str, target: str, step: int,
                         lens: bool = True) -> HiddenSnapshot:
-    """The snapshot of a forward pass already traced (the probe's: `explorer.analysis.probe`), with
-    the model still in eval mode. `encoded` is the probe's encoding, `inputs` its tensors."""
+    """The snapshot of a forward pass already made (`traced_pass`: its trace and residual points;
+    the probe's, `explorer.analysis.probe`). `encoded` is the probe's encoding."""
     model = workspace.model
     family = family_of(model)
     snapshot = HiddenSnapshot(family=family.name, step=step, source=source, target=target)
@@ -184,7 +196,7 @@ def snapshot_from_trace(workspace, encoded, inputs: tuple, trace, source: str, t
             reverse = bool(getattr(model.config, "reverse_source", False))
             snapshot.layers = _recurrent_layers(trace, encoded.labels, reverse)
         else:
-            streams, readout = _residual_streams(model, inputs)
+            streams, readout = _residual_streams(residuals), provider_for(model).readout(model)
             snapshot.stacks = [_transformer_stack(name, x, encoded.labels) for name, x in streams.items()]
             if lens and readout is not None and "decoder" in streams:  # the side that predicts tokens
                 snapshot.lens = summarize_lens(

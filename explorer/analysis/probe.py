@@ -13,10 +13,15 @@ Each family names how its text becomes model inputs (`encode_pair`, `encode_next
 
 Gradients are taken with `torch.autograd.grad`, so the parameters' `.grad` (the trainer's) is never
 touched, and the model is put back in the mode it was in. Everything returned is numpy.
+
+`probe_stages` delivers the same in two stages, for a window that draws what is ready: the
+attention maps of a forward pass without autograd first (which also records what the hidden
+panel reads), then the gradient norms of a second, forward and backward pass.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 
@@ -133,55 +138,83 @@ def encode_probe_input(workspace, source: str, target: str) -> Encoded:
 
 
 def probe(workspace, source: str, target: str = "", step: int = 0) -> ProbeSnapshot:
-    """Attention maps and gradient norms of `workspace.model` on one (source, target) pair.
+    """Attention maps, gradient norms and hidden states of `workspace.model` on one (source,
+    target) pair: `probe_stages` run to its end.
 
     Language models (`rnn-lm`, `gpt`, `bert`) read `source` (or `target` when source is empty).
     """
+    stages = probe_stages(workspace, source, target, step)
+    while True:
+        try:
+            next(stages)
+        except StopIteration as finished:
+            return finished.value
+
+
+def probe_stages(workspace, source: str, target: str = "", step: int = 0):
+    """The probe in two stages, for a window that draws what is ready first: yields a snapshot
+    with the attention maps only, from one forward pass without autograd, then returns the
+    complete one (the same maps, the gradient norms of a forward and backward pass, and the hidden
+    states the first pass recorded). The model is held from the first stage to the last: run the
+    generator to its end (or close it) at once."""
     encoded = encode_probe_input(workspace, source, target)
     with _PROBE_LOCK, reading(workspace.model):  # whole weights, even while training runs
-        return _probe_locked(workspace, encoded, source, target, step)
+        return (yield from _probe_locked(workspace, encoded, source, target, step))
 
 
-def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: int) -> ProbeSnapshot:
+def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: int):
+    from explorer.analysis.hidden import snapshot_from_trace, traced_pass  # it imports this module
+
     model = workspace.model
-    recurrent = family_of(model).recurrent
     device = next(model.parameters()).device
+    inputs = tuple(t.to(device) for t in encoded.inputs)
     was_training = model.training
     model.eval()  # no dropout: the probe shows what the model computes, not a noisy sample
-    snapshot = ProbeSnapshot(step=step, source=source, target=target)
     try:
-        with torch.enable_grad():
-            output = model(*[t.to(device) for t in encoded.inputs], trace=True)
-            logits, trace = output[0], output[-1]  # rnn-lm may put its state in between
-            loss = F.cross_entropy(logits.flatten(0, 1), encoded.targets.to(device).flatten(),
-                                   ignore_index=IGNORE_INDEX)
-            if recurrent:
-                # through time: the positions a loss reads (an LM's last token predicts nothing)
-                read = slice(None, -1) if int(encoded.targets[0, -1]) == IGNORE_INDEX else slice(None)
-                snapshot.grad_time = {name: norms[read] for name, norms
-                                      in gradient_norms_by_name(trace.hidden, loss).items()}
-                snapshot.grad_time_labels = {
-                    name: _time_labels(name, encoded.labels)[read] for name in snapshot.grad_time
-                }
-            else:
-                names, norms = gradient_norms_per_layer(trace.hidden, loss)
-                snapshot.grad_depth, snapshot.grad_depth_labels = norms, names
-            groups, norms = parameter_gradient_norms(model, loss)
-            snapshot.grad_params, snapshot.grad_params_labels = norms, groups
-            from explorer.analysis.hidden import snapshot_from_trace  # it imports this module
-
-            inputs = tuple(t.to(device) for t in encoded.inputs)
-            snapshot.hidden = snapshot_from_trace(workspace, encoded, inputs, trace, source, target, step)
+        with torch.no_grad():
+            trace, residuals = traced_pass(model, inputs)
+        attention_only = ProbeSnapshot(step=step, source=source, target=target,
+                                       attention=_attention_snapshots(trace, encoded.labels))
+        yield attention_only
+        # a copy, not the snapshot just handed over: another thread reads that one now
+        snapshot = dataclasses.replace(attention_only)
+        _gradient_norms(model, encoded, inputs, snapshot)
+        snapshot.hidden = snapshot_from_trace(workspace, encoded, trace, residuals, source, target, step)
     finally:
         model.train(was_training)
-
-    for attention in trace.attention:
-        rows, cols = _attention_labels(attention.kind, encoded.labels)
-        weights = attention.weights[0].detach().float().cpu().numpy().copy()  # (H, Tq, Tk)
-        snapshot.attention.append(
-            AttentionSnapshot(attention.kind, attention.layer, weights, list(rows), list(cols))
-        )
     return snapshot
+
+
+def _attention_snapshots(trace, labels: dict[str, list[str]]) -> list[AttentionSnapshot]:
+    snapshots = []
+    for attention in trace.attention:
+        rows, cols = _attention_labels(attention.kind, labels)
+        weights = attention.weights[0].detach().float().cpu().numpy().copy()  # (H, Tq, Tk)
+        snapshots.append(AttentionSnapshot(attention.kind, attention.layer, weights, list(rows), list(cols)))
+    return snapshots
+
+
+def _gradient_norms(model, encoded: Encoded, inputs: tuple, snapshot: ProbeSnapshot) -> None:
+    """The gradient fields of `snapshot`, from a forward and backward pass of the teacher-forced
+    loss (the traced states must be in the autograd graph, so the first pass cannot serve)."""
+    with torch.enable_grad():
+        output = model(*inputs, trace=True)
+        logits, trace = output[0], output[-1]  # rnn-lm may put its state in between
+        targets = encoded.targets.to(logits.device)
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
+        if family_of(model).recurrent:
+            # through time: the positions a loss reads (an LM's last token predicts nothing)
+            read = slice(None, -1) if int(encoded.targets[0, -1]) == IGNORE_INDEX else slice(None)
+            snapshot.grad_time = {name: norms[read] for name, norms
+                                  in gradient_norms_by_name(trace.hidden, loss).items()}
+            snapshot.grad_time_labels = {
+                name: _time_labels(name, encoded.labels)[read] for name in snapshot.grad_time
+            }
+        else:
+            names, norms = gradient_norms_per_layer(trace.hidden, loss)
+            snapshot.grad_depth, snapshot.grad_depth_labels = norms, names
+        groups, norms = parameter_gradient_norms(model, loss)
+        snapshot.grad_params, snapshot.grad_params_labels = norms, groups
 
 
 def make_probe_fn(workspace, probe_input):

@@ -16,6 +16,9 @@ class AppBus(QObject):
     step_metrics = Signal(object)  # list[explorer.events.StepMetrics], oldest first
     eval_metrics = Signal(object)  # explorer.events.EvalMetrics
     probe = Signal(object)  # explorer.events.ProbeSnapshot
+    # the same probe's attention maps ahead of it (a ProbeSnapshot with `attention` only): the
+    # Prober's first stage, so the attention panel draws before the gradients are computed
+    probe_attention = Signal(object)
     training_state = Signal(str)  # explorer.state.TRAINING_STATES: "idle", "running", ...
     train_config_changed = Signal(object)  # the TrainConfig in use (lr, clip τ, ...)
     # probing (explorer/ui/probing.py): panels ask, the controller's Prober answers

@@ -1,7 +1,10 @@
 """The one way to run work off the GUI thread: a latest-wins job runner.
 
 A job is a plain function of plain arguments (a workspace, strings, numbers) returning plain data
-(dataclasses of numpy arrays, floats and strings); tensors stay in the runner's thread. Each
+(dataclasses of numpy arrays, floats and strings); tensors stay in the runner's thread. A job that
+returns a generator works in stages: each value it yields is delivered at once (`partial`), so a
+window can draw what is ready, and its return value is the result; a newer job stops it between
+stages. Each
 `JobRunner` owns one QThread, started on the first job, and runs one job at a time. When jobs pile
 up faster than they run (a spin box being dragged, a probe input typed), a job that a newer one has
 superseded is skipped before it starts, and only the newest job's result or error is delivered.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+import types
 import weakref
 from typing import Any, Callable
 
@@ -26,6 +30,7 @@ from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
 from explorer.errors import UserError, first_line
 
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # every runner not yet deleted, for the exit hook
+_SUPERSEDED = object()  # a staged job stopped by a newer one: no answer
 
 
 def one_line(exc: BaseException) -> str:
@@ -41,6 +46,7 @@ class _Executor(QObject):
     """Lives in the runner's thread; `run` is invoked through a queued signal."""
 
     done = Signal(int, object)
+    partial = Signal(int, object)
     failed = Signal(int, str)
 
     def __init__(self, latest: Callable[[], int]) -> None:
@@ -57,18 +63,36 @@ class _Executor(QObject):
             return  # superseded while it waited in the queue
         try:
             result = fn(*args, **kwargs)
+            if isinstance(result, types.GeneratorType):
+                result = self._stages(job_id, result)
         except Exception as exc:  # noqa: BLE001 - every failure reaches the user as one line
             self.failed.emit(job_id, one_line(exc))
             return
-        self.done.emit(job_id, result)
+        if result is not _SUPERSEDED:
+            self.done.emit(job_id, result)
+
+    def _stages(self, job_id: int, stages: types.GeneratorType):
+        """Deliver each value a staged job yields as it comes; its return value, or _SUPERSEDED
+        when a newer job came meanwhile (the rest is not computed: the generator is closed)."""
+        while True:
+            try:
+                value = next(stages)
+            except StopIteration as finished:
+                return finished.value
+            if job_id < self._latest():
+                stages.close()
+                return _SUPERSEDED
+            self.partial.emit(job_id, value)
 
 
 class JobRunner(QObject):
     """`submit(fn, *args, **kwargs)` runs `fn` in the runner's thread and returns a job id;
     `done(job_id, result)` or `failed(job_id, message)` arrive on the GUI thread for the newest
-    job only. `busy` is True from a submit until the newest job's answer has been delivered."""
+    job only, after its `partial(job_id, value)`s if it is staged (returns a generator). `busy` is
+    True from a submit until the newest job's answer has been delivered."""
 
     done = Signal(int, object)
+    partial = Signal(int, object)
     failed = Signal(int, str)
     busy_changed = Signal(bool)
     _request = Signal(int, object)
@@ -86,6 +110,7 @@ class JobRunner(QObject):
         self._executor.moveToThread(self.thread)
         self._request.connect(self._executor.run)
         self._executor.done.connect(self._on_done)
+        self._executor.partial.connect(self._on_partial)
         self._executor.failed.connect(self._on_failed)
         # whoever deletes the runner, its thread is joined first ("destroyed while running" aborts)
         thread = self.thread
@@ -144,6 +169,11 @@ class JobRunner(QObject):
         if job_id == self._latest():
             self._set_busy(False)
             self.done.emit(job_id, result)
+
+    @Slot(int, object)
+    def _on_partial(self, job_id: int, value: object) -> None:
+        if job_id == self._latest():
+            self.partial.emit(job_id, value)
 
     @Slot(int, str)
     def _on_failed(self, job_id: int, message: str) -> None:

@@ -5,7 +5,9 @@ validation example. Panels never probe. They ask on the bus (`probe_requested(so
 `token_pick_requested(pick)` for one output token to explain), which the Prober sets on the state;
 they hear the new input (`probe_input_changed`, read `bus.probe_text`, then `token_picked(pick)`)
 and the result (`probe(snapshot)` or `probe_failed(message)`), and read `bus.probing` while a
-probe runs.
+probe runs. The Prober probes in two stages (explorer.analysis.probe.probe_stages): the attention
+maps of a forward pass without autograd come first (`probe_attention(snapshot)`), for the panels
+that need nothing else, and the complete snapshot follows on `probe`.
 While training runs the trainer probes the same input (see `Controller.train`) and its snapshots
 reach the bus the same way, so data flows one way: worker -> snapshot -> panels.
 
@@ -27,6 +29,7 @@ class Prober(QObject):
         self.bus = bus
         self.state = bus.state
         self.runner = JobRunner("probe", self)
+        self.runner.partial.connect(lambda _job, snapshot: bus.probe_attention.emit(snapshot))
         self.runner.done.connect(lambda _job, snapshot: bus.probe.emit(snapshot))
         self.runner.failed.connect(lambda _job, message: bus.probe_failed.emit(
             f"probe failed: {message}"))
@@ -55,12 +58,12 @@ class Prober(QObject):
         self.bus.token_picked.emit(pick)
 
     def probe(self) -> None:
-        from explorer.analysis.probe import probe
+        from explorer.analysis.probe import probe_stages
 
         workspace = self.state.workspace
         if workspace is None or self.state.training.active or not self.input:
             return  # while training, the trainer probes `input` itself
-        self.runner.submit(probe, workspace, *self.input.text, workspace.step)
+        self.runner.submit(probe_stages, workspace, *self.input.text, workspace.step)
 
     def _set_explanation(self, request) -> None:
         self.input.explanation = request  # read by the trainer's probe_fn between steps

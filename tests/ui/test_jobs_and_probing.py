@@ -77,6 +77,30 @@ def test_cancel_drops_the_answer_and_shutdown_refuses_new_jobs(runner, qtbot):
     assert not runner.thread.isRunning() and runner.submit(len, "x") == -1
 
 
+def test_a_staged_job_delivers_each_stage_and_a_newer_job_stops_it(runner, qtbot):
+    started, gate, ran, delivered = threading.Event(), threading.Event(), [], []
+    runner.partial.connect(lambda job, value: delivered.append(("partial", value, runner.busy)))
+    runner.done.connect(lambda job, result: delivered.append(("done", result, runner.busy)))
+
+    def staged(name):
+        ran.append(f"{name} 1")
+        if name == "first":
+            started.set()
+            gate.wait(10)
+        yield f"{name} maps"
+        ran.append(f"{name} 2")
+        return f"{name} all"
+
+    runner.submit(staged, "first")
+    assert started.wait(10)
+    runner.submit(staged, "second")
+    gate.set()
+    qtbot.waitUntil(lambda: not runner.busy, timeout=5000)
+    assert ran == ["first 1", "second 1", "second 2"]  # the first stopped between its stages
+    # the stage as soon as it is ready, busy until the result
+    assert delivered == [("partial", "second maps", True), ("done", "second all", False)]
+
+
 def make_bus(qtbot):
     """A bus with a Prober and the two probing panels, counting the probes that run."""
     from explorer.ui.panels.attention import AttentionPanel
@@ -92,13 +116,13 @@ def make_bus(qtbot):
 
 def test_each_input_is_probed_once_and_every_panel_gets_the_snapshot(qtbot, monkeypatch):
     calls = []
-    real = probe_module.probe
+    real = probe_module.probe_stages  # what the Prober runs
 
     def counting_probe(*args, **kwargs):
         calls.append(args[1:3])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(probe_module, "probe", counting_probe)
+    monkeypatch.setattr(probe_module, "probe_stages", counting_probe)
     bus, prober, (attention, gradients) = make_bus(qtbot)
     workspace = char_workspace("rnn-lm", cell="gru")
     with qtbot.waitSignal(bus.probe, timeout=10_000) as blocker:
@@ -115,7 +139,7 @@ def test_each_input_is_probed_once_and_every_panel_gets_the_snapshot(qtbot, monk
     assert calls[-1][0] == "abcab" and len(calls) == 2
     assert prober.input.text[0] == "abcab" and gradients.probe_text[0] == "abcab"
     np.testing.assert_allclose(gradients.snapshot.grad_time["lm.l0"],
-                               real(workspace, "abcab").grad_time["lm.l0"], rtol=1e-6)
+                               probe_module.probe(workspace, "abcab").grad_time["lm.l0"], rtol=1e-6)
 
 
 def test_while_training_the_trainer_probes_the_new_input(qtbot, monkeypatch):

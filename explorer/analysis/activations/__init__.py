@@ -2,9 +2,9 @@
 
 from explorer.analysis.activations.core import (
     BaseProvider, HookPoint, Provider, Run, input_hook, kind_of, list_points, output_hook,
-    provider_for, register_provider, removing, replacing, run_with, set_attribute,
+    provider_for, recording, register_provider, removing, replacing, run_with, set_attribute,
 )
 
 __all__ = ["BaseProvider", "HookPoint", "Provider", "Run", "input_hook", "kind_of", "list_points",
-           "output_hook", "provider_for", "register_provider", "removing", "replacing", "run_with",
+           "output_hook", "provider_for", "recording", "register_provider", "removing", "replacing", "run_with",
            "set_attribute"]

@@ -264,6 +264,18 @@ def list_points(model, inputs: tuple) -> list[HookPoint]:
 
 
 @contextlib.contextmanager
+def recording(model, read: Iterable[str]):
+    """While open, every forward pass of `model` in this thread records the `read` points as
+    run_with does, into the dict it gives, filled on exit (per-step points stacked): for a pass
+    the caller makes itself (e.g. with trace=True). Other threads' passes wait for it."""
+    session = _Session(read, {}, ())
+    values: dict[str, Tensor] = {}
+    with _RUN_LOCK, provider_for(model).attach(model, session.visit):
+        yield values
+    values.update(session.stacked(session.values))
+
+
+@contextlib.contextmanager
 def replacing(model, replace: Mapping[str, Callable]):
     """While open, every forward pass of `model` in this thread (a decoder's steps included)
     applies `replace` as run_with does: for work that makes its own passes (an evaluation, a

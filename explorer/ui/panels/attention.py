@@ -2,7 +2,8 @@
 head and kind (encoder self, decoder masked self, cross, or an RNN's alignment), and a model view
 of every layer x head as one mosaic image (explorer/ui/model_view.py). The probe input is editable: an edit asks the
 controller's Prober (`bus.probe_requested`), which probes it (or, while training, has the trainer
-re-probe it on a throttled schedule); either way the snapshots arrive on `bus.probe`.
+re-probe it on a throttled schedule); either way the snapshots arrive on `bus.probe`, the
+Prober's attention maps ahead of the rest on `bus.probe_attention`.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ class AttentionPanel(Panel):
             value_name="weight",
         )
         self.grid = ModelViewWidget("viridis")
-        self.grid_key: tuple = ()  # (snapshot, kind) the mosaic shows: switches redraw nothing
+        self.grid_key: tuple = ()  # (snapshot.attention, kind) the mosaic shows: switches redraw nothing
         self.grid.tile_clicked.connect(self.open_large)
         self.grid.plot.getViewBox().menu.addSeparator()
         self.grid.plot.getViewBox().menu.addAction("Export panel…", lambda: run_export_dialog(self))
@@ -116,6 +117,7 @@ class AttentionPanel(Panel):
         self.head_box.currentIndexChanged.connect(self.refresh)
         self.model_view_box.toggled.connect(self._on_model_view_toggled)
         bus.workspace_changed.connect(self.set_workspace)
+        bus.probe_attention.connect(self.show_snapshot)
         bus.probe.connect(self.show_snapshot)
         bus.probe_input_changed.connect(self._on_probe_input)
         bus.probe_failed.connect(self.status.setText)
@@ -159,6 +161,9 @@ class AttentionPanel(Panel):
 
     def show_snapshot(self, snapshot: ProbeSnapshot) -> None:
         """Show a probe result (between runs or live from training), keeping the selection."""
+        if self.snapshot is not None and snapshot.attention is self.snapshot.attention:
+            self.snapshot = snapshot  # the rest of a probe whose maps are drawn already
+            return
         self.snapshot = snapshot
         self.maps = attention_maps(snapshot)
         if not self.maps:
@@ -278,11 +283,11 @@ class AttentionPanel(Panel):
         layers = sorted(layer for k, layer in self.maps if k == kind)
         if not layers:
             return
-        if self.grid_key and self.grid_key[0] is self.snapshot and self.grid_key[1] == kind:
+        if self.grid_key and self.grid_key[0] is self.snapshot.attention and self.grid_key[1] == kind:
             return  # a layer or head switch under the model view: the same mosaic
         self.grid.set_maps([self.maps[(kind, layer)] for layer in layers],
                            f"{self.kind_box.currentText()}, every layer × head")
-        self.grid_key = (self.snapshot, kind)
+        self.grid_key = (self.snapshot.attention, kind)  # the maps, whichever stage brought them
 
     def open_large(self, layer: int, head: int) -> None:
         """Leave the model view and show one layer/head large (what a click on a cell does)."""
