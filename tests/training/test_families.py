@@ -147,7 +147,8 @@ def test_a_family_from_outside_the_table_plugs_in(monkeypatch):
     registry.register_family(Family(
         "toy-gpt", "A GPT registered from outside", has_source=False, recurrent=False,
         has_positions=True, loss=gpt.loss, feed=gpt.feed, encode_probe=gpt.encode_probe,
-        max_len_field="max_len", stacks=gpt.stacks, embeddings=gpt.embeddings, logit_lens=gpt.logit_lens))
+        max_len_field="max_len", stacks=gpt.stacks, embeddings=gpt.embeddings, logit_lens=gpt.logit_lens,
+        layers=gpt.layers))
     workspace = build_workspace(DataSpec(task="brackets", n_train=64, n_val=8), "toy-gpt",
                                 preset="tiny", max_len=32)
     assert workspace.family == "toy-gpt" and not workspace.is_seq2seq
