@@ -144,7 +144,9 @@ def check_parameter_gradient_per_layer(qtbot, window):
     """The probe's ||dL/dθ|| per layer (checked against autograd in tests/hf/test_hf_gradients.py)
     drawn by layer; the time-step view says in one line why it does not apply."""
     panel = window.panels["gradients"]
-    qtbot.waitUntil(lambda: panel.snapshot is not None, timeout=30_000)
+    window.show_panel("gradients")  # out of sight, it holds its draws
+    qtbot.waitUntil(lambda: panel.snapshot is not None and panel.param_curve.curve.yData is not None,
+                    timeout=30_000)
     snapshot = panel.snapshot
     assert snapshot.grad_params_labels == [
         "embeddings", "encoder.layer0", "encoder.layer1", "decoder.layer0", "decoder.layer1"]

@@ -342,9 +342,11 @@ class AblationPanel(StoppableJob, Panel):
         elif isinstance(result, AblationEffect) and self.recurrent:
             self.effect = result
             self._draw_unit_effect()
-        elif isinstance(result, AblationEffect):
+        elif isinstance(result, AblationEffect) and self.importance is not None:
             self.effect = result
             self._draw_importance()
+        elif isinstance(result, AblationEffect):  # its map was cleared meanwhile (a new model)
+            self.effect = None
         elif isinstance(result, PatchingResult):
             self.patching = result
             self.stack.setCurrentWidget(self.patching_map)

@@ -383,10 +383,12 @@ class RunsPanel(Panel):
         return tables
 
     def flush_pending_draws(self) -> None:
-        """This window's curve, held back while a model opens or trains, now."""
+        """This window's curve, held back while a model opens or trains (by its timer, or while
+        the panel is out of sight), now."""
         if self.window_timer.isActive():
             self.window_timer.stop()
-            self._update_window_entry()
+            self._held_draws[self._update_window_entry] = ()
+        self.draw_held()
 
     def shutdown(self) -> None:
         self.follow_timer.stop()
