@@ -11,7 +11,17 @@ from explorer.cli import main
 pytestmark = pytest.mark.qt_log_ignore("This plugin does not support propagateSizeHints")
 
 
-def test_export_examples_and_length(qapp, reverse_checkpoint, tmp_path, capsys):
+@pytest.fixture
+def outside_the_app(qapp):
+    """`explorer export` runs outside the app, so its tables restore no sort or filter a user left
+    there; an earlier test in this worker may have named the application as the app does."""
+    name = qapp.applicationName()
+    qapp.setApplicationName("explorer-export")
+    yield
+    qapp.setApplicationName(name)
+
+
+def test_export_examples_and_length(outside_the_app, reverse_checkpoint, tmp_path, capsys):
     from PySide6.QtGui import QImage
 
     from explorer.training import load_checkpoint
