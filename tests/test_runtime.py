@@ -76,9 +76,19 @@ def test_work_that_just_ended_is_not_taken_for_busy_cores(machine):
     assert runtime.choose_threads().threads == 2
 
 
-def test_busy_cores_now_sees_a_busy_loop():
-    if runtime._cpu_jiffies() is None:
-        pytest.skip("no /proc/stat")
+def test_busy_cores_now_is_the_busy_share_of_the_cpus_less_this_process(monkeypatch):
+    samples = iter([(100, 1000, 4), (250, 1200, 4)])  # (busy, total jiffies, CPUs): 150 of 200
+    monkeypatch.setattr(runtime, "_cpu_jiffies", lambda: next(samples))
+    clock = iter([10.0, 10.05, 10.05])  # this process used 0.05 CPU s in the 0.25 s window
+    monkeypatch.setattr(runtime.time, "process_time", lambda: next(clock))
+    monkeypatch.setattr(runtime.time, "sleep", lambda _s: None)
+    assert runtime._busy_cores_now(0.25) == pytest.approx(150 / 200 * 4 - 0.05 / 0.25)
+    monkeypatch.setattr(runtime, "_cpu_jiffies", lambda: None)  # no /proc/stat (macOS, Windows)
+    assert runtime._busy_cores_now() is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/stat is Linux's")
+def test_busy_cores_now_sees_a_real_busy_loop():
     hog = subprocess.Popen([sys.executable, "-c", "while 1: pass"])
     try:
         time.sleep(0.3)  # let it start
