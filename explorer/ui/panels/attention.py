@@ -264,12 +264,7 @@ class AttentionPanel(Panel):
 
     def request_top_examples(self) -> None:
         """Ask the Examples panel for the examples where the head shown is most active."""
-        query = self.top_query()
-        if query is None:
-            self.status.setText("Choose one head (not the mean of heads) to find its top examples.")
-            return
-        self.bus.top_examples_requested.emit(query)
-        self.bus.show_panel.emit("examples")
+        self.ask_top_examples(self.top_query(), "Choose one head (not the mean of heads) to find its top examples.")
 
     # -- model view -----------------------------------------------------------------------------
 

@@ -73,6 +73,16 @@ class Panel(QWidget):
         self.runners.append(runner)
         return runner
 
+    def ask_top_examples(self, query, hint: str) -> bool:
+        """Ask the Examples panel for the examples where `query` (an ActivityQuery: a unit or a
+        head) is most active, and raise it; with no query, say `hint` in the status line."""
+        if query is None:
+            self.status.setText(hint)
+            return False
+        self.bus.top_examples_requested.emit(query)
+        self.bus.show_panel.emit("examples")
+        return True
+
     def explain_token(self, source: str, output_ids: list[int], origin: str) -> str | None:
         """Ask for the last of `output_ids` (decoded from `source`) to be explained in the
         attribution view, through the Prober; the one-line reason when it cannot be."""

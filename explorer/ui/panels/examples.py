@@ -17,11 +17,10 @@ and while training at each evaluation if asked (on a copy of the model).
 from __future__ import annotations
 
 import copy
-import json
 import threading
 
 import numpy as np
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -55,31 +54,18 @@ from explorer.analysis.examples import (
 )
 from explorer.errors import UserError
 from explorer.runs.compare import evaluate_runs
-from explorer.ui.examples_model import ExamplesModel
-from explorer.ui.jobs import one_line
 from explorer.ui.empty_state import EmptyState
+from explorer.ui.examples_model import ExamplesModel
 from explorer.ui.length_plot import make_length_widget
 from explorer.ui.neighbours_view import NeighboursView
 from explorer.ui.panels.base import Panel
+from explorer.ui.panels.examples_state import TableState
 from explorer.ui.top_examples_view import TopExamplesView
 
-SETTINGS_PREFIX = "examples/"
 TEXT_WIDTH, NUMBER_WIDTH = 280, 78  # column widths in pixels
 WORST_TOKENS = 30
 NO_MODEL = "Open or create a model, then Evaluate: its score by source length is drawn here."
 NOT_EVALUATED = "Not evaluated yet: Evaluate scores every example and draws them by length here."
-
-
-def _settings() -> QSettings | None:
-    """The app's settings; None outside the app (`explorer export`, scripts), whose tables show
-    every row whatever filter the user last left in the app."""
-    from PySide6.QtCore import QCoreApplication
-
-    from explorer.ui.app import APPLICATION, ORGANISATION
-
-    if QCoreApplication.applicationName() != APPLICATION:
-        return None
-    return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORGANISATION, APPLICATION)
 
 
 def _evaluate_job(workspace, pairs, progress, stop: threading.Event):
@@ -98,7 +84,7 @@ def _runs_job(folders, pairs, seq2seq: bool, stop: threading.Event):
     return results
 
 
-class ExamplesPanel(Panel):
+class ExamplesPanel(TableState, Panel):
     PANEL_ID = "examples"
     TITLE = "Examples"
     TOOLTIP = ("Every example with its output, loss, BLEU and chrF: sort, filter, slice; "
@@ -559,64 +545,7 @@ class ExamplesPanel(Panel):
         self.status.setText(message)
         self.status.setVisible(bool(message))
 
-    # -- state -----------------------------------------------------------------------------------
-
-    def _save_state(self) -> None:
-        header = self.view.horizontalHeader()
-        names = self.model.names
-        section = header.sortIndicatorSection()
-        state = {"filter": self.current_filter().to_dict(), "slices": self.slices,
-                 "sort": names[section] if 0 <= section < len(names) else None,
-                 "descending": header.sortIndicatorOrder() == Qt.DescendingOrder}
-        settings = _settings()
-        if settings is not None:
-            settings.setValue(SETTINGS_PREFIX + "state", json.dumps(state))
-
-    def _restore_state(self) -> None:
-        settings = _settings()
-        try:
-            state = json.loads(str(settings.value(SETTINGS_PREFIX + "state", "{}"))) if settings else {}
-        except ValueError:
-            state = {}
-        self.slices = dict(state.get("slices") or {})
-        self._fill_slice_box()
-        self._saved_sort = (state.get("sort"), bool(state.get("descending")))
-        saved_filter = SliceFilter.from_dict(state.get("filter") or {})
-        self.set_filter_fields(saved_filter)
-        try:
-            saved_filter.compiled()
-            self.model.filter = saved_filter
-        except UserError:
-            pass
-
-    def _restore_sort(self) -> None:
-        name, descending = self._saved_sort
-        if name in self.model.names:
-            header = self.view.horizontalHeader()
-            header.blockSignals(True)
-            header.setSortIndicator(self.model.names.index(name),
-                                    Qt.DescendingOrder if descending else Qt.AscendingOrder)
-            header.blockSignals(False)
-            self.model.sort_by(name, descending)
-
     # -- export ----------------------------------------------------------------------------------
-
-    def choose_export(self) -> None:
-        if self.model.table is None:
-            self._say("evaluate first: there is nothing to export")
-            return
-        path, _ = QFileDialog.getSaveFileName(self, "Export examples", "examples.csv",
-                                              "CSV (*.csv);;JSON lines (*.jsonl)")
-        if path:
-            self.export_rows(path)
-
-    def export_rows(self, path: str) -> None:
-        """The rows shown (this slice, this order) to .csv or .jsonl."""
-        try:
-            self.model.table.take(self.model.view).write(path)
-            self._say(f"wrote {len(self.model.view)} rows to {path}")
-        except (UserError, OSError) as exc:
-            self._say(one_line(exc))
 
     def has_content(self) -> bool:
         return self.model.table is not None

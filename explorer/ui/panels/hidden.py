@@ -385,12 +385,7 @@ class HiddenPanel(Panel):
 
     def request_top_examples(self) -> None:
         """Ask the Examples panel for the examples where the chosen unit is most active."""
-        query = self.top_query()
-        if query is None:
-            self.status.setText("Choose a layer whose rows are units first.")
-            return
-        self.bus.top_examples_requested.emit(query)
-        self.bus.show_panel.emit("examples")
+        self.ask_top_examples(self.top_query(), "Choose a layer whose rows are units first.")
 
     def show_traces(self, values: np.ndarray, names: list[str], tokens: list[str]) -> None:
         """values (k, T): the units' lines over the text, or why there are none."""
