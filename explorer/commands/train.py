@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from explorer.commands.train_options import flag_fields
+from explorer.data.tasks import PAIRS
 from explorer.families import family_names
 from seqmodels.cells import cell_names
 from seqmodels.scores import SCORES
@@ -130,7 +131,7 @@ def _data_spec(options: dict, kind: str | None = None):
     arch, data = options.get("arch"), options.get("data")
     # --data holds source<TAB>target pairs for the pair models; without --arch its first line decides
     if kind is not None:
-        pairs = kind == "seq2seq"
+        pairs = kind == PAIRS
     elif arch in ARCHS:
         pairs = get_family(arch).has_source
     else:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from explorer.data.tasks import TEXT
 from explorer.errors import UserError
 from explorer.families import family_of
 
@@ -34,10 +35,10 @@ def attach_data(workspace, spec):
                         "for causal LMs and encoder-decoders; this is a masked LM")
     kind = data_kind_of(workspace)
     if spec.kind != kind:
-        needs = ("plain text (--data FILE.txt)" if kind == "lm"
+        needs = ("plain text (--data FILE.txt)" if kind == TEXT
                  else "pairs (--data FILE.tsv, or --src and --tgt)")
         raise UserError(f"a {workspace.family} model fine-tunes on {needs}, not {spec.kind} data")
-    if kind == "lm" and workspace.model.config.max_len is None:
+    if kind == TEXT and workspace.model.config.max_len is None:
         raise UserError(f"{workspace.model.config.path}: the model names no maximum length "
                         "(n_positions)")
     # a new Workspace around the same model: the app's current one is not changed under its readers

@@ -13,6 +13,7 @@ import random
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from explorer.data.tasks import TEXT
 from explorer.errors import UserError, first_line
 from explorer.families import get_family
 
@@ -73,7 +74,7 @@ class DataSpec:
             from explorer.data.tasks import TASKS
 
             return TASKS[self.task].tokenizer
-        return "char" if self.kind == "lm" else "word"
+        return "char" if self.kind == TEXT else "word"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,7 +139,7 @@ def fit_tokenizers(spec: DataSpec, splits):
 
     kind = spec.default_tokenizer()
     try:
-        if splits.kind == "lm":
+        if splits.kind == TEXT:
             return make_tokenizer(kind, [s for s, _ in splits.train], spec.vocab_size), None
         target = make_tokenizer(kind, [t for _, t in splits.train], spec.vocab_size)
         source = make_tokenizer(kind, [s for s, _ in splits.train], spec.vocab_size)

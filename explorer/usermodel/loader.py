@@ -19,8 +19,8 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
+from explorer.data.tasks import DATA_KINDS, PAIRS
 from explorer.errors import UserError
 from explorer.usermodel.families import UserModelConfig, family_name
 
@@ -118,23 +118,23 @@ def make_workspace(model, tokenizer, adapter=None, build: str = "", args: dict |
     if not isinstance(adapter, Adapter):
         raise UserError(f"adapter: expected explorer.Adapter, got {type(adapter).__name__}")
     kind = adapter.kind or infer_kind(model)
-    if kind not in ("lm", "seq2seq"):
+    if kind not in DATA_KINDS:
         raise UserError(f"kind: expected 'lm' or 'seq2seq', got {kind!r}")
     target = as_tokenizer(tokenizer, adapter.split)
     source = src_tokenizer if src_tokenizer is not None else adapter.src_tokenizer
     source = as_tokenizer(source, adapter.split) if source is not None else None
-    if kind == "seq2seq":
+    if kind == PAIRS:
         source = source or target
         source = source.as_source() if hasattr(source, "as_source") else source
     start, eos, pad = special_ids(target, adapter.bos, adapter.eos, adapter.pad)
     config = UserModelConfig(
-        family=family_name(kind == "seq2seq", is_recurrent(model)), build=build, args=args,
+        family=family_name(kind == PAIRS, is_recurrent(model)), build=build, args=args,
         vocab_size=target.vocab_size,
         src_vocab_size=source.vocab_size if source is not None else None,
         start_id=start, eos_id=eos, pad_id=pad, max_len=adapter.max_len)
     wrapped = wrap_model(model, config, adapter)
     return Workspace(model=wrapped, tokenizer=target,
-                     src_tokenizer=source if kind == "seq2seq" else None)
+                     src_tokenizer=source if kind == PAIRS else None)
 
 
 def load_weights(model, path: str | Path) -> None:

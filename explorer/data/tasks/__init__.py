@@ -40,12 +40,18 @@ class TaskSpec:
     generate: Callable[[random.Random], Pair] = field(repr=False, compare=False)
 
 
+# The data's kind (not a model family, though one family shares the name): source-target pairs,
+# or plain text for a language model. Compared by these names, never by the strings.
+PAIRS, TEXT = "seq2seq", "lm"
+DATA_KINDS = (TEXT, PAIRS)
+
+
 @dataclass
 class Splits:
     train: list[Pair]
     val: list[Pair]
     test: list[Pair]
-    kind: str = "seq2seq"
+    kind: str = PAIRS
     # Data read from files: one explorer.data.readers.ReadReport per file read (kept and skipped
     # lines), so that no caller drops lines silently. Generated tasks skip nothing and have none.
     reports: list = field(default_factory=list)

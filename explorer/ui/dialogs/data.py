@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.data.tasks import PAIRS
 from explorer.errors import UserError
 
 PREVIEW_ROWS = 8
@@ -145,7 +146,7 @@ class DataDialog(QDialog):
         self.files = list(files)
         self.files_label.setText("\n".join(files))
         self.use_files.setChecked(True)
-        self.tokenizer.setCurrentText("word" if self.kind == "seq2seq" else "char")
+        self.tokenizer.setCurrentText("word" if self.kind == PAIRS else "char")
         self.refresh()
 
     def _browse(self) -> None:
@@ -178,7 +179,7 @@ class DataDialog(QDialog):
             self.description.setText(f"<b>{spec.name}</b>: {spec.description}")
         else:
             pairs, kind = self.pairs, self.kind
-            unit = "pairs" if kind == "seq2seq" else "lines"
+            unit = "pairs" if kind == PAIRS else "lines"
             self.description.setText(f"{len(pairs):,} {unit} read")
         self.preview.setRowCount(min(PREVIEW_ROWS, len(pairs)))
         for row, (source, target) in enumerate(pairs[:PREVIEW_ROWS]):
@@ -193,7 +194,7 @@ class DataDialog(QDialog):
         sources = [s for s, _ in pairs]
         src_tok = make_tokenizer(kind_name, sources)
         first_source = " │ ".join(src_tok.tokens(src_tok.encode(_clipped(pairs[0][0]))))
-        if kind == "seq2seq":
+        if kind == PAIRS:
             tgt_tok = make_tokenizer(kind_name, [t for _, t in pairs])
             first_target = " │ ".join(tgt_tok.tokens(tgt_tok.encode(_clipped(pairs[0][1]))))
             self.tokens.setText(f"tokens: {first_source}  →  {first_target}")
@@ -214,6 +215,6 @@ class DataDialog(QDialog):
             return DataSpec(task=self.task.currentText(), tokenizer=tokenizer)
         if len(self.files) == 2:
             return DataSpec(src=self.files[0], tgt=self.files[1], tokenizer=tokenizer)
-        if self.kind == "seq2seq":
+        if self.kind == PAIRS:
             return DataSpec(tsv=self.files[0], tokenizer=tokenizer)
         return DataSpec(text=self.files[0], tokenizer=tokenizer)
