@@ -60,7 +60,13 @@ def test_tabbed_away_panels_draw_nothing_while_training_and_catch_up_when_shown(
     steps, _ = runs.entries[THIS_WINDOW].curve.getData()
     assert steps.tolist() == list(range(1, STEPS + 1))
 
+    probes_before = len(probes)
     window.docks["gradients"].raise_()
-    qtbot.waitUntil(lambda: counted["gradients"] == 1, timeout=5_000)  # the latest probe, once
-    assert gradients.snapshot is probes[-1] and gradients.has_content()
-    assert not runs._held_draws and not gradients._held_draws
+    qtbot.waitUntil(lambda: counted["gradients"] >= 1 and gradients.snapshot is probes[-1],
+                    timeout=10_000)
+    # the held probe drawn once, not once per probe it held; a probe that came after the raise
+    # (in sight) may draw as it comes
+    assert 1 <= counted["gradients"] <= 1 + len(probes) - probes_before
+    assert gradients.has_content()
+    # (the runs panel, behind the gradients tab again, may hold a row that came after training)
+    assert not gradients._held_draws
