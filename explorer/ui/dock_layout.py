@@ -6,13 +6,19 @@ tab group of dock ids (the first raised), and the share of the height each row g
 group gets the left column (curves on top; the others tabbed with the training settings below, as
 Train, Pause, Step and Stop are on the toolbar); on the right the inspect group sits above the
 decoding group. On a screen under TALL_SCREEN_PX (1280 x 800) a heatmap, a tree or five curves
-would get too little height in two rows, so each column is one full-height tab group.
+would get too little height in two rows, so each column is one full-height tab group, and the
+panels that read in the narrow left column join its group there (their `short_screen_group`).
+
+Every tab shows its panel's whole name (tidy_tab_bars): no elision, and less padding beside the
+names than the style's, so the right column's thirteen tabs fit its 904 px at 1280 x 800; the
+panel's full title is the tab's tooltip.
 """
 
 from __future__ import annotations
 
+import shiboken6
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QTabBar
+from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QProxyStyle, QStyle, QTabBar
 
 from explorer.ui.panels import PANELS
 
@@ -22,6 +28,9 @@ TALL_SCREEN_PX = 1000
 # controls, which the dock splitter keeps on a 1280 px screen.
 LEFT_COLUMN = 0.42
 TALL_SHARES = {"left": (0.58, 0.42), "right": (0.55, 0.45)}
+# A tab's padding beside its name (Fusion's is 24 px): with it the thirteen tabs of the right
+# column need ~810 of its 904 px at 1280 x 800, and still read as separate tabs.
+TAB_PADDING_PX = 14
 AREAS = {"left": Qt.DockWidgetArea.LeftDockWidgetArea,
          "right": Qt.DockWidgetArea.RightDockWidgetArea}
 
@@ -40,19 +49,27 @@ def create_docks(window: QMainWindow) -> dict[str, QDockWidget]:
 
 
 def default_layout(tall: bool) -> tuple:
-    """((area, rows, shares), ...) from the registry's groups; a group the layout does not know
-    joins the right column's last tab group."""
-    groups: dict[str, tuple[str, ...]] = {}
-    for entry in PANELS:
-        groups[entry.group] = groups.get(entry.group, ()) + (entry.panel_id,)
-    training = groups.pop("training", ())
-    inspect, decoding = groups.pop("inspect", ()), groups.pop("decoding", ())
-    decoding += tuple(panel_id for members in groups.values() for panel_id in members)
+    """((area, rows, shares), ...) from the registry's groups."""
+    training, inspect, decoding = _grouped(short=False)
     if tall and training and inspect and decoding:
         return (("left", ((training[0],), training[1:] + (CONTROLS_ID,)), TALL_SHARES["left"]),
                 ("right", (inspect, decoding), TALL_SHARES["right"]))
+    training, inspect, decoding = _grouped(short=True)
     return (("left", (training + (CONTROLS_ID,),), (1.0,)),
             ("right", (inspect + decoding,), (1.0,)))
+
+
+def _grouped(short: bool) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The training, inspect and decoding groups' panel ids, in registry order, as a `short`
+    screen's layout groups them or not; a group the layout does not know joins decoding."""
+    groups: dict[str, tuple[str, ...]] = {}
+    for entry in PANELS:
+        group = (short and entry.short_screen_group) or entry.group
+        groups[group] = groups.get(group, ()) + (entry.panel_id,)
+    training = groups.pop("training", ())
+    inspect, decoding = groups.pop("inspect", ()), groups.pop("decoding", ())
+    decoding += tuple(panel_id for members in groups.values() for panel_id in members)
+    return training, inspect, decoding
 
 
 def arrange_default_layout(window: QMainWindow, docks: dict[str, QDockWidget], tall: bool) -> tuple:
@@ -67,23 +84,54 @@ def arrange_default_layout(window: QMainWindow, docks: dict[str, QDockWidget], t
             for dock_id in group[1:]:
                 window.tabifyDockWidget(docks[group[0]], docks[dock_id])
             docks[group[0]].raise_()
-    hide_stale_tab_bars(window)
+    tidy_tab_bars(window)
     return layout
 
 
-def hide_stale_tab_bars(window: QMainWindow) -> None:
-    """Hide the tab bars Qt left behind. Tabifying docks into a second dock area leaves that
-    area's first two-tab bar ("Attention | Positional", "Beam | Step") in the window, unused by
-    the layout, and the window's first show paints it floating over another dock (Qt 6.11). Each
-    dock belongs to one tab group, so a bar whose docks are all on a larger bar is such a leftover."""
+def tidy_tab_bars(window: QMainWindow) -> None:
+    """After every arrangement of the docks: the stale tab bars hidden, and on the others every
+    panel's name whole, its full title (the dock's tooltip, once the panel is built) on hover."""
+    docks = {shiboken6.getCppPointer(dock)[0]: dock for dock in window.findChildren(QDockWidget)}
+    for bar in hide_stale_tab_bars(window):
+        if not isinstance(bar.style(), CompactTabs):
+            bar.setStyle(CompactTabs(bar))
+        # a group with more tabs than fit (a larger font, a narrower window) scrolls, never elides
+        bar.setElideMode(Qt.TextElideMode.ElideNone)
+        bar.setUsesScrollButtons(True)
+        for i in range(bar.count()):
+            dock = docks.get(bar.tabData(i))
+            if dock is not None:
+                bar.setTabToolTip(i, dock.toolTip() or dock.windowTitle())
+
+
+def hide_stale_tab_bars(window: QMainWindow) -> list[QTabBar]:
+    """Hide the tab bars Qt left behind; -> the others. Tabifying docks into a second dock area
+    leaves that area's first two-tab bar ("Attention | Positional", "Beam | Step") in the window,
+    unused by the layout, and the window's first show paints it floating over another dock (Qt
+    6.11). Each dock belongs to one tab group, so a bar whose docks are all on a larger bar is
+    such a leftover."""
     bars = [bar for bar in window.findChildren(QTabBar) if bar.parent() is window and bar.count()]
     docks_on = {id(bar): {bar.tabData(i) for i in range(bar.count())} for bar in bars}
+    kept = []
     for bar in bars:
         if any(docks_on[id(bar)] < docks_on[id(other)] for other in bars):
             bar.hide()
-        else:  # every panel's name whole: a group with more tabs than fit scrolls, never elides
-            bar.setElideMode(Qt.TextElideMode.ElideNone)
-            bar.setUsesScrollButtons(True)
+        else:
+            kept.append(bar)
+    return kept
+
+
+class CompactTabs(QProxyStyle):
+    """The application's style with TAB_PADDING_PX beside a tab's name; owned by its tab bar."""
+
+    def __init__(self, bar: QTabBar) -> None:
+        super().__init__()
+        self.setParent(bar)
+
+    def pixelMetric(self, metric, option=None, widget=None) -> int:
+        if metric == QStyle.PixelMetric.PM_TabBarTabHSpace:
+            return TAB_PADDING_PX
+        return super().pixelMetric(metric, option, widget)
 
 
 def apply_default_sizes(window: QMainWindow, docks: dict[str, QDockWidget], layout: tuple) -> None:

@@ -28,7 +28,8 @@ from explorer.ui.recovery import attach_runs
 from explorer.ui.status_bar import TrainingStatus
 from explorer.ui.training_controls import TrainingControls
 
-LAYOUT_VERSION = 2  # saved layouts of an older version give way to the default
+# saved layouts of an older version give way to the default (3: the tabs of 1280 x 800 read whole)
+LAYOUT_VERSION = 3
 DEFAULT_WINDOW = (1600, 1000)  # at most: on a smaller screen, its available area
 MAX_RECENT = 10
 
@@ -123,6 +124,7 @@ class MainWindow(QMainWindow):
             # the short name on the tab, the panel's full title and what it shows on hover
             dock.setToolTip(f"{panel.TITLE}: {panel.TOOLTIP}" if panel.TITLE else panel.TOOLTIP)
             self.panels[panel_id] = panel
+        dock_layout.tidy_tab_bars(self)  # the tabs' tooltips: the panels' full titles
         if self._sized and not self._layout_restored:
             self.apply_default_sizes()  # the panels' own minimum sizes moved the splitters
         if self.missing_panels:
@@ -473,7 +475,7 @@ class MainWindow(QMainWindow):
             dock.setFloating(False)
             dock.show()
         self.restoreState(self.default_state)
-        dock_layout.hide_stale_tab_bars(self)
+        dock_layout.tidy_tab_bars(self)
         self.apply_default_sizes()
 
     def layout_key(self) -> str:
@@ -495,7 +497,7 @@ class MainWindow(QMainWindow):
             # a layout saved for an older arrangement of the docks is not restored: the
             # default one replaces it
             self._layout_restored = self.restoreState(state, LAYOUT_VERSION)
-            dock_layout.hide_stale_tab_bars(self)
+            dock_layout.tidy_tab_bars(self)
 
     def save_settings(self) -> None:
         key = self.layout_key()

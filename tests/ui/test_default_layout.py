@@ -8,7 +8,8 @@ import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QFontMetricsF, QTextDocument
-from PySide6.QtWidgets import QDockWidget, QLabel, QTabBar
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QDockWidget, QLabel, QTabBar, QToolButton
 
 from explorer.training.checkpoint import demo_checkpoints
 from explorer.ui import dock_layout
@@ -16,6 +17,7 @@ from explorer.ui.panels.bleu import PLOT_MIN_LINES
 from explorer.ui.plot_style import drawn_labels
 
 MIN_VIEW_PX = (80, 50)  # a plot's data area: room for a readable curve between its axes
+MIN_TAB_MARGIN_PX = 4  # each side of a tab's name, so neighbouring names do not run together
 
 
 @pytest.fixture(scope="module")
@@ -161,20 +163,24 @@ def test_short_screens_get_full_height_tab_groups_and_tall_ones_two_rows(
     assert short.tabifiedDockWidgets(short.docks["attention"]) and \
         short.docks["beam"] in short.tabifiedDockWidgets(short.docks["attention"])
     assert short.controls_dock in short.tabifiedDockWidgets(short.docks["curves"])
+    # the embeddings' scatter reads in the narrow training column: room for the other tabs
+    assert short.docks["embeddings"] in short.tabifiedDockWidgets(short.docks["curves"])
     monkeypatch.setattr(dock_layout, "TALL_SCREEN_PX", 0)
     tall = make_main_window(create_panels=False)
     assert tall.docks["beam"] not in tall.tabifiedDockWidgets(tall.docks["attention"])
+    assert tall.docks["embeddings"] in tall.tabifiedDockWidgets(tall.docks["attention"])
     assert tall.controls_dock in tall.tabifiedDockWidgets(tall.docks["bleu"])
 
 
 def test_a_layout_saved_by_an_older_version_gives_way_to_the_default(make_main_window,
                                                                       isolated_settings):
-    from PySide6.QtCore import Qt
+    from explorer.ui.main_window import LAYOUT_VERSION
 
     old = make_main_window(create_panels=False)
     old.removeDockWidget(old.docks["beam"])
     old.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, old.docks["beam"])
-    isolated_settings.setValue(f"{old.layout_key()}/window_state", old.saveState(1))  # older version
+    isolated_settings.setValue(f"{old.layout_key()}/window_state",
+                               old.saveState(LAYOUT_VERSION - 1))  # the version before
     isolated_settings.sync()
     fresh = make_main_window(create_panels=False)
     assert not fresh._layout_restored
@@ -212,6 +218,41 @@ def test_no_tab_bar_floats_in_the_default_layout(make_main_window, qtbot, monkey
     assert len(docks) >= len(on_bars)
 
 
+@pytest.mark.parametrize("tall", [False, True], ids=["1280x800", "1920x1080"])
+def test_every_tab_shows_its_whole_name(make_main_window, qtbot, monkeypatch, tall):
+    """At 1280 x 800 the right column's ten tabs were cut to "At…", "Gradi…", and fourteen then
+    scrolled: every tabbed dock is on its bar at once, its name whole, its full title on hover."""
+    monkeypatch.setattr(dock_layout, "TALL_SCREEN_PX", 0 if tall else 10**6)
+    window = make_main_window(create_panels=False)
+    window.resize(*((1920, 1080) if tall else (1280, 800)))
+    window.show()
+    qtbot.waitExposed(window)
+    window.create_panels()  # the panels' minimum widths set the columns' widths
+    for _ in range(20):  # the docks are laid out again over a few event-loop turns
+        QApplication.processEvents()
+    docks = {_address(dock): dock for dock in (*window.docks.values(), window.controls_dock)}
+    bars = [bar for bar in window.findChildren(QTabBar) if bar.parent() is window and bar.isVisible()]
+    on_bars = set()
+    for bar in bars:
+        assert bar.elideMode() == Qt.TextElideMode.ElideNone
+        arrows = [button for button in bar.findChildren(QToolButton) if button.isVisible()]
+        assert not arrows, f"the bar of {bar.tabText(0)!r} scrolls: {bar.width()} px"
+        metrics = bar.fontMetrics()
+        for i in range(bar.count()):
+            text, rect = bar.tabText(i), bar.tabRect(i)
+            assert bar.rect().contains(rect), f"{text!r} at {rect.getRect()} off its bar {bar.width()} px"
+            assert rect.width() >= metrics.horizontalAdvance(text) + 2 * MIN_TAB_MARGIN_PX, text
+            dock = docks[bar.tabData(i)]
+            assert text == dock.windowTitle()
+            panel = window.panels.get(dock.objectName())  # the training controls are no panel
+            # the panel named in full on hover: "Hidden" is "Hidden states: ..."
+            assert bar.tabToolTip(i) == (dock.toolTip() if panel else text)
+            assert panel is None or bar.tabToolTip(i).startswith(panel.TITLE or panel.TOOLTIP)
+            on_bars.add(bar.tabData(i))
+    tabbed = {_address(dock) for dock in docks.values() if window.tabifiedDockWidgets(dock)}
+    assert tabbed and tabbed <= on_bars
+
+
 def _address(widget) -> int:
     import shiboken6
 
@@ -221,8 +262,6 @@ def _address(widget) -> int:
 def test_each_screen_size_keeps_its_own_layout(make_main_window, monkeypatch):
     """A layout arranged on a 1280 x 800 laptop is not restored on a 1920 x 1080 monitor (the
     default for that screen is), and comes back on the laptop."""
-    from PySide6.QtCore import Qt
-
     from explorer.ui.main_window import MainWindow
 
     monkeypatch.setattr(MainWindow, "layout_key", lambda self: "layout/1280x800")
