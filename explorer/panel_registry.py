@@ -27,15 +27,12 @@ class PanelEntry:
     panel_id: str  # the class's PANEL_ID: dock objectName, export file prefix, --plots name
     spec: str  # "module:Class"
     group: str  # a DOCK_GROUPS key
-    tab: str = ""  # the dock's short title: every tab reads whole in a 1280 px window
+    tab: str = ""  # the dock's short title: ten tabs must read whole in a 1280 px window
     exported_by_default: bool = True  # in `explorer export` without --plots
     # "module:function(HeadlessInput) -> {name: (header, rows)}": the panel's tables computed
     # without Qt (explorer/export/headless.py), so `explorer export --format csv` of it builds no
     # panel ("": the panel computes them)
     tables: str = ""
-    # the group it joins on a short screen, where each column is one tab group ("": `group`): a
-    # panel that reads in the narrow training column leaves the other column's tabs room
-    short_screen_group: str = ""
 
 
 _HEADLESS = "explorer.export.headless:"
@@ -63,7 +60,7 @@ PANELS = (
     PanelEntry("hidden", "explorer.ui.panels.hidden:HiddenPanel", "inspect", "Hidden",  # its dock shows gates too
                tables=_HEADLESS + "hidden_panel_tables"),
     PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect", "Embeddings",
-               tables=_HEADLESS + "embeddings_tables", short_screen_group="training"),
+               tables=_HEADLESS + "embeddings_tables"),
     PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", "Runs", False,  # Compare runs
                tables=_HEADLESS + "runs_tables"),
     PanelEntry("examples", "explorer.ui.panels.examples:ExamplesPanel", "decoding", "Examples", False),

@@ -6,12 +6,11 @@ tab group of dock ids (the first raised), and the share of the height each row g
 group gets the left column (curves on top; the others tabbed with the training settings below, as
 Train, Pause, Step and Stop are on the toolbar); on the right the inspect group sits above the
 decoding group. On a screen under TALL_SCREEN_PX (1280 x 800) a heatmap, a tree or five curves
-would get too little height in two rows, so each column is one full-height tab group, and the
-panels that read in the narrow left column join its group there (their `short_screen_group`).
+would get too little height in two rows, so each column is one full-height tab group.
 
-Every tab shows its panel's whole name (tidy_tab_bars): no elision, and less padding beside the
-names than the style's, so the right column's thirteen tabs fit its 904 px at 1280 x 800; the
-panel's full title is the tab's tooltip.
+Every tab shows its panel's whole name (tidy_tab_bars): no elision, and no more padding beside the
+names than lets them all fit their bar (CompactTabs), so the right column's fourteen tabs fit its
+904 px at 1280 x 800; the panel's full title is the tab's tooltip.
 """
 
 from __future__ import annotations
@@ -28,9 +27,10 @@ TALL_SCREEN_PX = 1000
 # controls, which the dock splitter keeps on a 1280 px screen.
 LEFT_COLUMN = 0.42
 TALL_SHARES = {"left": (0.58, 0.42), "right": (0.55, 0.45)}
-# A tab's padding beside its name (Fusion's is 24 px): with it the thirteen tabs of the right
-# column need ~810 of its 904 px at 1280 x 800, and still read as separate tabs.
-TAB_PADDING_PX = 14
+# The least padding beside a tab's name (Fusion's is 24 px) that still reads as separate tabs.
+# The fourteen names of the right column take 703 of its 904 px at 1280 x 800 (9 pt Sans): 14 px
+# a tab fits them; down to 8 px, a font 10 % larger would too.
+MIN_TAB_PADDING_PX = 8
 AREAS = {"left": Qt.DockWidgetArea.LeftDockWidgetArea,
          "right": Qt.DockWidgetArea.RightDockWidgetArea}
 
@@ -49,27 +49,19 @@ def create_docks(window: QMainWindow) -> dict[str, QDockWidget]:
 
 
 def default_layout(tall: bool) -> tuple:
-    """((area, rows, shares), ...) from the registry's groups."""
-    training, inspect, decoding = _grouped(short=False)
-    if tall and training and inspect and decoding:
-        return (("left", ((training[0],), training[1:] + (CONTROLS_ID,)), TALL_SHARES["left"]),
-                ("right", (inspect, decoding), TALL_SHARES["right"]))
-    training, inspect, decoding = _grouped(short=True)
-    return (("left", (training + (CONTROLS_ID,),), (1.0,)),
-            ("right", (inspect + decoding,), (1.0,)))
-
-
-def _grouped(short: bool) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """The training, inspect and decoding groups' panel ids, in registry order, as a `short`
-    screen's layout groups them or not; a group the layout does not know joins decoding."""
+    """((area, rows, shares), ...) from the registry's groups; a group the layout does not know
+    joins the right column's last tab group."""
     groups: dict[str, tuple[str, ...]] = {}
     for entry in PANELS:
-        group = (short and entry.short_screen_group) or entry.group
-        groups[group] = groups.get(group, ()) + (entry.panel_id,)
+        groups[entry.group] = groups.get(entry.group, ()) + (entry.panel_id,)
     training = groups.pop("training", ())
     inspect, decoding = groups.pop("inspect", ()), groups.pop("decoding", ())
     decoding += tuple(panel_id for members in groups.values() for panel_id in members)
-    return training, inspect, decoding
+    if tall and training and inspect and decoding:
+        return (("left", ((training[0],), training[1:] + (CONTROLS_ID,)), TALL_SHARES["left"]),
+                ("right", (inspect, decoding), TALL_SHARES["right"]))
+    return (("left", (training + (CONTROLS_ID,),), (1.0,)),
+            ("right", (inspect + decoding,), (1.0,)))
 
 
 def arrange_default_layout(window: QMainWindow, docks: dict[str, QDockWidget], tall: bool) -> tuple:
@@ -121,19 +113,6 @@ def hide_stale_tab_bars(window: QMainWindow) -> list[QTabBar]:
     return kept
 
 
-class CompactTabs(QProxyStyle):
-    """The application's style with TAB_PADDING_PX beside a tab's name; owned by its tab bar."""
-
-    def __init__(self, bar: QTabBar) -> None:
-        super().__init__()
-        self.setParent(bar)
-
-    def pixelMetric(self, metric, option=None, widget=None) -> int:
-        if metric == QStyle.PixelMetric.PM_TabBarTabHSpace:
-            return TAB_PADDING_PX
-        return super().pixelMetric(metric, option, widget)
-
-
 def apply_default_sizes(window: QMainWindow, docks: dict[str, QDockWidget], layout: tuple) -> None:
     """The layout's proportions at the window's current size."""
     width, height = window.width(), window.height()
@@ -144,3 +123,23 @@ def apply_default_sizes(window: QMainWindow, docks: dict[str, QDockWidget], layo
         if len(rows) > 1:
             window.resizeDocks([docks[group[0]] for group in rows],
                                [round(height * share) for share in shares], Qt.Orientation.Vertical)
+
+
+class CompactTabs(QProxyStyle):
+    """The application's style, with no more padding beside a tab's name than lets every name on
+    the bar fit its width, down to MIN_TAB_PADDING_PX; owned by its tab bar."""
+
+    def __init__(self, bar: QTabBar) -> None:
+        super().__init__()
+        self.setParent(bar)
+        self.bar = bar
+
+    def pixelMetric(self, metric, option=None, widget=None) -> int:
+        padding = super().pixelMetric(metric, option, widget)
+        if metric != QStyle.PixelMetric.PM_TabBarTabHSpace or widget is not self.bar:
+            return padding
+        names = sum(self.bar.fontMetrics().size(Qt.TextFlag.TextShowMnemonic, self.bar.tabText(i)).width()
+                    for i in range(self.bar.count()))
+        # a pixel a tab to spare for the style's rounding
+        fits = (self.bar.width() - names) // max(self.bar.count(), 1) - 1
+        return max(MIN_TAB_PADDING_PX, min(padding, fits))

@@ -163,12 +163,9 @@ def test_short_screens_get_full_height_tab_groups_and_tall_ones_two_rows(
     assert short.tabifiedDockWidgets(short.docks["attention"]) and \
         short.docks["beam"] in short.tabifiedDockWidgets(short.docks["attention"])
     assert short.controls_dock in short.tabifiedDockWidgets(short.docks["curves"])
-    # the embeddings' scatter reads in the narrow training column: room for the other tabs
-    assert short.docks["embeddings"] in short.tabifiedDockWidgets(short.docks["curves"])
     monkeypatch.setattr(dock_layout, "TALL_SCREEN_PX", 0)
     tall = make_main_window(create_panels=False)
     assert tall.docks["beam"] not in tall.tabifiedDockWidgets(tall.docks["attention"])
-    assert tall.docks["embeddings"] in tall.tabifiedDockWidgets(tall.docks["attention"])
     assert tall.controls_dock in tall.tabifiedDockWidgets(tall.docks["bleu"])
 
 
