@@ -27,7 +27,7 @@ class PanelEntry:
     panel_id: str  # the class's PANEL_ID: dock objectName, export file prefix, --plots name
     spec: str  # "module:Class"
     group: str  # a DOCK_GROUPS key
-    tab: str = ""  # the dock's short title: ten tabs must read whole in a 1280 px window
+    tab: str = ""  # the dock's short title: fourteen tabs read whole in a 1280 px window
     exported_by_default: bool = True  # in `explorer export` without --plots
     # "module:function(HeadlessInput) -> {name: (header, rows)}": the panel's tables computed
     # without Qt (explorer/export/headless.py), so `explorer export --format csv` of it builds no

@@ -17,7 +17,14 @@ from __future__ import annotations
 
 import shiboken6
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QProxyStyle, QStyle, QTabBar
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QLabel,
+    QMainWindow,
+    QProxyStyle,
+    QStyle,
+    QTabBar,
+)
 
 from explorer.ui.panels import PANELS
 
@@ -132,14 +139,13 @@ class CompactTabs(QProxyStyle):
     def __init__(self, bar: QTabBar) -> None:
         super().__init__()
         self.setParent(bar)
-        self.bar = bar
 
     def pixelMetric(self, metric, option=None, widget=None) -> int:
         padding = super().pixelMetric(metric, option, widget)
-        if metric != QStyle.PixelMetric.PM_TabBarTabHSpace or widget is not self.bar:
+        if metric != QStyle.PixelMetric.PM_TabBarTabHSpace or not isinstance(widget, QTabBar):
             return padding
-        names = sum(self.bar.fontMetrics().size(Qt.TextFlag.TextShowMnemonic, self.bar.tabText(i)).width()
-                    for i in range(self.bar.count()))
-        # a pixel a tab to spare for the style's rounding
-        fits = (self.bar.width() - names) // max(self.bar.count(), 1) - 1
+        metrics, count = widget.fontMetrics(), widget.count()
+        names = sum(metrics.size(Qt.TextFlag.TextShowMnemonic, widget.tabText(i)).width()
+                    for i in range(count))
+        fits = (widget.width() - names) // max(count, 1) - 1  # a pixel a tab for the rounding
         return max(MIN_TAB_PADDING_PX, min(padding, fits))

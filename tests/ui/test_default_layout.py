@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 import pytest
-from PySide6.QtCore import QRectF
+from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QFontMetricsF, QTextDocument
-from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDockWidget, QLabel, QTabBar, QToolButton
 
 from explorer.training.checkpoint import demo_checkpoints
