@@ -16,7 +16,7 @@ names than lets them all fit their bar (CompactTabs), so the right column's four
 from __future__ import annotations
 
 import shiboken6
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QDockWidget,
     QLabel,
@@ -101,6 +101,16 @@ def tidy_tab_bars(window: QMainWindow) -> None:
             dock = docks.get(bar.tabData(i))
             if dock is not None:
                 bar.setTabToolTip(i, dock.toolTip() or dock.windowTitle())
+
+
+def keep_tab_bars_tidy(window: QMainWindow, docks: dict[str, QDockWidget]) -> None:
+    """Tidy the tab bars again whenever a dock moves (a tab group the user makes reads whole
+    too), once per event-loop turn however many docks moved."""
+    timer = QTimer(window)
+    timer.setSingleShot(True)
+    timer.timeout.connect(lambda: tidy_tab_bars(window))
+    for dock in docks.values():
+        dock.dockLocationChanged.connect(lambda _area: timer.start(0))
 
 
 def hide_stale_tab_bars(window: QMainWindow) -> list[QTabBar]:

@@ -136,6 +136,7 @@ class MainWindow(QMainWindow):
         screen = self.screen()
         tall = screen is None or screen.availableGeometry().height() >= dock_layout.TALL_SCREEN_PX
         self.default_layout = dock_layout.arrange_default_layout(self, self._all_docks(), tall)
+        dock_layout.keep_tab_bars_tidy(self, self._all_docks())
 
     def _all_docks(self) -> dict[str, QDockWidget]:
         return {**self.docks, self.controls_dock.objectName(): self.controls_dock}

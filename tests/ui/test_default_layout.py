@@ -249,6 +249,33 @@ def test_every_tab_shows_its_whole_name(make_main_window, qtbot, monkeypatch, ta
     assert tabbed and tabbed <= on_bars
 
 
+def test_a_tab_group_the_user_makes_shows_whole_names(make_main_window, qtbot, monkeypatch):
+    """Qt gives a new tab group a bar of its own (a new one or one it keeps), eliding by default;
+    whenever a dock moves, the bars are tidied again."""
+    monkeypatch.setattr(dock_layout, "TALL_SCREEN_PX", 0)  # the curves alone in their row
+    window = make_main_window()
+    window.resize(1920, 1080)
+    window.show()
+    qtbot.waitExposed(window)
+    for _ in range(20):  # the first show's layout settles
+        QApplication.processEvents()
+    for bar in window.findChildren(QTabBar):  # Qt's defaults, on the bars it may hand out again
+        if bar.parent() is window:
+            bar.setElideMode(Qt.TextElideMode.ElideRight)
+            bar.setTabToolTip(0, "")
+    curves, beam = window.docks["curves"], window.docks["beam"]
+    window.tabifyDockWidget(curves, beam)  # a new tab group, as a drag onto the curves makes
+
+    def new_bar() -> QTabBar | None:
+        return next((bar for bar in window.findChildren(QTabBar) if bar.isVisible() and {
+            _address(curves), _address(beam)} == {bar.tabData(i) for i in range(bar.count())}), None)
+
+    qtbot.waitUntil(lambda: new_bar() is not None)
+    qtbot.waitUntil(lambda: new_bar().elideMode() == Qt.TextElideMode.ElideNone)
+    assert isinstance(new_bar().style(), dock_layout.CompactTabs)
+    assert [new_bar().tabToolTip(i) for i in range(2)] == [curves.toolTip(), beam.toolTip()]
+
+
 def _address(widget) -> int:
     import shiboken6
 
