@@ -39,7 +39,6 @@ class ExamplesModel(QAbstractTableModel):
         self.sort_column: str | None = None
         self.descending = False
         self.change: np.ndarray | None = None  # per table row, against a pinned table
-        self._sort_keys: dict[str, np.ndarray] = {}  # text column -> each row's rank
 
     # -- data ------------------------------------------------------------------------------------
 
@@ -53,7 +52,6 @@ class ExamplesModel(QAbstractTableModel):
         """Show `table`; the current filter must compile (the caller checked it)."""
         self.beginResetModel()
         self.table = table
-        self._sort_keys.clear()
         self.change = None
         if table is not None and pinned is not None:
             try:
@@ -108,12 +106,7 @@ class ExamplesModel(QAbstractTableModel):
         values = self.values(name)
         if values.dtype != object:
             return np.nan_to_num(values.astype(float), nan=-np.inf)
-        if name not in self._sort_keys:  # once per table: each text's rank, so a sort is of ints
-            lowered = np.char.lower(values.astype(str))
-            ranks = np.empty(len(values), dtype=np.int64)
-            ranks[np.argsort(lowered, kind="stable")] = np.arange(len(values))
-            self._sort_keys[name] = ranks
-        return self._sort_keys[name]
+        return self.table.text_ranks(name)  # made once per table, in its job where it was built
 
     def table_row(self, view_row: int) -> int:
         return int(self.view[view_row])

@@ -50,6 +50,25 @@ def test_evaluates_the_validation_set(panel, tiny_workspace):
     assert panel.tables()["length"][1]  # the length plot has its buckets
 
 
+def test_the_evaluation_job_prepares_the_table_for_sorting_and_filtering(panel, qtbot, tiny_workspace):
+    """The table reaches the GUI thread with its texts' sort ranks and search texts made (in the
+    job runner), equal to those a table makes on its first sort or filter."""
+    from explorer.analysis.examples import ExampleTable
+
+    with qtbot.waitSignal(panel.runner.done, timeout=60_000) as done:
+        panel.evaluate()
+    table = done.args[1]
+    assert table is panel.model.table and table.prepared
+    lazy = ExampleTable(dict(table.columns), True)
+    for name in ("source", "reference", "output"):
+        assert np.array_equal(table.text_ranks(name), lazy.text_ranks(name))
+        for lower in (True, False):
+            assert table.joined_texts(name, lower).text == lazy.joined_texts(name, lower).text
+    panel.view.sortByColumn(panel.model.names.index("output"), Qt.AscendingOrder)
+    outputs = _column(panel, "output")
+    assert outputs == sorted(outputs, key=str.lower)
+
+
 def test_sorting_by_a_column_header(panel):
     panel.view.sortByColumn(panel.model.names.index("loss"), Qt.DescendingOrder)
     losses = [float(v) for v in _column(panel, "loss")]

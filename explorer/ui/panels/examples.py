@@ -69,11 +69,12 @@ NOT_EVALUATED = "Not evaluated yet: Evaluate scores every example and draws them
 
 
 def _evaluate_job(workspace, pairs, progress, stop: threading.Event):
-    """Runs in the job runner's thread: plain data in (pairs), an ExampleTable out."""
+    """Runs in the job runner's thread: plain data in (pairs), an ExampleTable out, its texts
+    prepared here for the table's sorting and filtering (not on the GUI thread)."""
     table = evaluate_examples(workspace, pairs, progress=progress, should_stop=stop.is_set)
     if table is None:
         raise UserError("evaluation stopped")
-    return table
+    return table.prepare()
 
 
 def _runs_job(folders, pairs, seq2seq: bool, stop: threading.Event):
