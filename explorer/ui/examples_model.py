@@ -12,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 
-from explorer.analysis.examples import ExampleTable, SliceFilter, compare
+from explorer.analysis.examples import TEXT_COLUMNS, ExampleTable, SliceFilter, compare
+
+TEXT_WIDTH, MIN_TEXT_WIDTH, NUMBER_WIDTH = 280, 150, 78  # column widths in pixels
 
 HEADERS = {
     "source": "source", "reference": "reference", "output": "output", "loss": "loss (nats)",
@@ -28,6 +30,16 @@ TOOLTIPS = {
     "chrf": "sacreBLEU sentence_chrf of the output against the reference",
     "change": "this evaluation minus the pinned one (BLEU up, or loss down, is better)",
 }
+
+
+def column_widths(names: list[str], available: int) -> list[int]:
+    """Each column's width for a view `available` pixels wide: the numbers fit their values and
+    the texts share what is left (each between MIN_TEXT_WIDTH and TEXT_WIDTH), so that on a
+    narrow screen the scores stay in sight beside shortened texts (a text's tooltip is whole)."""
+    texts = sum(name in TEXT_COLUMNS for name in names)
+    share = (available - NUMBER_WIDTH * (len(names) - texts)) // max(texts, 1)
+    text = max(MIN_TEXT_WIDTH, min(TEXT_WIDTH, share))
+    return [text if name in TEXT_COLUMNS else NUMBER_WIDTH for name in names]
 
 
 class ExamplesModel(QAbstractTableModel):

@@ -69,6 +69,28 @@ def test_the_evaluation_job_prepares_the_table_for_sorting_and_filtering(panel, 
     assert outputs == sorted(outputs, key=str.lower)
 
 
+def test_the_scores_stay_in_sight_in_a_narrow_panel_until_a_column_is_resized_by_hand(panel, qtbot):
+    """1280 x 800 leaves the panel about 860 pixels: the texts shorten so that BLEU is in view;
+    a wide panel gives them their full width; a width set by hand is kept."""
+    from explorer.ui.examples_model import MIN_TEXT_WIDTH, TEXT_WIDTH
+
+    header, names = panel.view.horizontalHeader(), panel.model.names
+    bleu = names.index("bleu")
+    panel.resize(900, 700)
+    panel.show()
+    qtbot.waitExposed(panel)
+    right_edge = header.sectionViewportPosition(bleu) + header.sectionSize(bleu)
+    assert right_edge <= panel.view.viewport().width()
+    assert MIN_TEXT_WIDTH <= header.sectionSize(names.index("source")) < TEXT_WIDTH
+    panel.resize(1800, 700)
+    qtbot.waitUntil(lambda: header.sectionSize(names.index("source")) == TEXT_WIDTH)
+    header.resizeSection(names.index("output"), 400)  # by hand
+    panel.resize(900, 700)
+    qtbot.waitUntil(lambda: panel.view.viewport().width() < 900)
+    assert header.sectionSize(names.index("output")) == 400
+    assert header.sectionSize(names.index("source")) == TEXT_WIDTH
+
+
 def test_sorting_by_a_column_header(panel):
     panel.view.sortByColumn(panel.model.names.index("loss"), Qt.DescendingOrder)
     losses = [float(v) for v in _column(panel, "loss")]
@@ -213,6 +235,11 @@ def test_neighbours_of_the_probe_in_the_background(panel, qtbot):
         panel.bus.state.set_probe_input(source, target)
     assert view.neighbours[0].index == 5 and view.neighbours[0].distance < 1e-4
     assert view.table.item(0, 0).text() == source
+    assert repr(source) in view.status.text()  # whose neighbours these are
+    assert not view.step_box.isEnabled()  # the encoder's state has no output step
+    view.kind_box.setCurrentIndex(view.kind_box.findData("decoder"))
+    assert view.step_box.isEnabled() and view.table.rowCount() == 0
+    view.kind_box.setCurrentIndex(view.kind_box.findData("encoder"))
     with qtbot.waitSignal(panel.bus.probe_requested) as probe:
         view.table.cellClicked.emit(1, 0)
     assert probe.args == [view.neighbours[1].source, view.neighbours[1].target]

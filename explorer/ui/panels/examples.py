@@ -44,7 +44,6 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.analysis.examples import (
-    TEXT_COLUMNS,
     SliceFilter,
     evaluate_examples,
     examples_of,
@@ -55,14 +54,13 @@ from explorer.analysis.examples import (
 from explorer.errors import UserError
 from explorer.runs.compare import evaluate_runs
 from explorer.ui.empty_state import EmptyState
-from explorer.ui.examples_model import ExamplesModel
+from explorer.ui.examples_model import ExamplesModel, column_widths
 from explorer.ui.length_plot import make_length_widget
 from explorer.ui.neighbours_view import NeighboursView
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.examples_state import TableState
 from explorer.ui.top_examples_view import TopExamplesView
 
-TEXT_WIDTH, NUMBER_WIDTH = 280, 78  # column widths in pixels
 WORST_TOKENS = 30
 NO_MODEL = "Open or create a model, then Evaluate: its score by source length is drawn here."
 NOT_EVALUATED = "Not evaluated yet: Evaluate scores every example and draws them by length here."
@@ -104,6 +102,7 @@ class ExamplesPanel(TableState, Panel):
         self.message = ""
         self.worst = None  # explorer.analysis.examples.TokenErrors of the table shown
         self._saved_sort: tuple[str | None, bool] = (None, False)
+        self._fitted_widths: list[int] = []  # the column widths set last for the view's width
         self._stop = threading.Event()
         self.runner = self.job_runner("evaluate")
         self.runner.done.connect(self._on_table)
@@ -247,8 +246,8 @@ class ExamplesPanel(TableState, Panel):
         splitter = QSplitter(Qt.Vertical)
         splitter.addWidget(upper)
         splitter.addWidget(self.tabs)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
+        splitter.setStretchFactor(0, 2)  # the table first: 15 rows in a 1280 x 800 window
+        splitter.setStretchFactor(1, 1)
         root = QVBoxLayout(self)
         root.addWidget(splitter)
         QShortcut(QKeySequence("F5"), self, self.evaluate, context=Qt.WidgetWithChildrenShortcut)
@@ -377,15 +376,27 @@ class ExamplesPanel(TableState, Panel):
         self.progress.setValue(self.progress.maximum())
         first = self.model.table is None
         self.model.set_table(table, self.pinned)
-        if first:  # the texts get the room; the numbers fit their values
-            header = self.view.horizontalHeader()
-            for column, name in enumerate(self.model.names):
-                header.resizeSection(column, TEXT_WIDTH if name in TEXT_COLUMNS else NUMBER_WIDTH)
+        self._fit_columns(first)
         self._restore_sort()
         self._say("" if self.pinned is None or self.model.change is not None else
                   "the pinned evaluation is of other examples: no change column")
         self._refresh_views()
         self.evaluated.emit()
+
+    def _fit_columns(self, first: bool = False) -> None:
+        """Column widths for the view's width (see `column_widths`): for the first table, then at
+        each resize while the user has set none of them by hand."""
+        header, names = self.view.horizontalHeader(), self.model.names
+        if not first and [header.sectionSize(c) for c in range(len(names))] != self._fitted_widths:
+            return
+        self._fitted_widths = column_widths(names, self.view.viewport().width())
+        for column, width in enumerate(self._fitted_widths):
+            header.resizeSection(column, width)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self.model.table is not None:
+            self._fit_columns()
 
     # -- filtering and slices --------------------------------------------------------------------
 
