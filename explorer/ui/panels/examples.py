@@ -248,6 +248,7 @@ class ExamplesPanel(TableState, Panel):
         splitter.addWidget(self.tabs)
         splitter.setStretchFactor(0, 2)  # the table first: 15 rows in a 1280 x 800 window
         splitter.setStretchFactor(1, 1)
+        splitter.setSizes([200, 100])  # its first share too (the stretch shares out a resize)
         root = QVBoxLayout(self)
         root.addWidget(splitter)
         QShortcut(QKeySequence("F5"), self, self.evaluate, context=Qt.WidgetWithChildrenShortcut)
