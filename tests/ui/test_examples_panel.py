@@ -91,6 +91,17 @@ def test_the_scores_stay_in_sight_in_a_narrow_panel_until_a_column_is_resized_by
     assert header.sectionSize(names.index("source")) == TEXT_WIDTH
 
 
+def test_the_length_plot_names_each_bucket_and_its_examples(panel):
+    from explorer.analysis.examples import length_buckets
+
+    buckets = length_buckets(panel.model.table)
+    ticks = panel.length_plot.plot.getAxis("bottom")._tickLevels[0]
+    assert [label for _, label in ticks] == [f"{b.label} ({len(b.rows)})" for b in buckets]
+    assert [x for x, _ in ticks] == [(b.low + b.high) / 2 for b in buckets]  # under each point
+    x, _ = panel.length_plot.plot.listDataItems()[0].getData()
+    assert list(x) == [x for x, _ in ticks]
+
+
 def test_sorting_by_a_column_header(panel):
     panel.view.sortByColumn(panel.model.names.index("loss"), Qt.DescendingOrder)
     losses = [float(v) for v in _column(panel, "loss")]
