@@ -49,6 +49,8 @@ class LengthPlot:
                                    symbolBrush=colour, symbolSize=7, name=name)
             curve.setToolTip(name)
             self.series.append((name, buckets))
+        # half a bucket beside the first and last points: room for their ticks' labels
+        self.plot.setXRange(first[0].low - width / 2, first[-1].high + 1 + width / 2, padding=0)
 
     def rows(self) -> list[list]:
         """(series, bucket, examples, BLEU, loss/token) rows for CSV."""

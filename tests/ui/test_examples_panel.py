@@ -81,6 +81,8 @@ def test_the_scores_stay_in_sight_in_a_narrow_panel_until_a_column_is_resized_by
     qtbot.waitExposed(panel)
     right_edge = header.sectionViewportPosition(bleu) + header.sectionSize(bleu)
     assert right_edge <= panel.view.viewport().width()
+    table_share, tabs_share = panel.splitter.sizes()
+    assert table_share >= 1.8 * tabs_share  # the table first, the plots below
     assert MIN_TEXT_WIDTH <= header.sectionSize(names.index("source")) < TEXT_WIDTH
     panel.resize(1800, 700)
     qtbot.waitUntil(lambda: header.sectionSize(names.index("source")) == TEXT_WIDTH)

@@ -246,9 +246,9 @@ class ExamplesPanel(TableState, Panel):
         splitter = QSplitter(Qt.Vertical)
         splitter.addWidget(upper)
         splitter.addWidget(self.tabs)
-        splitter.setStretchFactor(0, 2)  # the table first: 15 rows in a 1280 x 800 window
+        splitter.setStretchFactor(0, 2)  # the table first (its first share: `_on_table`)
         splitter.setStretchFactor(1, 1)
-        splitter.setSizes([200, 100])  # its first share too (the stretch shares out a resize)
+        self.splitter = splitter
         root = QVBoxLayout(self)
         root.addWidget(splitter)
         QShortcut(QKeySequence("F5"), self, self.evaluate, context=Qt.WidgetWithChildrenShortcut)
@@ -378,6 +378,9 @@ class ExamplesPanel(TableState, Panel):
         first = self.model.table is None
         self.model.set_table(table, self.pinned)
         self._fit_columns(first)
+        if first:  # two thirds of the height to the table: 15 rows in a 1280 x 800 window
+            total = sum(self.splitter.sizes())
+            self.splitter.setSizes([total * 2 // 3, total - total * 2 // 3])
         self._restore_sort()
         self._say("" if self.pinned is None or self.model.change is not None else
                   "the pinned evaluation is of other examples: no change column")
