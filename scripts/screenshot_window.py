@@ -6,10 +6,10 @@ The window opens maximised on the screen with the demo Transformer (or --checkpo
 --no-model, none), waits until every panel has drawn, raises the docks named by --raise, and saves
 `QWidget.grab()`; with --each, one PNG per dock, OUT_<dock>.png, each with its dock raised. With
 --examples, the Examples panel's tour (a checkpoint with its data, e.g. one trained from the
-Multi30k recipe): OUT_examples_<step>.png of the table sorted by BLEU and its "By length" plot,
-the worst tokens, the neighbours of the worst row (the index built over the training pairs) and
-What if with that row pinned and an edit compared. Settings go to a temporary folder, so a saved
-layout of the user's is neither read nor changed.
+Multi30k recipe): OUT_examples_<step>.png of the evaluation's progress, the table sorted by BLEU
+and its "By length" plot, the worst tokens, the neighbours of the worst row (the index built over
+the training pairs) and What if with that row pinned and an edit compared. Settings go to a
+temporary folder, so a saved layout of the user's is neither read nor changed.
 """
 
 from __future__ import annotations
@@ -98,6 +98,9 @@ def examples_tour(app, window, out: Path, deadline: float) -> None:
 
     panel = window.panels["examples"]
     window.docks["examples"].raise_()
+    wait_until(app, deadline, lambda: panel.model.table is not None or panel.progress.value() > 0)
+    if panel.model.table is None:
+        save(app, window, out, "evaluating")  # its progress bar
     wait_until(app, deadline, lambda: panel.model.table is not None and not panel.runner.busy)
     print(panel.summary.text())
     panel.view.sortByColumn(panel.model.names.index("bleu"), Qt.AscendingOrder)
