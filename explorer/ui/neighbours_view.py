@@ -157,17 +157,15 @@ class NeighboursView(QWidget):
 
     def _on_index(self, _job, index) -> None:
         self.index = index
-        what = "encoder state" if index.kind == "encoder" else f"decoder state at step {index.step}"
-        self._say(f"{len(index)} training pairs indexed by {what}")
+        self._say(f"{len(index)} training pairs indexed by {self._state_name()}")
         self.query()
 
     def _on_neighbours(self, _job, neighbours) -> None:
         if self.index is None:  # forgotten meanwhile (another kind of state asked for)
             return
         self.neighbours = neighbours
-        what = "encoder state" if self.index.kind == "encoder" else f"decoder state at step {self.index.step}"
         self._say(f"the {len(neighbours)} of {len(self.index)} training pairs nearest to the probe "
-                  f"{elide(self.queried)!r} by {what}")
+                  f"{elide(self.queried)!r} by {self._state_name()}")
         self.table.setRowCount(len(neighbours))
         for r, n in enumerate(neighbours):
             for c, text in enumerate((n.source, n.target, f"{n.distance:.4f}")):
@@ -179,6 +177,10 @@ class NeighboursView(QWidget):
     def _on_click(self, row: int, _column: int) -> None:
         if row < len(self.neighbours):
             self.chosen.emit(self.neighbours[row].source, self.neighbours[row].target)
+
+    def _state_name(self) -> str:
+        index = self.index
+        return "encoder state" if index.kind == "encoder" else f"decoder state at step {index.step}"
 
     def busy(self) -> bool:
         return self.index_runner.busy or self.query_runner.busy
