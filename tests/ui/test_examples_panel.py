@@ -104,6 +104,22 @@ def test_the_length_plot_names_each_bucket_and_its_examples(panel):
     assert list(x) == [x for x, _ in ticks]
 
 
+def test_before_a_table_its_place_says_why_and_while_evaluating_that_it_is(qtbot, app_names, tiny_workspace):
+    from explorer.ui.panels.examples import NO_MODEL_ROWS, NOT_EVALUATED, ExamplesPanel
+
+    bus = AppBus()
+    panel = ExamplesPanel(bus)
+    qtbot.addWidget(panel)
+    assert panel.table_view.message == NO_MODEL_ROWS and panel.summary.isHidden()
+    with qtbot.waitSignal(panel.evaluated, timeout=60_000):
+        bus.set_workspace(tiny_workspace)  # starts evaluating
+        assert panel.table_view.message.startswith("Evaluating 8 examples of the validation set")
+        assert panel.length_view.message != NOT_EVALUATED  # it is being evaluated
+    assert not panel.table_view.empty and not panel.length_view.empty
+    assert not panel.summary.isHidden()
+    panel.shutdown()
+
+
 def test_sorting_by_a_column_header(panel):
     panel.view.sortByColumn(panel.model.names.index("loss"), Qt.DescendingOrder)
     losses = [float(v) for v in _column(panel, "loss")]

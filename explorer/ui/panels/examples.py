@@ -64,6 +64,11 @@ from explorer.ui.top_examples_view import TopExamplesView
 WORST_TOKENS = 30
 NO_MODEL = "Open or create a model, then Evaluate: its score by source length is drawn here."
 NOT_EVALUATED = "Not evaluated yet: Evaluate scores every example and draws them by length here."
+EVALUATING = "Evaluating: the score by source length is drawn here once every example is scored."
+# in the table's place while there is none
+NO_MODEL_ROWS = "Open or create a model: every example of its data is a row here, with its scores."
+NOT_EVALUATED_ROWS = "Not evaluated yet: Evaluate (F5) scores every example, one row each."
+MASKED_LM = "A masked language model has no left-to-right loss per example to show."
 
 
 def _evaluate_job(workspace, pairs, progress, stop: threading.Event):
@@ -106,7 +111,7 @@ class ExamplesPanel(TableState, Panel):
         self._stop = threading.Event()
         self.runner = self.job_runner("evaluate")
         self.runner.done.connect(self._on_table)
-        self.runner.failed.connect(lambda _job, message: self._say(message))
+        self.runner.failed.connect(self._on_failed)
         self.runner.busy_changed.connect(self._on_busy)
         self.run_folders = dict(bus.compared_runs_now)  # the Compare runs panel's runs
         self.run_tables: dict[str, tuple[str, object]] = {}  # name: (label, ExampleTable)
@@ -185,6 +190,7 @@ class ExamplesPanel(TableState, Panel):
 
         self.summary = QLabel()
         self.summary.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.summary.setVisible(False)  # until there is a table to sum up
         self.status = QLabel()
         self.status.setWordWrap(True)
 
@@ -242,7 +248,8 @@ class ExamplesPanel(TableState, Panel):
         layout.addLayout(filters)
         layout.addWidget(self.summary)
         layout.addWidget(self.status)
-        layout.addWidget(self.view, 1)
+        self.table_view = EmptyState(self.view, NO_MODEL_ROWS)  # no empty grid before a table
+        layout.addWidget(self.table_view, 1)
         splitter = QSplitter(Qt.Vertical)
         splitter.addWidget(upper)
         splitter.addWidget(self.tabs)
@@ -272,14 +279,15 @@ class ExamplesPanel(TableState, Panel):
         self.open_button.setEnabled(decodes)
         if workspace is None:
             self.length_view.show_message(NO_MODEL)
+            self._show_empty(NO_MODEL_ROWS)
             return
         if not decodes:
             self._say("a masked language model has no left-to-right loss per example to show")
-            self.length_view.show_message("A masked language model has no left-to-right loss "
-                                          "per example to show.")
+            self.length_view.show_message(MASKED_LM)
+            self._show_empty(MASKED_LM)
             return
         if self.model.table is None:
-            self.length_view.show_message(NOT_EVALUATED)
+            self._show_empty(NOT_EVALUATED_ROWS, NOT_EVALUATED)
         if self.pairs is not None or getattr(workspace, "data", None) is not None:
             self.evaluate()  # a new model, or a scrubbed snapshot: its own scores
 
@@ -301,6 +309,8 @@ class ExamplesPanel(TableState, Panel):
         self.progress.setRange(0, len(pairs))
         self.progress.setValue(0)
         self._say(f"evaluating {len(pairs)} examples of the {self.data_label}…")
+        if self.model.table is None:
+            self._show_empty(f"Evaluating {len(pairs)} examples of the {self.data_label}…", EVALUATING)
         return self.runner.submit(_evaluate_job, workspace, pairs, self.progressed.emit, self._stop)
 
     def stop(self) -> None:
@@ -308,6 +318,18 @@ class ExamplesPanel(TableState, Panel):
         if self.runner.busy:
             self.runner.cancel()
             self._say("evaluation stopped; the table keeps what it had")
+            self._show_empty(NOT_EVALUATED_ROWS, NOT_EVALUATED)
+
+    def _on_failed(self, _job, message: str) -> None:
+        self._say(message)
+        self._show_empty(NOT_EVALUATED_ROWS, NOT_EVALUATED)
+
+    def _show_empty(self, rows_message: str, length_message: str | None = None) -> None:
+        """Where there is no table yet: why, in the table's (and the length plot's) place."""
+        if self.model.table is None:
+            self.table_view.show_message(rows_message)
+            if length_message:
+                self.length_view.show_message(length_message)
 
     def choose_files(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(self, "Examples to evaluate", "",
@@ -377,6 +399,7 @@ class ExamplesPanel(TableState, Panel):
         self.progress.setValue(self.progress.maximum())
         first = self.model.table is None
         self.model.set_table(table, self.pinned)
+        self.table_view.show_view()
         self._fit_columns(first)
         if first:  # two thirds of the height to the table: 15 rows in a 1280 x 800 window
             total = sum(self.splitter.sizes())
@@ -537,6 +560,7 @@ class ExamplesPanel(TableState, Panel):
                 self.tokens_table.setItem(r, c, QTableWidgetItem(text))
 
     def _refresh_summary(self) -> None:
+        self.summary.setVisible(self.model.table is not None)  # no blank line before a table
         if self.model.table is None:
             self.summary.setText("")
             return
