@@ -81,8 +81,6 @@ def test_the_scores_stay_in_sight_in_a_narrow_panel_until_a_column_is_resized_by
     qtbot.waitExposed(panel)
     right_edge = header.sectionViewportPosition(bleu) + header.sectionSize(bleu)
     assert right_edge <= panel.view.viewport().width()
-    table_share, tabs_share = panel.splitter.sizes()
-    assert table_share >= 1.8 * tabs_share  # the table first, the plots below
     assert MIN_TEXT_WIDTH <= header.sectionSize(names.index("source")) < TEXT_WIDTH
     panel.resize(1800, 700)
     qtbot.waitUntil(lambda: header.sectionSize(names.index("source")) == TEXT_WIDTH)
@@ -117,6 +115,28 @@ def test_before_a_table_its_place_says_why_and_while_evaluating_that_it_is(qtbot
         assert panel.length_view.message != NOT_EVALUATED  # it is being evaluated
     assert not panel.table_view.empty and not panel.length_view.empty
     assert not panel.summary.isHidden()
+    panel.shutdown()
+
+
+@pytest.mark.parametrize("height", [800, 450])
+def test_the_table_gets_most_of_the_height_and_the_plot_stays_readable(qtbot, app_names, tiny_workspace,
+                                                                      height):
+    """A tall panel (1280 x 800's) gives the table two thirds; a short one (1920 x 1080's dock)
+    still leaves the length plot its TABS_HEIGHT."""
+    from explorer.ui.panels.examples import TABS_HEIGHT, ExamplesPanel
+
+    bus = AppBus()
+    panel = ExamplesPanel(bus)
+    qtbot.addWidget(panel)
+    panel.resize(900, height)
+    panel.show()
+    qtbot.waitExposed(panel)
+    with qtbot.waitSignal(panel.evaluated, timeout=60_000):
+        bus.set_workspace(tiny_workspace)
+    table, tabs = panel.splitter.sizes()
+    assert tabs >= min(TABS_HEIGHT, (table + tabs) // 2) and table >= tabs
+    if height == 800:
+        assert table >= 1.9 * tabs
     panel.shutdown()
 
 

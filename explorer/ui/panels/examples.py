@@ -62,6 +62,7 @@ from explorer.ui.panels.examples_state import TableState
 from explorer.ui.top_examples_view import TopExamplesView
 
 WORST_TOKENS = 30
+TABS_HEIGHT = 220  # px the tabs below the table keep where they can: a readable length plot
 NO_MODEL = "Open or create a model, then Evaluate: its score by source length is drawn here."
 NOT_EVALUATED = "Not evaluated yet: Evaluate scores every example and draws them by length here."
 EVALUATING = "Evaluating: the score by source length is drawn here once every example is scored."
@@ -401,9 +402,10 @@ class ExamplesPanel(TableState, Panel):
         self.model.set_table(table, self.pinned)
         self.table_view.show_view()
         self._fit_columns(first)
-        if first:  # two thirds of the height to the table: 15 rows in a 1280 x 800 window
-            total = sum(self.splitter.sizes())
-            self.splitter.setSizes([total * 2 // 3, total - total * 2 // 3])
+        if first:  # the table two thirds of the height (15 rows at 1280 x 800), the plots a third
+            total = sum(self.splitter.sizes())  # but TABS_HEIGHT in a short dock, up to half
+            tabs = max(total // 3, min(TABS_HEIGHT, total // 2))
+            self.splitter.setSizes([total - tabs, tabs])
         self._restore_sort()
         self._say("" if self.pinned is None or self.model.change is not None else
                   "the pinned evaluation is of other examples: no change column")
