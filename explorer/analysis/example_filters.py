@@ -72,17 +72,12 @@ def matches(table: ExampleTable, name: str, pattern: re.Pattern) -> np.ndarray:
     """(N,) bool: the rows of column `name` that `pattern` finds something in (see
     `ignores_case`). Kept on the table per pattern, so changing another filter does not scan the
     texts again."""
-    cache = table.__dict__.setdefault("_matches", {})
+    cache = table._matches
     key = (name, pattern.pattern)
     if key not in cache:
         if len(cache) >= 32:  # patterns typed one keystroke at a time: keep the recent ones only
             cache.clear()
-        lower = ignores_case(pattern.pattern)
-        texts = table.__dict__.setdefault("_joined", {})
-        if (name, lower) not in texts:
-            column = table.column(name)
-            texts[name, lower] = JoinedTexts([t.lower() for t in column] if lower else list(column))
-        cache[key] = texts[name, lower].search(pattern)
+        cache[key] = table.joined_texts(name, ignores_case(pattern.pattern)).search(pattern)
     return cache[key]
 
 

@@ -47,6 +47,13 @@ class ExampleTable:
     bleu_tokenize: str = "13a"
     bleu_stats: np.ndarray | None = None  # (N, 10) int64, seq2seq only
     tokens: dict[str, np.ndarray] = field(default_factory=dict)  # flat per target token
+    # per text column, made once per table (by `prepare` in the job that builds it, else on first
+    # use): each row's rank for sorting, and the texts joined for searching, per (name, lowercase)
+    _ranks: dict[str, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _joined: dict[tuple[str, bool], JoinedTexts] = field(default_factory=dict, init=False,
+                                                         repr=False, compare=False)
+    _matches: dict[tuple[str, str], np.ndarray] = field(default_factory=dict, init=False,
+                                                        repr=False, compare=False)  # see `matches`
 
     def __len__(self) -> int:
         return len(self.columns["source"])
@@ -59,6 +66,43 @@ class ExampleTable:
         if name not in self.columns:
             raise UserError(f"no column {name!r}; the columns are {', '.join(self.names)}")
         return self.columns[name]
+
+    @property
+    def text_names(self) -> tuple[str, ...]:
+        return tuple(name for name in self.names if name in TEXT_COLUMNS)
+
+    def joined_texts(self, name: str, lower: bool) -> JoinedTexts:
+        """Column `name`'s texts (lowercased when `lower`: see `ignores_case`) joined for searching."""
+        if (name, lower) not in self._joined:
+            column = self.column(name)
+            texts = [t.lower() for t in column] if lower else list(column)
+            self._joined[name, lower] = JoinedTexts(texts)
+        return self._joined[name, lower]
+
+    def text_ranks(self, name: str) -> np.ndarray:
+        """(N,) int64: each row's place when text column `name` is sorted case-insensitively
+        (stable), so that sorting rows by it is an argsort of ints. Ranks the lowercased texts the
+        search reads (str.lower, once; np.char.lower takes 70 ms more on 100,000 rows)."""
+        if name not in self._ranks:
+            lowered = np.array(self.joined_texts(name, True).texts, dtype=str)
+            ranks = np.empty(len(lowered), dtype=np.int64)
+            ranks[np.argsort(lowered, kind="stable")] = np.arange(len(lowered))
+            self._ranks[name] = ranks
+        return self._ranks[name]
+
+    def prepare(self) -> ExampleTable:
+        """Make every text column's sort ranks and joined texts now, in the thread that built the
+        table (the job runner's), so that the GUI thread's first sort or filter of it does not
+        pay for them (200 ms on 100,000 rows). Returns the table."""
+        for name in self.text_names:
+            self.text_ranks(name)
+            self.joined_texts(name, False)
+        return self
+
+    @property
+    def prepared(self) -> bool:
+        return all(name in self._ranks and (name, True) in self._joined and (name, False) in self._joined
+                   for name in self.text_names)
 
     def take(self, rows: np.ndarray) -> "ExampleTable":
         """The rows `rows` (indices), in that order; token rows are renumbered to match."""

@@ -12,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 
-from explorer.analysis.examples import ExampleTable, SliceFilter, compare
+from explorer.analysis.examples import TEXT_COLUMNS, ExampleTable, SliceFilter, compare
+
+TEXT_WIDTH, MIN_TEXT_WIDTH, NUMBER_WIDTH = 280, 150, 78  # column widths in pixels
 
 HEADERS = {
     "source": "source", "reference": "reference", "output": "output", "loss": "loss (nats)",
@@ -30,6 +32,16 @@ TOOLTIPS = {
 }
 
 
+def column_widths(names: list[str], available: int) -> list[int]:
+    """Each column's width for a view `available` pixels wide: the numbers fit their values and
+    the texts share what is left (each between MIN_TEXT_WIDTH and TEXT_WIDTH), so that on a
+    narrow screen the scores stay in sight beside shortened texts (a text's tooltip is whole)."""
+    texts = sum(name in TEXT_COLUMNS for name in names)
+    share = (available - NUMBER_WIDTH * (len(names) - texts)) // max(texts, 1)
+    text = max(MIN_TEXT_WIDTH, min(TEXT_WIDTH, share))
+    return [text if name in TEXT_COLUMNS else NUMBER_WIDTH for name in names]
+
+
 class ExamplesModel(QAbstractTableModel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -39,7 +51,6 @@ class ExamplesModel(QAbstractTableModel):
         self.sort_column: str | None = None
         self.descending = False
         self.change: np.ndarray | None = None  # per table row, against a pinned table
-        self._sort_keys: dict[str, np.ndarray] = {}  # text column -> each row's rank
 
     # -- data ------------------------------------------------------------------------------------
 
@@ -53,7 +64,6 @@ class ExamplesModel(QAbstractTableModel):
         """Show `table`; the current filter must compile (the caller checked it)."""
         self.beginResetModel()
         self.table = table
-        self._sort_keys.clear()
         self.change = None
         if table is not None and pinned is not None:
             try:
@@ -108,12 +118,7 @@ class ExamplesModel(QAbstractTableModel):
         values = self.values(name)
         if values.dtype != object:
             return np.nan_to_num(values.astype(float), nan=-np.inf)
-        if name not in self._sort_keys:  # once per table: each text's rank, so a sort is of ints
-            lowered = np.char.lower(values.astype(str))
-            ranks = np.empty(len(values), dtype=np.int64)
-            ranks[np.argsort(lowered, kind="stable")] = np.arange(len(values))
-            self._sort_keys[name] = ranks
-        return self._sort_keys[name]
+        return self.table.text_ranks(name)  # made once per table, in its job where it was built
 
     def table_row(self, view_row: int) -> int:
         return int(self.view[view_row])

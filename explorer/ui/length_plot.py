@@ -21,7 +21,7 @@ class LengthPlot:
     def __init__(self, plot: pg.PlotItem) -> None:
         self.plot = plot
         plot.showGrid(x=True, y=True, alpha=0.3)
-        plot.setLabel("bottom", "source length (tokens, bucket start)")
+        plot.setLabel("bottom", "source length in tokens (examples in the bucket)")
         self.legend = add_legend(plot)
         self.series: list[tuple[str, list]] = []  # (name, buckets)
 
@@ -30,6 +30,8 @@ class LengthPlot:
         self.plot.clear()
         self.legend.clear()
         self.series = []
+        axis = self.plot.getAxis("bottom")
+        axis.setTicks(None)
         if not tables:
             return
         seq2seq = tables[0][1].seq2seq
@@ -37,19 +39,27 @@ class LengthPlot:
         self.plot.setTitle("BLEU by source length" if seq2seq else "loss by source length")
         first = length_buckets(tables[0][1])
         width = first[0].high - first[0].low + 1
+        # one tick per bucket, at its middle: its lengths and how many examples its point stands for
+        axis.setTicks([[(_middle(b), f"{b.label} ({len(b.rows)})") for b in first]])
         for (name, table), colour in zip(tables, itertools.cycle(SERIES_COLOURS)):
             buckets = length_buckets(table, width=width) if table is not tables[0][1] else first
-            x = np.array([b.low for b in buckets], dtype=float)
+            x = np.array([_middle(b) for b in buckets], dtype=float)
             y = np.array([b.bleu if seq2seq else b.mean_loss for b in buckets], dtype=float)
             curve = self.plot.plot(x, y, pen=pg.mkPen(colour, width=2), symbol="o",
                                    symbolBrush=colour, symbolSize=7, name=name)
             curve.setToolTip(name)
             self.series.append((name, buckets))
+        # half a bucket beside the first and last points: room for their ticks' labels
+        self.plot.setXRange(first[0].low - width / 2, first[-1].high + 1 + width / 2, padding=0)
 
     def rows(self) -> list[list]:
         """(series, bucket, examples, BLEU, loss/token) rows for CSV."""
         return [[name, b.label, len(b.rows), b.bleu, b.mean_loss]
                 for name, buckets in self.series for b in buckets]
+
+
+def _middle(bucket) -> float:
+    return (bucket.low + bucket.high) / 2
 
 
 def make_length_widget() -> tuple[pg.PlotWidget, LengthPlot]:

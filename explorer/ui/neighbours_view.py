@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.errors import UserError
+from explorer.ui.panels.base import elide
 
 SHOWN = 10
 
@@ -60,6 +61,7 @@ class NeighboursView(QWidget):
         self.query_workspace = None  # the query runner's own copy
         self.index = None
         self.neighbours = []
+        self.queried = ""  # the probe source whose neighbours were asked for last
         self._stop = threading.Event()
         self.kind_box = QComboBox()
         self.kind_box.addItem("encoder state", "encoder")
@@ -69,6 +71,7 @@ class NeighboursView(QWidget):
         self.step_box = QSpinBox()
         self.step_box.setRange(0, 500)
         self.step_box.setToolTip("The output step whose decoder state is compared")
+        self.step_box.setEnabled(False)  # the encoder's state has no step
         self.build_button = QPushButton("Build index")
         self.build_button.setToolTip("Index every training pair by this kind of state")
         self.build_button.clicked.connect(self.build)
@@ -79,6 +82,7 @@ class NeighboursView(QWidget):
         self.table = QTableWidget(0, 3)
         self.table.setHorizontalHeaderLabels(["source", "target", "distance"])
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.Stretch)
+        self.table.horizontalHeader().setSectionResizeMode(2, QHeaderView.ResizeToContents)
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.table.setToolTip("Click a neighbour to make it the probe")
@@ -92,6 +96,8 @@ class NeighboursView(QWidget):
         layout.addWidget(self.status)
         layout.addWidget(self.table, 1)
         self.kind_box.currentIndexChanged.connect(lambda _: self._forget_index())
+        self.kind_box.currentIndexChanged.connect(
+            lambda _: self.step_box.setEnabled(self.kind_box.currentData() == "decoder"))
         self.step_box.valueChanged.connect(lambda _: self._forget_index())
         self.progressed.connect(self._on_progress)
         self.index_runner.done.connect(self._on_index)
@@ -141,6 +147,7 @@ class NeighboursView(QWidget):
 
         if self.query_workspace is None:
             self.query_workspace = isolated_workspace(self.state.workspace)
+        self.queried = source
         return self.query_runner.submit(nearest, self.query_workspace, self.index, source, target,
                                         SHOWN)
 
@@ -150,12 +157,15 @@ class NeighboursView(QWidget):
 
     def _on_index(self, _job, index) -> None:
         self.index = index
-        what = "encoder state" if index.kind == "encoder" else f"decoder state at step {index.step}"
-        self._say(f"{len(index)} training pairs indexed by {what}")
+        self._say(f"{len(index)} training pairs indexed by {self._state_name()}")
         self.query()
 
     def _on_neighbours(self, _job, neighbours) -> None:
+        if self.index is None:  # forgotten meanwhile (another kind of state asked for)
+            return
         self.neighbours = neighbours
+        self._say(f"the {len(neighbours)} of {len(self.index)} training pairs nearest to the probe "
+                  f"{elide(self.queried)!r} by {self._state_name()}")
         self.table.setRowCount(len(neighbours))
         for r, n in enumerate(neighbours):
             for c, text in enumerate((n.source, n.target, f"{n.distance:.4f}")):
@@ -167,6 +177,10 @@ class NeighboursView(QWidget):
     def _on_click(self, row: int, _column: int) -> None:
         if row < len(self.neighbours):
             self.chosen.emit(self.neighbours[row].source, self.neighbours[row].target)
+
+    def _state_name(self) -> str:
+        index = self.index
+        return "encoder state" if index.kind == "encoder" else f"decoder state at step {index.step}"
 
     def busy(self) -> bool:
         return self.index_runner.busy or self.query_runner.busy

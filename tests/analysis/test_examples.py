@@ -124,6 +124,28 @@ def test_filter_equals_re_search_per_row_with_smart_case(with_newline):
     assert with_newline or joined._joined_search(re.compile("dog|child")) is not None
 
 
+def test_prepared_texts_equal_the_ones_made_on_first_use(table):
+    """`prepare` (the job runner's) makes what a first sort or filter would: ranks that order the
+    rows as Python's stable sort by str.lower does, and the same search results."""
+    import re
+
+    texts = FILTER_TEXTS * 3
+    columns = {"source": np.asarray(texts, dtype=object)}
+    prepared, lazy = ex.ExampleTable(dict(columns), False), ex.ExampleTable(dict(columns), False)
+    assert not prepared.prepared and prepared.prepare() is prepared and prepared.prepared
+    order = sorted(range(len(texts)), key=lambda i: texts[i].lower())
+    assert list(np.argsort(prepared.text_ranks("source"), kind="stable")) == order
+    assert np.array_equal(prepared.text_ranks("source"), lazy.text_ranks("source"))
+    for pattern in FILTER_PATTERNS:
+        compiled = re.compile(pattern)
+        assert np.array_equal(ex.matches(prepared, "source", compiled), ex.matches(lazy, "source", compiled))
+    seq2seq = table.take(np.arange(len(table))).prepare()  # every text column of a translation
+    assert seq2seq.text_names == ex.TEXT_COLUMNS and seq2seq.prepared
+    for name in ex.TEXT_COLUMNS:
+        assert seq2seq.joined_texts(name, True).texts == [t.lower() for t in table.columns[name]]
+        assert seq2seq.joined_texts(name, False).texts == list(table.columns[name])
+
+
 def test_length_buckets_partition_the_set(table):
     buckets = ex.length_buckets(table, width=3)
     rows = np.concatenate([b.rows for b in buckets])

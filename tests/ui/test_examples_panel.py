@@ -50,6 +50,96 @@ def test_evaluates_the_validation_set(panel, tiny_workspace):
     assert panel.tables()["length"][1]  # the length plot has its buckets
 
 
+def test_the_evaluation_job_prepares_the_table_for_sorting_and_filtering(panel, qtbot, tiny_workspace):
+    """The table reaches the GUI thread with its texts' sort ranks and search texts made (in the
+    job runner), equal to those a table makes on its first sort or filter."""
+    from explorer.analysis.examples import ExampleTable
+
+    with qtbot.waitSignal(panel.runner.done, timeout=60_000) as done:
+        panel.evaluate()
+    table = done.args[1]
+    assert table is panel.model.table and table.prepared
+    lazy = ExampleTable(dict(table.columns), True)
+    for name in ("source", "reference", "output"):
+        assert np.array_equal(table.text_ranks(name), lazy.text_ranks(name))
+        for lower in (True, False):
+            assert table.joined_texts(name, lower).text == lazy.joined_texts(name, lower).text
+    panel.view.sortByColumn(panel.model.names.index("output"), Qt.AscendingOrder)
+    outputs = _column(panel, "output")
+    assert outputs == sorted(outputs, key=str.lower)
+
+
+def test_the_scores_stay_in_sight_in_a_narrow_panel_until_a_column_is_resized_by_hand(panel, qtbot):
+    """1280 x 800 leaves the panel about 860 pixels: the texts shorten so that BLEU is in view;
+    a wide panel gives them their full width; a width set by hand is kept."""
+    from explorer.ui.examples_model import MIN_TEXT_WIDTH, TEXT_WIDTH
+
+    header, names = panel.view.horizontalHeader(), panel.model.names
+    bleu = names.index("bleu")
+    panel.resize(900, 700)
+    panel.show()
+    qtbot.waitExposed(panel)
+    right_edge = header.sectionViewportPosition(bleu) + header.sectionSize(bleu)
+    assert right_edge <= panel.view.viewport().width()
+    assert MIN_TEXT_WIDTH <= header.sectionSize(names.index("source")) < TEXT_WIDTH
+    panel.resize(1800, 700)
+    qtbot.waitUntil(lambda: header.sectionSize(names.index("source")) == TEXT_WIDTH)
+    header.resizeSection(names.index("output"), 400)  # by hand
+    panel.resize(900, 700)
+    qtbot.waitUntil(lambda: panel.view.viewport().width() < 900)
+    assert header.sectionSize(names.index("output")) == 400
+    assert header.sectionSize(names.index("source")) == TEXT_WIDTH
+
+
+def test_the_length_plot_names_each_bucket_and_its_examples(panel):
+    from explorer.analysis.examples import length_buckets
+
+    buckets = length_buckets(panel.model.table)
+    ticks = panel.length_plot.plot.getAxis("bottom")._tickLevels[0]
+    assert [label for _, label in ticks] == [f"{b.label} ({len(b.rows)})" for b in buckets]
+    assert [x for x, _ in ticks] == [(b.low + b.high) / 2 for b in buckets]  # under each point
+    x, _ = panel.length_plot.plot.listDataItems()[0].getData()
+    assert list(x) == [x for x, _ in ticks]
+
+
+def test_before_a_table_its_place_says_why_and_while_evaluating_that_it_is(qtbot, app_names, tiny_workspace):
+    from explorer.ui.panels.examples import NO_MODEL_ROWS, NOT_EVALUATED, ExamplesPanel
+
+    bus = AppBus()
+    panel = ExamplesPanel(bus)
+    qtbot.addWidget(panel)
+    assert panel.table_view.message == NO_MODEL_ROWS and panel.summary.isHidden()
+    with qtbot.waitSignal(panel.evaluated, timeout=60_000):
+        bus.set_workspace(tiny_workspace)  # starts evaluating
+        assert panel.table_view.message.startswith("Evaluating 8 examples of the validation set")
+        assert panel.length_view.message != NOT_EVALUATED  # it is being evaluated
+    assert not panel.table_view.empty and not panel.length_view.empty
+    assert not panel.summary.isHidden()
+    panel.shutdown()
+
+
+@pytest.mark.parametrize("height", [800, 450])
+def test_the_table_gets_most_of_the_height_and_the_plot_stays_readable(qtbot, app_names, tiny_workspace,
+                                                                      height):
+    """A tall panel (1280 x 800's) gives the table two thirds; a short one (1920 x 1080's dock)
+    still leaves the length plot its TABS_HEIGHT."""
+    from explorer.ui.panels.examples import TABS_HEIGHT, ExamplesPanel
+
+    bus = AppBus()
+    panel = ExamplesPanel(bus)
+    qtbot.addWidget(panel)
+    panel.resize(900, height)
+    panel.show()
+    qtbot.waitExposed(panel)
+    with qtbot.waitSignal(panel.evaluated, timeout=60_000):
+        bus.set_workspace(tiny_workspace)
+    table, tabs = panel.splitter.sizes()
+    assert tabs >= min(TABS_HEIGHT, (table + tabs) // 2) and table >= tabs
+    if height == 800:
+        assert table >= 1.9 * tabs
+    panel.shutdown()
+
+
 def test_sorting_by_a_column_header(panel):
     panel.view.sortByColumn(panel.model.names.index("loss"), Qt.DescendingOrder)
     losses = [float(v) for v in _column(panel, "loss")]
@@ -194,6 +284,11 @@ def test_neighbours_of_the_probe_in_the_background(panel, qtbot):
         panel.bus.state.set_probe_input(source, target)
     assert view.neighbours[0].index == 5 and view.neighbours[0].distance < 1e-4
     assert view.table.item(0, 0).text() == source
+    assert repr(source) in view.status.text()  # whose neighbours these are
+    assert not view.step_box.isEnabled()  # the encoder's state has no output step
+    view.kind_box.setCurrentIndex(view.kind_box.findData("decoder"))
+    assert view.step_box.isEnabled() and view.table.rowCount() == 0
+    view.kind_box.setCurrentIndex(view.kind_box.findData("encoder"))
     with qtbot.waitSignal(panel.bus.probe_requested) as probe:
         view.table.cellClicked.emit(1, 0)
     assert probe.args == [view.neighbours[1].source, view.neighbours[1].target]

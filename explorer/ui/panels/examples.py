@@ -44,7 +44,6 @@ from PySide6.QtWidgets import (
 )
 
 from explorer.analysis.examples import (
-    TEXT_COLUMNS,
     SliceFilter,
     evaluate_examples,
     examples_of,
@@ -55,25 +54,31 @@ from explorer.analysis.examples import (
 from explorer.errors import UserError
 from explorer.runs.compare import evaluate_runs
 from explorer.ui.empty_state import EmptyState
-from explorer.ui.examples_model import ExamplesModel
+from explorer.ui.examples_model import ExamplesModel, column_widths
 from explorer.ui.length_plot import make_length_widget
 from explorer.ui.neighbours_view import NeighboursView
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.examples_state import TableState
 from explorer.ui.top_examples_view import TopExamplesView
 
-TEXT_WIDTH, NUMBER_WIDTH = 280, 78  # column widths in pixels
 WORST_TOKENS = 30
+TABS_HEIGHT = 220  # px the tabs below the table keep where they can: a readable length plot
 NO_MODEL = "Open or create a model, then Evaluate: its score by source length is drawn here."
 NOT_EVALUATED = "Not evaluated yet: Evaluate scores every example and draws them by length here."
+EVALUATING = "Evaluating: the score by source length is drawn here once every example is scored."
+# in the table's place while there is none
+NO_MODEL_ROWS = "Open or create a model: every example of its data is a row here, with its scores."
+NOT_EVALUATED_ROWS = "Not evaluated yet: Evaluate (F5) scores every example, one row each."
+MASKED_LM = "A masked language model has no left-to-right loss per example to show."
 
 
 def _evaluate_job(workspace, pairs, progress, stop: threading.Event):
-    """Runs in the job runner's thread: plain data in (pairs), an ExampleTable out."""
+    """Runs in the job runner's thread: plain data in (pairs), an ExampleTable out, its texts
+    prepared here for the table's sorting and filtering (not on the GUI thread)."""
     table = evaluate_examples(workspace, pairs, progress=progress, should_stop=stop.is_set)
     if table is None:
         raise UserError("evaluation stopped")
-    return table
+    return table.prepare()
 
 
 def _runs_job(folders, pairs, seq2seq: bool, stop: threading.Event):
@@ -103,10 +108,11 @@ class ExamplesPanel(TableState, Panel):
         self.message = ""
         self.worst = None  # explorer.analysis.examples.TokenErrors of the table shown
         self._saved_sort: tuple[str | None, bool] = (None, False)
+        self._fitted_widths: list[int] = []  # the column widths set last for the view's width
         self._stop = threading.Event()
         self.runner = self.job_runner("evaluate")
         self.runner.done.connect(self._on_table)
-        self.runner.failed.connect(lambda _job, message: self._say(message))
+        self.runner.failed.connect(self._on_failed)
         self.runner.busy_changed.connect(self._on_busy)
         self.run_folders = dict(bus.compared_runs_now)  # the Compare runs panel's runs
         self.run_tables: dict[str, tuple[str, object]] = {}  # name: (label, ExampleTable)
@@ -185,6 +191,7 @@ class ExamplesPanel(TableState, Panel):
 
         self.summary = QLabel()
         self.summary.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.summary.setVisible(False)  # until there is a table to sum up
         self.status = QLabel()
         self.status.setWordWrap(True)
 
@@ -242,12 +249,14 @@ class ExamplesPanel(TableState, Panel):
         layout.addLayout(filters)
         layout.addWidget(self.summary)
         layout.addWidget(self.status)
-        layout.addWidget(self.view, 1)
+        self.table_view = EmptyState(self.view, NO_MODEL_ROWS)  # no empty grid before a table
+        layout.addWidget(self.table_view, 1)
         splitter = QSplitter(Qt.Vertical)
         splitter.addWidget(upper)
         splitter.addWidget(self.tabs)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
+        splitter.setStretchFactor(0, 2)  # the table first (its first share: `_on_table`)
+        splitter.setStretchFactor(1, 1)
+        self.splitter = splitter
         root = QVBoxLayout(self)
         root.addWidget(splitter)
         QShortcut(QKeySequence("F5"), self, self.evaluate, context=Qt.WidgetWithChildrenShortcut)
@@ -271,14 +280,15 @@ class ExamplesPanel(TableState, Panel):
         self.open_button.setEnabled(decodes)
         if workspace is None:
             self.length_view.show_message(NO_MODEL)
+            self._show_empty(NO_MODEL_ROWS)
             return
         if not decodes:
             self._say("a masked language model has no left-to-right loss per example to show")
-            self.length_view.show_message("A masked language model has no left-to-right loss "
-                                          "per example to show.")
+            self.length_view.show_message(MASKED_LM)
+            self._show_empty(MASKED_LM)
             return
         if self.model.table is None:
-            self.length_view.show_message(NOT_EVALUATED)
+            self._show_empty(NOT_EVALUATED_ROWS, NOT_EVALUATED)
         if self.pairs is not None or getattr(workspace, "data", None) is not None:
             self.evaluate()  # a new model, or a scrubbed snapshot: its own scores
 
@@ -300,6 +310,8 @@ class ExamplesPanel(TableState, Panel):
         self.progress.setRange(0, len(pairs))
         self.progress.setValue(0)
         self._say(f"evaluating {len(pairs)} examples of the {self.data_label}…")
+        if self.model.table is None:
+            self._show_empty(f"Evaluating {len(pairs)} examples of the {self.data_label}…", EVALUATING)
         return self.runner.submit(_evaluate_job, workspace, pairs, self.progressed.emit, self._stop)
 
     def stop(self) -> None:
@@ -307,6 +319,18 @@ class ExamplesPanel(TableState, Panel):
         if self.runner.busy:
             self.runner.cancel()
             self._say("evaluation stopped; the table keeps what it had")
+            self._show_empty(NOT_EVALUATED_ROWS, NOT_EVALUATED)
+
+    def _on_failed(self, _job, message: str) -> None:
+        self._say(message)
+        self._show_empty(NOT_EVALUATED_ROWS, NOT_EVALUATED)
+
+    def _show_empty(self, rows_message: str, length_message: str | None = None) -> None:
+        """Where there is no table yet: why, in the table's (and the length plot's) place."""
+        if self.model.table is None:
+            self.table_view.show_message(rows_message)
+            if length_message:
+                self.length_view.show_message(length_message)
 
     def choose_files(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(self, "Examples to evaluate", "",
@@ -376,15 +400,32 @@ class ExamplesPanel(TableState, Panel):
         self.progress.setValue(self.progress.maximum())
         first = self.model.table is None
         self.model.set_table(table, self.pinned)
-        if first:  # the texts get the room; the numbers fit their values
-            header = self.view.horizontalHeader()
-            for column, name in enumerate(self.model.names):
-                header.resizeSection(column, TEXT_WIDTH if name in TEXT_COLUMNS else NUMBER_WIDTH)
+        self.table_view.show_view()
+        self._fit_columns(first)
+        if first:  # the table two thirds of the height (15 rows at 1280 x 800), the plots a third
+            total = sum(self.splitter.sizes())  # but TABS_HEIGHT in a short dock, up to half
+            tabs = max(total // 3, min(TABS_HEIGHT, total // 2))
+            self.splitter.setSizes([total - tabs, tabs])
         self._restore_sort()
         self._say("" if self.pinned is None or self.model.change is not None else
                   "the pinned evaluation is of other examples: no change column")
         self._refresh_views()
         self.evaluated.emit()
+
+    def _fit_columns(self, first: bool = False) -> None:
+        """Column widths for the view's width (see `column_widths`): for the first table, then at
+        each resize while the user has set none of them by hand."""
+        header, names = self.view.horizontalHeader(), self.model.names
+        if not first and [header.sectionSize(c) for c in range(len(names))] != self._fitted_widths:
+            return
+        self._fitted_widths = column_widths(names, self.view.viewport().width())
+        for column, width in enumerate(self._fitted_widths):
+            header.resizeSection(column, width)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self.model.table is not None:
+            self._fit_columns()
 
     # -- filtering and slices --------------------------------------------------------------------
 
@@ -521,6 +562,7 @@ class ExamplesPanel(TableState, Panel):
                 self.tokens_table.setItem(r, c, QTableWidgetItem(text))
 
     def _refresh_summary(self) -> None:
+        self.summary.setVisible(self.model.table is not None)  # no blank line before a table
         if self.model.table is None:
             self.summary.setText("")
             return
