@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from explorer.data.tokenizers import VISIBLE_MARKS
 from explorer.errors import UserError
 from explorer.analysis.activations import provider_for
 from explorer.families import family_of
@@ -88,12 +89,10 @@ def _special_ids(workspace, side: str) -> tuple[int, int]:
 
 def token_id(tokenizer, token: str) -> int:
     """The id of one token of the vocabulary; a one-line UserError when it is not in it."""
-    hf = getattr(tokenizer, "hf", None)
-    if hf is not None:
-        index = hf.get_vocab().get(token)
-    else:
-        index = tokenizer.token_to_id(token)
-        index = index if tokenizer.id_to_token(index) == token else None
+    index = tokenizer.token_to_id(token)
+    # our tokenizers answer an unknown token with <unk>'s id; a label may show "␣" for "▁" or "Ġ"
+    if index is not None and tokenizer.id_to_token(index) not in (token, token.translate(VISIBLE_MARKS)):
+        index = None
     if index is None:
         raise UserError(f"the token {token!r} is not in the model's vocabulary")
     return index

@@ -27,6 +27,10 @@ from explorer.errors import UserError, first_line
 SPECIAL_TOKENS = ("<pad>", "<bos>", "<eos>", "<unk>", "<mask>")
 PAD_ID, BOS_ID, EOS_ID, UNK_ID, MASK_ID = range(len(SPECIAL_TOKENS))
 MASK_MARKERS = ("[MASK]", "<mask>")  # what people type; read as the model's own mask token
+# Byte-level BPE (GPT-2) writes a word's leading space as "Ġ" and a newline as "Ċ"; SentencePiece
+# (Marian, T5) and our BPE write the space as "▁". People read labels: they get the char
+# tokenizer's marks.
+VISIBLE_MARKS = str.maketrans({"Ġ": "␣", "▁": "␣", "Ċ": "⏎"})
 NUM_SPECIAL = len(SPECIAL_TOKENS)
 KINDS = ("char", "word", "bpe")
 
@@ -198,13 +202,15 @@ class BPETokenizer:
         return self.backend.decode(kept, skip_special_tokens=True)
 
     def id_to_token(self, i: int) -> str:
+        """The token as a label shows it: a word's start "▁" reads "␣"."""
         token = self.backend.id_to_token(i) if i >= 0 else None
         if token is None:
             raise IndexError(f"token id {i} is outside the vocabulary of {self.vocab_size}")
-        return token
+        return token.translate(VISIBLE_MARKS)
 
     def token_to_id(self, token: str) -> int:
-        found = self.backend.token_to_id(token)
+        """The id of a token written as a label shows it ("␣dog") or as the vocabulary does."""
+        found = self.backend.token_to_id(token.replace("␣", "▁"))
         return UNK_ID if found is None else found
 
     def tokens(self, ids: Iterable[int]) -> list[str]:

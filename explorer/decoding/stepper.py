@@ -97,7 +97,7 @@ class StepDecoder:
     def token_id(self, text: str) -> int:
         """The id of `text` as one output token (a label of the top-k list, or typed)."""
         tokenizer = self.workspace.tokenizer
-        lookup = getattr(tokenizer, "token_to_id", None)  # a label as shown: "▁dog", "<eos>"
+        lookup = getattr(tokenizer, "token_to_id", None)  # a label as shown: "␣dog", "<eos>"
         found = lookup(text) if callable(lookup) else None
         if found is not None and (found != UNK_ID or text == "<unk>"):
             return int(found)

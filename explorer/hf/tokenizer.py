@@ -7,12 +7,7 @@ and explorer.decoding adds nothing (`adds_special_tokens`).
 
 from __future__ import annotations
 
-from explorer.data.tokenizers import MASK_MARKERS
-
-
-# Byte-level BPE (GPT-2) writes a word's leading space as "Ġ" and a newline as "Ċ"; SentencePiece
-# (Marian, T5) writes the space as "▁". People read labels: they get the char tokenizer's marks.
-VISIBLE_MARKS = str.maketrans({"Ġ": "␣", "▁": "␣", "Ċ": "⏎"})
+from explorer.data.tokenizers import MASK_MARKERS, VISIBLE_MARKS
 
 
 class HFTokenizer:
@@ -57,6 +52,15 @@ class HFTokenizer:
 
     def id_to_token(self, index: int) -> str:
         return self.tokens([index])[0]
+
+    def token_to_id(self, token: str) -> int | None:
+        """The id of one token written as the tokenizer does ("Ġdogs", "▁Hund") or as a label
+        shows it ("␣dogs"); None when it is not in the vocabulary."""
+        vocab = self.hf.get_vocab()
+        for written in (token, token.replace("␣", "Ġ").replace("⏎", "Ċ"), token.replace("␣", "▁")):
+            if written in vocab:
+                return vocab[written]
+        return None
 
     def tokens(self, ids) -> list[str]:
         """The tokenizer's token strings; ids past its vocabulary (the model's padding rows,

@@ -77,10 +77,10 @@ def test_bpe_merges_frequent_pairs_and_decodes_spaces():
     tokenizer = BPETokenizer.train(TRAIN, vocab_size=120)
     ids = tokenizer.encode("the cat sat")
     assert len(ids) < len("the cat sat")  # merges happened
-    assert tokenizer.tokens(ids)[0].startswith("▁")  # a word start is marked, SentencePiece-style
+    assert tokenizer.tokens(ids)[0].startswith("␣")  # a word start is marked, shown as labels show it
     assert tokenizer.decode(ids) == "the cat sat"
     assert tokenizer.vocab_size <= 120
-    assert tokenizer.tokens(tokenizer.encode("zzz")) == ["▁", "<unk>", "<unk>", "<unk>"]
+    assert tokenizer.tokens(tokenizer.encode("zzz")) == ["␣", "<unk>", "<unk>", "<unk>"]
     # punctuation is split off words, yet decoding restores the text exactly
     text = "the dog, the cat! don't (stop) the bird."
     assert "," in tokenizer.tokens(tokenizer.encode(text))
@@ -122,3 +122,19 @@ def test_make_tokenizer_by_kind():
     assert make_tokenizer("bpe", TRAIN, vocab_size=60).kind == "bpe"
     with pytest.raises(UserError, match="unknown tokenizer"):
         make_tokenizer("sentencepiece", TRAIN)
+
+
+def test_bpe_token_given_as_its_label_or_its_vocabulary_entry():
+    """Labels show a word start as "␣"; a token typed either way (a contrast, a forced token) is
+    the same id, and an unknown one is <unk>."""
+    from explorer.analysis.attribution_input import token_id
+
+    tokenizer = BPETokenizer.train(TRAIN, vocab_size=120)
+    label = tokenizer.tokens(tokenizer.encode("the cat"))[0]
+    assert label.startswith("␣") and "▁" not in label
+    index = tokenizer.backend.token_to_id(label.replace("␣", "▁"))
+    assert tokenizer.token_to_id(label) == tokenizer.token_to_id(label.replace("␣", "▁")) == index
+    assert token_id(tokenizer, label) == token_id(tokenizer, label.replace("␣", "▁")) == index
+    assert tokenizer.token_to_id("␣zzzz") == tk.UNK_ID
+    with pytest.raises(UserError, match="not in the model's vocabulary"):
+        token_id(tokenizer, "␣zzzz")
