@@ -146,6 +146,26 @@ def test_head_importance_in_passes_of_several_layers_matches_one_ablation_at_a_t
             assert importance.drop[layer, head] == pytest.approx(expected, abs=1e-4)
 
 
+def test_head_importance_of_a_masked_lm_matches_one_ablation_at_a_time(tmp_path):
+    """Only the masked positions have rows, so only they reach the output layer: the same numbers."""
+    from explorer.hf.loader import open_hf_model
+    from tests.hf.builders import build_bert
+
+    workspace = open_hf_model(build_bert(tmp_path / "bert"))
+    text = "the [MASK] sat on [MASK] mat"
+    item = attribution_input(workspace, text)
+    assert len(item.rows) == 2 < item.inputs[0].size(1)
+    importance = head_importance(workspace, text)
+    base = workspace.model.eval()(*item.inputs).log_softmax(-1)
+    total = sum(base[0, r.position, r.token_id] for r in item.rows).item()
+    assert np.abs(importance.drop).max() > 5e-4  # random weights: small drops, compared closely
+    for layer in range(len(importance.points)):
+        for head in range(importance.heads):
+            logp = ablate(workspace.model, item, heads={importance.points[layer]: [head]}).logits.log_softmax(-1)
+            expected = total - sum(logp[0, r.position, r.token_id] for r in item.rows).item()
+            assert importance.drop[layer, head] == pytest.approx(expected, abs=2e-5)
+
+
 @pytest.mark.parametrize("name", ["transformer", "gpt"])
 def test_patching_every_position_recovers_the_clean_logits(name, request):
     workspace = request.getfixturevalue(name)
