@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from explorer.analysis.activations import list_points, run_with
+from explorer.analysis.attribution import cut_after_rows, output_at, output_layer
 from explorer.analysis.labels import layer_label
 from explorer.analysis.attribution_input import AttributionInput, attribution_input
 from explorer.errors import UserError
@@ -239,12 +240,11 @@ def head_importance(workspace, source: str, target: str = "", mode: str = "zero"
         means = head_means(model, [item], names)
     drop = np.full((len(names), max(counts.values())), np.nan)
     length = max(t.size(1) for t in item.inputs)
-    output = _OutputRows(points, item)
     done = 0
     with _Eval(model), torch.no_grad():
         for layers, grows in _ablation_passes(points, names, counts, _BATCH_TOKENS // length):
             log_p = _ablation_pass(model, item, layers, counts, grows,
-                                   {name: None if mode == "zero" else means[name] for name in layers}, output)
+                                   {name: None if mode == "zero" else means[name] for name in layers})
             offset = 1
             for name in layers:
                 drop[names.index(name), :counts[name]] = (log_p[0] - log_p[offset: offset + counts[name]]).numpy()
@@ -279,34 +279,22 @@ def _ablation_passes(points, names: list[str], counts: dict[str, int], max_rows:
     return passes
 
 
-class _OutputRows:
-    """Only the positions the output tokens are read at go on from the last stack's output
-    (`hook_out`) to the output layer: an LM's last token, or a masked LM's unmasked ones, has no
-    row. The output layer works on each position alone, so the kept logits are unchanged."""
-
-    def __init__(self, points, item: AttributionInput) -> None:
-        self.point = next((p.name for p in reversed(points) if p.kind == "out" and not p.per_step), None)
-        self.kept = sorted({row.position for row in item.rows})
-        at = {position: k for k, position in enumerate(self.kept)} if self.point else None
-        self.positions = [at[row.position] if at else row.position for row in item.rows]
-        self.tokens = [row.token_id for row in item.rows]
-
-    def replace(self) -> dict:
-        kept = self.kept
-        return {self.point: lambda value: value[:, kept]} if self.point else {}  # (B, rows' positions, D)
-
-    def summed_log_probs(self, logits: torch.Tensor) -> torch.Tensor:
-        """(B,) the output tokens' summed log p, a few batch rows at a time (one (B, T, V) at most)."""
-        return torch.cat([chunk.float().log_softmax(-1)[:, self.positions, self.tokens].sum(1)
-                          for chunk in logits.split(16)])
+def _summed_log_probs(logits: torch.Tensor, item: AttributionInput, positions: list[int]) -> torch.Tensor:
+    """(B,) the output tokens' summed log p; logits column c is position positions[c]. A few batch
+    rows at a time: one (B, T, V) log-softmax at most."""
+    column = {position: c for c, position in enumerate(positions)}
+    columns, tokens = [column[row.position] for row in item.rows], [row.token_id for row in item.rows]
+    return torch.cat([chunk.float().log_softmax(-1)[:, columns, tokens].sum(1) for chunk in logits.split(16)])
 
 
 def _ablation_pass(model, item: AttributionInput, layers: list[str], counts: dict[str, int], grows: bool,
-                   means: dict[str, torch.Tensor | None], output: _OutputRows) -> torch.Tensor:
+                   means: dict[str, torch.Tensor | None]) -> torch.Tensor:
     """(1 + heads,) summed log p of the output tokens: row 0 clean, then one row per head of
-    each layer in `layers` with that head alone ablated."""
+    each layer in `layers` with that head alone ablated. Only what the output tokens read is
+    computed: a causal input ends at the last of them, and the output layer runs at their
+    positions alone (attribution's cut_after_rows and output_at: the same numbers)."""
     rows = 1 + sum(counts[name] for name in layers)
-    inputs = _model_inputs(model, item, rows)
+    inputs = tuple(cut_after_rows(item, list(_model_inputs(model, item, rows))))
     replace: dict = {}
     offset = 1
     for name in layers:
@@ -323,7 +311,10 @@ def _ablation_pass(model, item: AttributionInput, layers: list[str], counts: dic
         for residual, count in added.items():
             replace[residual] = lambda value, count=count: torch.cat(
                 [value, value[:1].expand(count, -1, -1)])  # (B + count, T, D)
-    return output.summed_log_probs(run_with(model, inputs, replace={**replace, **output.replace()}).logits)
+    positions = sorted({row.position for row in item.rows})
+    with output_at(output_layer(model), positions) as sliced:
+        logits = run_with(model, inputs, replace=replace).logits
+    return _summed_log_probs(logits, item, positions if sliced else list(range(logits.size(1))))
 
 
 def _patched_stack(workspace, clean: AttributionInput, corrupted: AttributionInput) -> int:
