@@ -179,7 +179,7 @@ class _Run:
         self.model, self.item, self.contrast_id = model, item, contrast_id
         self.progress, self.should_stop = progress or (lambda fraction: None), should_stop
         device = next(model.parameters()).device
-        self.inputs = _cut_after_rows(item, [t.to(device) for t in item.inputs])
+        self.inputs = cut_after_rows(item, [t.to(device) for t in item.inputs])
         self.head = output_layer(model)
         # the output layer runs only at the explained positions: column c of the logits is position
         # positions[c] (the identity when the model's output layer could not be found)
@@ -400,7 +400,7 @@ class _Run:
                 block[r, j] = full[r] - self.quantity(logits, row, position).item()
 
 
-def _cut_after_rows(item: AttributionInput, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+def cut_after_rows(item: AttributionInput, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     """A causal side's tokens after the last explained position cannot change any explained
     output: the input is cut there (less to compute, the same numbers)."""
     last = max(row.position for row in item.rows)

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from explorer.analysis.activations import list_points, run_with
+from explorer.analysis.attribution import cut_after_rows, output_at, output_layer
 from explorer.analysis.labels import layer_label
 from explorer.analysis.attribution_input import AttributionInput, attribution_input
 from explorer.errors import UserError
@@ -217,45 +218,103 @@ def ablation_effect(workspace, source: str, target: str = "", heads=None, units=
                           {p.name: p.shape[-1] for p in points if p.kind == UNIT_KIND})
 
 
+# Rows x positions one head-importance pass holds: its logits over a 50k vocabulary in ~200 MB.
+_BATCH_TOKENS = 1024
+
+
 def head_importance(workspace, source: str, target: str = "", mode: str = "zero",
                     means=None, progress=None) -> HeadImportance:
-    """Drop in the summed log-probability of the output tokens when each head alone is ablated:
-    one batched pass per layer (batch row h ablates head h)."""
+    """Drop in the summed log-probability of the output tokens when each head alone is ablated.
+    A pass ablates a few consecutive layers, one batch row per head, beside a clean row 0 (the
+    base each drop is taken from). A pass over the first stack the model runs starts at batch 1
+    and grows at each ablated layer's residual stream (copies of the clean row): what lies below a
+    head is computed once, and the layers above every ablated row once per row."""
     model = workspace.model
     item = attribution_input(workspace, source, target)
     points = list_points(model, _model_inputs(model, item))
-    names = [p.name for p in points if _HEADS.match(p.name)]
+    counts = {p.name: p.shape[2] for p in points if _HEADS.match(p.name)}  # z point -> heads
+    names = list(counts)
     if not names:
         raise UserError(f"a {family_of(model).name} model has no attention heads to ablate")
     if mode == "mean" and means is None:
         means = head_means(model, [item], names)
-    first_stack = next((m.group(1) for p in points if (m := _RESID.match(p.name))), None)
-    residuals = {p.name for p in points if _RESID.match(p.name)}
+    drop = np.full((len(names), max(counts.values())), np.nan)
+    length = max(t.size(1) for t in item.inputs)
+    done = 0
     with _Eval(model), torch.no_grad():
-        clean = run_with(model, _model_inputs(model, item), read=names)
-        base = float(_log_probs(clean.logits, item).sum())
-        counts = [clean.values[name].shape[2] for name in names]
-        drop = np.full((len(names), max(counts)), np.nan)
-        for layer, (name, count) in enumerate(zip(names, counts)):
-            replace = {name: _head_replacement([[h] for h in range(count)],
-                                               None if mode == "zero" else means[name])}
-            inputs = _model_inputs(model, item, count)
-            stack, block = _HEADS.match(name).group(1, 2)
-            residual = f"{stack}.blocks.{block}.hook_resid_pre"
-            if stack == first_stack and residual in residuals:
-                # the layers below this one do not depend on the ablated head: they run once (batch
-                # 1) and the residual stream into this layer is copied for each head. Only the
-                # first stack the pass computes: a later one reads the earlier stacks' outputs
-                # (cross-attention), whose batch must match its own.
-                first = item.sides[0].input_index
-                inputs = tuple(t[:1] if k == first else t for k, t in enumerate(inputs))
-                replace[residual] = lambda value, count=count: value.expand(count, -1, -1)  # (H, T, D)
-            logits = run_with(model, inputs, replace=replace).logits
-            drop[layer, :count] = base - _log_probs(logits, item).sum(1).numpy()
+        for layers, grows in _ablation_passes(points, names, counts, _BATCH_TOKENS // length):
+            log_p = _ablation_pass(model, item, layers, counts, grows,
+                                   {name: None if mode == "zero" else means[name] for name in layers})
+            offset = 1
+            for name in layers:
+                drop[names.index(name), :counts[name]] = (log_p[0] - log_p[offset: offset + counts[name]]).numpy()
+                offset += counts[name]
+            done += len(layers)
             if progress is not None:
-                progress((layer + 1) / len(names))
-    return HeadImportance([point_label(name[: -len(".hook_z")]) for name in names], max(counts), drop, mode,
+                progress(done / len(names))
+    return HeadImportance([point_label(name[: -len(".hook_z")]) for name in names], drop.shape[1], drop, mode,
                           names)
+
+
+def _residual_of(name: str) -> str:
+    """"decoder.blocks.1.attn.hook_z" -> "decoder.blocks.1.hook_resid_pre": that block's input."""
+    stack, block = _HEADS.match(name).group(1, 2)
+    return f"{stack}.blocks.{block}.hook_resid_pre"
+
+
+def _ablation_passes(points, names: list[str], counts: dict[str, int], max_rows: int):
+    """[(z points ablated in one pass, bottom first; whether it grows)]: consecutive layers while
+    their rows fit `max_rows` (at least one layer a pass). Only the first stack the pass computes
+    grows: a later one reads the earlier stacks' outputs (cross-attention), whose batch must
+    match its own from the start."""
+    residuals = {p.name for p in points if _RESID.match(p.name)}
+    first_stack = next((m.group(1) for p in points if (m := _RESID.match(p.name))), None)
+    passes: list[tuple[list[str], bool]] = []
+    for name in names:
+        grows = _HEADS.match(name).group(1) == first_stack and _residual_of(name) in residuals
+        if passes and passes[-1][1] == grows and 1 + sum(counts[n] for n in passes[-1][0]) + counts[name] <= max_rows:
+            passes[-1][0].append(name)
+        else:
+            passes.append(([name], grows))
+    return passes
+
+
+def _summed_log_probs(logits: torch.Tensor, item: AttributionInput, positions: list[int]) -> torch.Tensor:
+    """(B,) the output tokens' summed log p; logits column c is position positions[c]. A few batch
+    rows at a time: one (B, T, V) log-softmax at most."""
+    column = {position: c for c, position in enumerate(positions)}
+    columns, tokens = [column[row.position] for row in item.rows], [row.token_id for row in item.rows]
+    return torch.cat([chunk.float().log_softmax(-1)[:, columns, tokens].sum(1) for chunk in logits.split(16)])
+
+
+def _ablation_pass(model, item: AttributionInput, layers: list[str], counts: dict[str, int], grows: bool,
+                   means: dict[str, torch.Tensor | None]) -> torch.Tensor:
+    """(1 + heads,) summed log p of the output tokens: row 0 clean, then one row per head of
+    each layer in `layers` with that head alone ablated. Only what the output tokens read is
+    computed: a causal input ends at the last of them, and the output layer runs at their
+    positions alone (attribution's cut_after_rows and output_at: the same numbers)."""
+    rows = 1 + sum(counts[name] for name in layers)
+    inputs = tuple(cut_after_rows(item, list(_model_inputs(model, item, rows))))
+    replace: dict = {}
+    offset = 1
+    for name in layers:
+        replace[name] = _head_replacement([[]] * offset + [[h] for h in range(counts[name])], means[name])
+        offset += counts[name]
+    if grows:
+        # the first stack runs from batch 1: each ablated layer's input gains its heads' rows as
+        # copies of the clean row 0, so nothing below a head is computed for its row
+        first = item.sides[0].input_index
+        inputs = tuple(t[:1] if k == first else t for k, t in enumerate(inputs))
+        added: dict[str, int] = {}
+        for name in layers:
+            added[_residual_of(name)] = added.get(_residual_of(name), 0) + counts[name]
+        for residual, count in added.items():
+            replace[residual] = lambda value, count=count: torch.cat(
+                [value, value[:1].expand(count, -1, -1)])  # (B + count, T, D)
+    positions = sorted({row.position for row in item.rows})
+    with output_at(output_layer(model), positions) as sliced:
+        logits = run_with(model, inputs, replace=replace).logits
+    return _summed_log_probs(logits, item, positions if sliced else list(range(logits.size(1))))
 
 
 def _patched_stack(workspace, clean: AttributionInput, corrupted: AttributionInput) -> int:

@@ -9,6 +9,7 @@ import torch
 
 from explorer.analysis.ablation_means import validation_means
 from explorer.analysis.activations import run_with
+from explorer.analysis import interventions
 from explorer.analysis.attribution_input import attribution_input
 from explorer.analysis.interventions import (
     ablate, ablation_effect, activation_patching, head_importance, head_means, patch_residual,
@@ -122,6 +123,47 @@ def test_head_importance_of_a_language_model_matches_one_ablation_at_a_time(gpt)
             logp = ablate(gpt.model, item, heads={importance.points[layer]: [head]}).logits.log_softmax(-1)
             expected = total - sum(logp[0, r.position, r.token_id] for r in item.rows).item()
             assert importance.drop[layer, head] == pytest.approx(expected, abs=1e-4)
+
+
+def test_head_importance_in_passes_of_several_layers_matches_one_ablation_at_a_time(monkeypatch):
+    """A pass that holds two layers and starts above the bottom one (its layers below run at
+    batch 1, then the batch grows at each ablated layer): the same numbers as ablating each
+    head alone in its own full pass."""
+    torch.manual_seed(0)
+    workspace = build_workspace(DataSpec(task="brackets", n_train=8, n_val=2), "gpt", seed=0, d_model=16,
+                                num_heads=2, num_layers=5, d_ff=32, dropout=0.0, max_len=64)
+    text = "(()())"
+    item = attribution_input(workspace, text)
+    length = item.inputs[0].size(1)
+    monkeypatch.setattr(interventions, "_BATCH_TOKENS", 5 * length)  # 5 rows: the clean one, 2 layers' heads
+    importance = head_importance(workspace, text)
+    base = workspace.model.eval()(*item.inputs).log_softmax(-1)
+    total = sum(base[0, r.position, r.token_id] for r in item.rows).item()
+    for layer in range(5):
+        for head in range(2):
+            logp = ablate(workspace.model, item, heads={importance.points[layer]: [head]}).logits.log_softmax(-1)
+            expected = total - sum(logp[0, r.position, r.token_id] for r in item.rows).item()
+            assert importance.drop[layer, head] == pytest.approx(expected, abs=1e-4)
+
+
+def test_head_importance_of_a_masked_lm_matches_one_ablation_at_a_time(tmp_path):
+    """Only the masked positions have rows, so only they reach the output layer: the same numbers."""
+    from explorer.hf.loader import open_hf_model
+    from tests.hf.builders import build_bert
+
+    workspace = open_hf_model(build_bert(tmp_path / "bert"))
+    text = "the [MASK] sat on [MASK] mat"
+    item = attribution_input(workspace, text)
+    assert len(item.rows) == 2 < item.inputs[0].size(1)
+    importance = head_importance(workspace, text)
+    base = workspace.model.eval()(*item.inputs).log_softmax(-1)
+    total = sum(base[0, r.position, r.token_id] for r in item.rows).item()
+    assert np.abs(importance.drop).max() > 5e-4  # random weights: small drops, compared closely
+    for layer in range(len(importance.points)):
+        for head in range(importance.heads):
+            logp = ablate(workspace.model, item, heads={importance.points[layer]: [head]}).logits.log_softmax(-1)
+            expected = total - sum(logp[0, r.position, r.token_id] for r in item.rows).item()
+            assert importance.drop[layer, head] == pytest.approx(expected, abs=2e-5)
 
 
 @pytest.mark.parametrize("name", ["transformer", "gpt"])
