@@ -41,6 +41,7 @@ class LengthPlot:
         width = first[0].high - first[0].low + 1
         # one tick per bucket, at its middle: its lengths and how many examples its point stands for
         axis.setTicks([[(_middle(b), f"{b.label} ({len(b.rows)})") for b in first]])
+        top = 0.0
         for (name, table), colour in zip(tables, itertools.cycle(SERIES_COLOURS)):
             buckets = length_buckets(table, width=width) if table is not tables[0][1] else first
             x = np.array([_middle(b) for b in buckets], dtype=float)
@@ -49,6 +50,10 @@ class LengthPlot:
                                    symbolBrush=colour, symbolSize=7, name=name)
             curve.setToolTip(name)
             self.series.append((name, buckets))
+            top = max(top, np.nanmax(y, initial=0.0))
+        # from zero, so a gap between buckets reads at its true size (BLEU up to its 100 at most)
+        top = top * 1.1 if top > 0 else 1.0
+        self.plot.setYRange(0.0, min(top, 100.0) if seq2seq else top, padding=0)
         # half a bucket beside the first and last points: room for their ticks' labels
         self.plot.setXRange(first[0].low - width / 2, first[-1].high + 1 + width / 2, padding=0)
 

@@ -98,8 +98,10 @@ def test_the_length_plot_names_each_bucket_and_its_examples(panel):
     ticks = panel.length_plot.plot.getAxis("bottom")._tickLevels[0]
     assert [label for _, label in ticks] == [f"{b.label} ({len(b.rows)})" for b in buckets]
     assert [x for x, _ in ticks] == [(b.low + b.high) / 2 for b in buckets]  # under each point
-    x, _ = panel.length_plot.plot.listDataItems()[0].getData()
+    x, y = panel.length_plot.plot.listDataItems()[0].getData()
     assert list(x) == [x for x, _ in ticks]
+    low, high = panel.length_plot.plot.viewRange()[1]
+    assert low == 0 and np.nanmax(y) <= high <= 100  # BLEU's scale from zero, never past 100
 
 
 def test_before_a_table_its_place_says_why_and_while_evaluating_that_it_is(qtbot, app_names, tiny_workspace):
