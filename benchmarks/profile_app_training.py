@@ -12,8 +12,8 @@
    steps and the work between steps (probe, run rows and snapshots, signals).
 2. The training thread's extra work (the run's snapshots and rows, the probe and its parts, the
    embeddings' copy), timed by wrapping the app's own functions, as shares of the wall time.
-3. `--switch-interval-ms A B ...`: each round runs the app once per GIL switch interval (the
-   one the training worker sets while it trains; Python's default is 5 ms), in rotating order.
+3. `--switch-interval-ms A B ...`: each round runs the app once per GIL switch interval
+   (sys.setswitchinterval; Python's default is 5 ms), in rotating order.
 4. `--gui-profile`: instead, one in-app run with cProfile timing the GUI thread's CPU
    (time.thread_time) while it trains: its CPU ms per 100 steps, split by the app's callers.
 """
@@ -175,7 +175,6 @@ def main() -> None:
     import explorer.analysis.embeddings as embeddings
     import explorer.analysis.probe as probe
     import explorer.training.engine as engine
-    import explorer.ui.training_worker as training_worker
     from explorer.runs.writer import RunWriter
 
     bench_gui.THREADS[0] = args.threads
@@ -192,19 +191,21 @@ def main() -> None:
     timed(probe, "gradient_norms_per_layer", "probe: hidden-state gradients")
     timed(embeddings, "embedding_matrices", "probe: embeddings copy")
     bench_gui.headless_tokens_per_s(20)  # imports and first-use costs out of the first round
-    intervals = args.switch_interval_ms or [1000 * training_worker.TRAINING_SWITCH_INTERVAL_S]
+    default_interval = sys.getswitchinterval()
+    intervals = args.switch_interval_ms or [1000 * default_interval]
     for round_ in range(args.rounds):
         print(f"round {round_ + 1}, {args.steps} steps, {args.threads} thread(s)")
         headless = account_headless(bench_gui, args.steps)
         shift = round_ % len(intervals)  # the machine's speed drifts: rotate which goes first
         for interval_ms in intervals[shift:] + intervals[:shift]:
-            training_worker.TRAINING_SWITCH_INTERVAL_S = interval_ms / 1000
+            sys.setswitchinterval(interval_ms / 1000)
             print(f" in-app, GIL switch interval {interval_ms:g} ms while training")
             SPENT.clear()
             CALLS.clear()
             started = time.perf_counter()
             accounts = headless + account_app(bench_gui, args.steps)
             wall = time.perf_counter() - started
+            sys.setswitchinterval(default_interval)
             for label, account in accounts:
                 print(account.row(label, args.steps))
             print("  the training thread's extra work (wall time):")

@@ -14,9 +14,7 @@ its autosaves, here in the thread that trains: the model is never read while it 
 
 from __future__ import annotations
 
-import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
@@ -25,23 +23,6 @@ from explorer.events import EvalMetrics, ProbeSnapshot, StepMetrics, TrainingFin
 from explorer.ui.jobs import one_line
 
 MAX_EMITS_PER_S = 30
-# The GIL's switch interval while the app trains. The training thread releases the GIL in every
-# torch op; back from one while the GUI thread runs Python (a paint, a slot), it waits for the
-# interval (5 ms by default) before Python asks the GUI thread to let go, and the GUI thread
-# takes it back at the next op: during a 40 ms paint the training thread got a few ops. With a
-# short interval the two threads share the GIL at a finer grain (benchmarks/RESULTS.md, issue 22).
-TRAINING_SWITCH_INTERVAL_S = 0.0002
-
-
-@contextmanager
-def switch_interval(seconds: float):
-    """sys.setswitchinterval(seconds) for the block, the previous interval after it."""
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(seconds)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(previous)
 
 
 @dataclass
@@ -73,10 +54,6 @@ class TrainingWorker(QObject):
 
     @Slot()
     def run(self) -> None:
-        with switch_interval(TRAINING_SWITCH_INTERVAL_S):
-            self._run()
-
-    def _run(self) -> None:
         pending = WorkerBatch()
         last_emit = 0.0
         finished = None

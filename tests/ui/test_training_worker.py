@@ -3,16 +3,13 @@ closing or replacing the model mid-training."""
 
 from __future__ import annotations
 
-import sys
 import time
 
 import pytest
 from PySide6.QtCore import QObject, QThread, Slot
 
 from explorer.events import StepMetrics, TrainingFinished
-from explorer.ui.training_worker import (
-    MAX_EMITS_PER_S, TRAINING_SWITCH_INTERVAL_S, TrainingWorker, WorkerThread,
-)
+from explorer.ui.training_worker import MAX_EMITS_PER_S, TrainingWorker, WorkerThread
 
 
 
@@ -27,7 +24,6 @@ class FastTrainer:
 
     def run(self):
         self.thread = QThread.currentThread()
-        self.switch_interval = sys.getswitchinterval()
         for step in range(1, self.steps + 1):
             deadline = time.perf_counter() + 5e-5
             while time.perf_counter() < deadline:
@@ -77,19 +73,6 @@ def test_worker_batches_every_step_into_at_most_30_emits_per_second(qtbot):
     assert receiver.steps == list(range(1, 20_001))  # nothing lost, nothing reordered
     assert len(receiver.arrivals) <= MAX_EMITS_PER_S * elapsed + 2
     assert len(receiver.arrivals) >= 2  # but it did stream, not one lump at the end
-
-
-def test_the_gil_switches_at_a_finer_grain_while_training_only(qtbot):
-    before = sys.getswitchinterval()
-    assert before != TRAINING_SWITCH_INTERVAL_S
-    trainer = FastTrainer(steps=10)
-    worker = TrainingWorker(trainer, NullControl())
-    thread = WorkerThread(worker, [worker.finished])
-    with qtbot.waitSignal(thread.ended, timeout=60_000):
-        thread.start()
-    assert thread.wait(5_000)
-    assert trainer.switch_interval == pytest.approx(TRAINING_SWITCH_INTERVAL_S)
-    assert sys.getswitchinterval() == before
 
 
 def test_pause_step_resume_and_stop_with_the_real_trainer(make_main_window, qtbot, tiny_workspace):
