@@ -1,6 +1,6 @@
 """GUI benchmarks: throughput, responsiveness and start-up of the desktop app.
 
-    python benchmarks/bench_gui.py [--steps 1000] [--repeats 3] [--rounds 5]
+    python benchmarks/bench_gui.py [--steps 1000] [--repeats 3] [--rounds 5] [--switch-interval-ms 5]
 
 1. throughput: tokens/s of training inside the app (worker thread, every panel live, the probe
    on) against headless training (`Trainer.run()` on the main thread) of the same model, data,
@@ -168,8 +168,13 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=None,
                         help="the same CPU thread count on both sides (default: the load decides "
                         "each run, which on a machine whose load moves can differ between them)")
+    parser.add_argument("--switch-interval-ms", type=float, default=None,
+                        help="sys.setswitchinterval for the whole run (Python's default: 5 ms); "
+                        "only the in-app side has two threads that share the GIL")
     args = parser.parse_args()
     THREADS[0] = args.threads
+    if args.switch_interval_ms is not None:
+        sys.setswitchinterval(args.switch_interval_ms / 1000)
 
     bare = first_paint_s("bare", args.repeats)
     app_paint = first_paint_s("app", args.repeats)

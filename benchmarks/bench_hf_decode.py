@@ -15,6 +15,7 @@ in the same process, in alternating order, over several rounds (medians):
   (probe_stages: one forward pass without autograd), and the whole probe (what the app computed
   before its first map until issue 22), each vs from_pretrained + one forward pass, wall and
   process CPU (time.process_time), in rotating order              target <= 1.2x
+* the tokenizer alone: the app's load_tokenizer vs AutoTokenizer.from_pretrained (process CPU)
 
     python benchmarks/bench_hf_decode.py [--rounds 5] [--new 48] [--prompt 16] [--threads 2]
     python benchmarks/bench_hf_decode.py --device cuda --no-open    # decoding on a GPU only
@@ -108,6 +109,27 @@ def app_first_map(folder: Path, load_and_forward, text: str, rounds: int) -> Non
               f"CPU {cpu_ratio:.2f}   (target <= 1.2)")
 
 
+def tokenizer_rounds(folder: Path, rounds: int) -> None:
+    """The folder's tokenizer as the app loads it (explorer.hf.loader.load_tokenizer: the added
+    tokens read ahead) against AutoTokenizer on its own, alternating; process CPU medians."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from explorer.hf.loader import import_transformers, load_tokenizer
+
+    transformers = import_transformers(str(folder))
+    config = AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    runs = {"AutoTokenizer": lambda: AutoTokenizer.from_pretrained(
+                str(folder), config=config, local_files_only=True),
+            "load_tokenizer": lambda: load_tokenizer(folder, config, str(folder), transformers)}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for round_index in range(rounds):
+        for name in list(runs)[round_index % 2:] + list(runs)[: round_index % 2]:
+            _, cpu, _ = timed_cpu(runs[name])
+            times[name].append(cpu)
+    print(f"the tokenizer alone, {rounds} rounds (process CPU medians): " + ", ".join(
+        f"{name} {statistics.median(cpu):.3f} s" for name, cpu in times.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -165,6 +187,7 @@ def main() -> None:
             print(f"   vs from_pretrained + its first forward pass (no attention weights) "
                   f"{statistics.median(forward_times):.2f} s   ratio {statistics.median(forward_ratio):.2f}")
             app_first_map(folder, load_and_forward, prompt_text, args.rounds)
+            tokenizer_rounds(folder, 2 * args.rounds)
         if args.open_only:
             return
         workspace = open_hf_model(folder)

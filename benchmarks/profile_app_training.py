@@ -2,6 +2,7 @@
 
     python benchmarks/profile_app_training.py [--steps 600] [--rounds 1] [--threads 1]
     python benchmarks/profile_app_training.py --gui-profile [--steps 600]
+    python benchmarks/profile_app_training.py --switch-interval-ms 5 0.2 [--rounds 3]
 
 1. Time accounting per thread (Linux /proc/thread-self/schedstat): for headless training's thread,
    the app's training thread and the app's GUI thread, the wall time split into CPU time, time
@@ -11,7 +12,9 @@
    steps and the work between steps (probe, run rows and snapshots, signals).
 2. The training thread's extra work (the run's snapshots and rows, the probe and its parts, the
    embeddings' copy), timed by wrapping the app's own functions, as shares of the wall time.
-3. `--gui-profile`: instead, one in-app run with cProfile timing the GUI thread's CPU
+3. `--switch-interval-ms A B ...`: each round runs the app once per GIL switch interval
+   (sys.setswitchinterval; Python's default is 5 ms), in rotating order.
+4. `--gui-profile`: instead, one in-app run with cProfile timing the GUI thread's CPU
    (time.thread_time) while it trains: its CPU ms per 100 steps, split by the app's callers.
 """
 
@@ -162,6 +165,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="headless, in-app pairs")
     parser.add_argument("--threads", type=int, default=1,
                         help="CPU threads on both sides (1: the GIL, not the cores, decides)")
+    parser.add_argument("--switch-interval-ms", type=float, nargs="+", default=None,
+                        help="in-app runs per round, one per GIL switch interval while training")
     parser.add_argument("--gui-profile", action="store_true",
                         help="profile the GUI thread's CPU by caller during one in-app run")
     args = parser.parse_args()
@@ -186,20 +191,27 @@ def main() -> None:
     timed(probe, "gradient_norms_per_layer", "probe: hidden-state gradients")
     timed(embeddings, "embedding_matrices", "probe: embeddings copy")
     bench_gui.headless_tokens_per_s(20)  # imports and first-use costs out of the first round
+    default_interval = sys.getswitchinterval()
+    intervals = args.switch_interval_ms or [1000 * default_interval]
     for round_ in range(args.rounds):
         print(f"round {round_ + 1}, {args.steps} steps, {args.threads} thread(s)")
-        accounts = account_headless(bench_gui, args.steps)
-        SPENT.clear()
-        CALLS.clear()
-        started = time.perf_counter()
-        accounts += account_app(bench_gui, args.steps)
-        wall = time.perf_counter() - started
-        for label, account in accounts:
-            print(account.row(label, args.steps))
-        print("  the training thread's extra work (wall time):")
-        for label, seconds in sorted(SPENT.items(), key=lambda item: -item[1]):
-            print(f"    {label:48s} {seconds:7.2f} s  {100 * seconds / wall:5.1f}%  "
-                  f"({CALLS[label]} calls)")
+        headless = account_headless(bench_gui, args.steps)
+        shift = round_ % len(intervals)  # the machine's speed drifts: rotate which goes first
+        for interval_ms in intervals[shift:] + intervals[:shift]:
+            sys.setswitchinterval(interval_ms / 1000)
+            print(f" in-app, GIL switch interval {interval_ms:g} ms while training")
+            SPENT.clear()
+            CALLS.clear()
+            started = time.perf_counter()
+            accounts = headless + account_app(bench_gui, args.steps)
+            wall = time.perf_counter() - started
+            sys.setswitchinterval(default_interval)
+            for label, account in accounts:
+                print(account.row(label, args.steps))
+            print("  the training thread's extra work (wall time):")
+            for label, seconds in sorted(SPENT.items(), key=lambda item: -item[1]):
+                print(f"    {label:48s} {seconds:7.2f} s  {100 * seconds / wall:5.1f}%  "
+                      f"({CALLS[label]} calls)")
 
 
 if __name__ == "__main__":

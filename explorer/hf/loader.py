@@ -122,6 +122,24 @@ def freeze_unsaved_parameters(hf_model) -> None:
             parameter.requires_grad_(False)
 
 
+def load_tokenizer(folder: Path, hf_config, name: str, transformers):
+    """The folder's tokenizer, as AutoTokenizer loads it (`hf_config`: the validated config)."""
+    from transformers import AutoTokenizer
+
+    from explorer.hf.tokenizer_files import saved_added_tokens
+
+    added_tokens = saved_added_tokens(folder)  # tokenizer.json then parsed once, not twice
+    try:
+        with warnings.catch_warnings():  # e.g. Marian's "Recommended: pip install sacremoses"
+            warnings.simplefilter("ignore")
+            return AutoTokenizer.from_pretrained(
+                str(folder), config=hf_config, local_files_only=True, trust_remote_code=False,
+                **({} if added_tokens is None else {"added_tokens_decoder": added_tokens}))
+    except Exception as exc:  # noqa: BLE001 - broken or missing tokenizer files
+        raise UserError(f"{name}: cannot load the tokenizer ({_one_line(exc)})"
+                        f"{_missing_tokenizer_files(folder, transformers)}") from None
+
+
 def open_hf_model(path):
     """The Workspace of the Hugging Face model at `path` (a folder, or a model id in the cache)."""
     from explorer.hf import adapter as adapters
@@ -137,7 +155,6 @@ def open_hf_model(path):
     config = read_hf_config(folder)
     check_folder(folder, config, name)
     transformers = import_transformers(name)
-    from transformers import AutoTokenizer
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     if config["model_type"] not in CONFIG_MAPPING_NAMES:
@@ -145,15 +162,7 @@ def open_hf_model(path):
                         f"{transformers.__version__} does not know it)")
     family = hf_family_of(config, name)
     hf_config = _check_config(folder)
-    try:
-        with warnings.catch_warnings():  # e.g. Marian's "Recommended: pip install sacremoses"
-            warnings.simplefilter("ignore")
-            hf_tokenizer = AutoTokenizer.from_pretrained(str(folder), config=hf_config,
-                                                         local_files_only=True,
-                                                         trust_remote_code=False)
-    except Exception as exc:  # noqa: BLE001 - broken or missing tokenizer files
-        raise UserError(f"{name}: cannot load the tokenizer ({_one_line(exc)})"
-                        f"{_missing_tokenizer_files(folder, transformers)}") from None
+    hf_tokenizer = load_tokenizer(folder, hf_config, name, transformers)
     safetensors, _ = weight_files(folder)
     auto_class = getattr(transformers, family.auto_class)
     try:
