@@ -100,23 +100,25 @@ def _busy_cores_now(window_s: float = 0.25) -> float | None:
     return max(0.0, busy / total * second[2] - own / window_s)
 
 
-def choose_threads(requested: int | None = None) -> ThreadChoice:
+def choose_threads(requested: int | None = None, keep_cores: int = 0) -> ThreadChoice:
     """`requested` (--threads N) if given; else torch's default, or as many threads as other work
     leaves cores free (at least one). The load average is a minute's mean, so work that just ended
     (a run a moment ago, this benchmark's last round) still looks busy in it: when it says cores are
-    taken, a quarter second of /proc/stat says whether they are taken now."""
+    taken, a quarter second of /proc/stat says whether they are taken now. `keep_cores` are left
+    to this process's other threads: the app keeps one for its window, whose paints would otherwise
+    take a core from one of torch's threads and stall the others at every operation."""
     if requested:
         return ThreadChoice(requested)
-    wanted = torch_default_threads()
+    wanted = max(1, min(torch_default_threads(), usable_cores() - keep_cores))
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):  # Windows has no load average
         return ThreadChoice(wanted)
     others = max(0.0, load - _own_load())
-    free = max(1, int(usable_cores() - others + 0.5))
+    free = max(1, int(usable_cores() - keep_cores - others + 0.5))
     if free < wanted and (busy_now := _busy_cores_now()) is not None:
         others = min(others, busy_now)
-        free = max(1, int(usable_cores() - others + 0.5))
+        free = max(1, int(usable_cores() - keep_cores - others + 0.5))
     if free >= wanted:
         return ThreadChoice(wanted)
     return ThreadChoice(free, f"load average {load:.1f} on {usable_cores()} cores: using {free} "

@@ -64,6 +64,19 @@ def test_threads_asked_for_win_over_the_load(machine):
     assert runtime.choose_threads(6) == runtime.ThreadChoice(6)
 
 
+def test_the_app_keeps_a_core_for_its_window(machine, monkeypatch):
+    """The app's default leaves one core to the GUI thread: on 2 cores, 1 torch thread (2 ran at
+    0.36-0.63 of headless, 1 at 0.80-0.85: the window's paints stalled torch's two threads)."""
+    machine["load"] = 0.3
+    assert runtime.choose_threads(keep_cores=1) == runtime.ThreadChoice(7)
+    machine["load"] = 5.8  # six cores taken by others, one kept: one left
+    assert runtime.choose_threads(keep_cores=1).threads == 1
+    assert runtime.choose_threads(3, keep_cores=1) == runtime.ThreadChoice(3)  # --threads wins
+    monkeypatch.setattr(runtime, "usable_cores", lambda: 1)
+    machine["load"] = 0.0
+    assert runtime.choose_threads(keep_cores=1) == runtime.ThreadChoice(1)  # never fewer than one
+
+
 def test_this_process_own_load_is_not_other_work(machine):
     machine["load"], machine["own"] = 7.9, 7.5  # our last training's threads, still in the average
     assert runtime.choose_threads() == runtime.ThreadChoice(8)

@@ -103,8 +103,10 @@ class Trainer:
         config: TrainConfig | None = None,
         control: TrainerControl | None = None,
         probe_fn: Callable[[Any, int], ProbeSnapshot] | None = None,
+        keep_cores: int = 0,
     ) -> None:
         self.workspace = workspace
+        self.keep_cores = keep_cores  # cores the default thread count leaves to other threads
         self.config = config or workspace.train_config or TrainConfig()
         self.control = control or TrainerControl()
         self.probe_fn = probe_fn
@@ -168,7 +170,7 @@ class Trainer:
     def run(self) -> Iterator[Event]:
         threads_before = torch.get_num_threads()
         if self.device.type == "cpu":
-            choice = choose_threads(self.config.num_threads)
+            choice = choose_threads(self.config.num_threads, self.keep_cores)
             self.threads_note = choice.note  # the CLI prints it, the app shows it
             torch.set_num_threads(choice.threads)
         try:

@@ -201,7 +201,8 @@ class Controller(QObject):
         if paused:
             self.control.pause()
         try:  # e.g. a device that is not there: say so, keep the model
-            trainer = core.Trainer(self.workspace, config, control=self.control)
+            # one core stays with the GUI thread (explorer.runtime.choose_threads)
+            trainer = core.Trainer(self.workspace, config, control=self.control, keep_cores=1)
         except Exception as exc:  # noqa: BLE001
             self.error.emit(one_line(exc))
             return

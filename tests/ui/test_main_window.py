@@ -153,3 +153,23 @@ def test_the_window_paints_before_torch_superqt_or_pyqtgraph_load():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_app_trains_with_a_core_left_to_its_window(make_main_window, qtbot, tiny_workspace, monkeypatch):
+    """On an idle 2-core machine the app's default is 1 torch thread (headless: torch's 2): with
+    2, the window's paints stalled torch's threads (0.36-0.63 of headless, against 0.80-0.85)."""
+    import torch
+
+    from explorer import runtime
+
+    monkeypatch.setattr(runtime, "torch_default_threads", lambda: 2)
+    monkeypatch.setattr(runtime, "usable_cores", lambda: 2)
+    monkeypatch.setattr(runtime.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    applied, real = [], torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: (applied.append(n), real(n)))
+    window = make_main_window()
+    window.controller.set_workspace(tiny_workspace)
+    with qtbot.waitSignal(window.controller.training_finished, timeout=30_000):
+        window.controller.train(steps=2)
+    assert applied[0] == 1
+    assert runtime.choose_threads().threads == 2  # headless, the same machine: torch's default
