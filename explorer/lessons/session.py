@@ -32,8 +32,9 @@ def _demo_or_path(lesson: Lesson, name: str) -> Path:
 
 
 class LessonSession:
-    def __init__(self, lesson: Lesson, overrides: dict | None = None) -> None:
+    def __init__(self, lesson: Lesson, overrides: dict | None = None, keep_cores: int = 0) -> None:
         self.lesson = lesson
+        self.keep_cores = keep_cores  # left to the app's window by its training (Trainer)
         self.settings = {**lesson.settings, **(overrides or {})}
         self.workspace = None
         self.compare = None  # the `compare.` variant's workspace, when the lesson has one
@@ -100,7 +101,7 @@ class LessonSession:
             if workspace is None:
                 continue
             config = self.train_config({**extra, "steps": workspace.step + int(steps)})
-            for event in Trainer(workspace, config).run():
+            for event in Trainer(workspace, config, keep_cores=self.keep_cores).run():
                 if workspace is self.workspace and isinstance(event, StepMetrics):
                     self.history.append(event)
                 yield event
@@ -112,7 +113,7 @@ class LessonSession:
         from explorer.training import Trainer
 
         config = self.train_config({**self.section("compare.train."), "steps": self.compare.step + int(steps)})
-        yield from Trainer(self.compare, config).run()
+        yield from Trainer(self.compare, config, keep_cores=self.keep_cores).run()
         self._cache.clear()
 
     def set_control(self, name: str, value) -> bool:

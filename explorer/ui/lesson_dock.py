@@ -170,7 +170,7 @@ class LessonDock(QDockWidget):
         if lesson.path not in [known.path for known in self.lessons]:  # not of the open course
             self.lessons = [lesson]
             self.course_list.hide()
-        self.session = LessonSession(lesson, overrides)
+        self.session = LessonSession(lesson, overrides, keep_cores=1)  # a core for the window
         self._set_enabled(False)  # until its model is open
         self.results, self.index = {}, 0
         self._show_course()

@@ -51,6 +51,7 @@ def test_lesson_dock_opens_a_lesson_arranges_its_panels_and_checks_a_step(make_m
     dock = window.lesson_dock
     qtbot.waitUntil(lambda: dock.do_button.isEnabled(), timeout=60_000)
     assert window.controller.workspace is dock.session.workspace
+    assert dock.session.keep_cores == 1  # its training, in the job runner too, leaves the window a core
     assert window.docks["positional"].isVisible() and not window.docks["beam"].isVisible()
     assert "1/2" in dock.title.text()
     dock.do_button.click()
