@@ -17,6 +17,7 @@ cross-attention an encoder-decoder's step reports): for those calls the model sw
 from __future__ import annotations
 
 import contextlib
+import inspect
 import threading
 from dataclasses import dataclass
 
@@ -65,6 +66,16 @@ class HFAdapter(nn.Module):
                 pass
         self.train(hf_model.training)  # a new Module says training; the wrapped model decides
         self.forbidden = forbidden_tokens(hf_model)  # (N,) ids that never come out, or None
+        # the decoding cache's name: `cache` since transformers 5.2x, whose `past_key_values`
+        # is deprecated (to go in 5.40); older 5.x releases know only `past_key_values`
+        parameters = inspect.signature(hf_model.forward).parameters
+        self._cache_name = "cache" if "cache" in parameters else "past_key_values"
+
+    def _cached(self, out, **kwargs):
+        """`self.hf(**kwargs)` with the decoding cache `out` (None for a first step) -> (its
+        output, the new cache)."""
+        result = self.hf(**kwargs, **{self._cache_name: out}, use_cache=True)
+        return result, result[self._cache_name]
 
     def _allowed(self, logits: torch.Tensor) -> torch.Tensor:
         """The model's logits with the tokens its generation config forbids set to -inf; over
@@ -162,8 +173,8 @@ class HFCausalLM(HFAdapter):
         return self._forward_cached(tokens[:, None], state)  # (B, 1)
 
     def _forward_cached(self, input_ids, state):
-        out = self.hf(input_ids=input_ids, past_key_values=state["past"], use_cache=True)
-        return self._allowed(out.logits[:, -1]), {"past": out.past_key_values}, None
+        out, past = self._cached(state["past"], input_ids=input_ids)
+        return self._allowed(out.logits[:, -1]), {"past": past}, None
 
 
 class HFSeq2Seq(HFAdapter):
@@ -200,12 +211,11 @@ class HFSeq2Seq(HFAdapter):
         length = 1 + (0 if past is None else past.get_seq_length())
         self._check_length(length, self.config.max_len, "output")
         with self.attention_weights():
-            out = self.hf(encoder_outputs=BaseModelOutput(last_hidden_state=state["encoder"]),
-                          attention_mask=state["mask"],
-                          decoder_input_ids=tokens[:, None], past_key_values=past,
-                          use_cache=True, output_attentions=True)
+            out, past = self._cached(past, encoder_outputs=BaseModelOutput(last_hidden_state=state["encoder"]),
+                                     attention_mask=state["mask"], decoder_input_ids=tokens[:, None],
+                                     output_attentions=True)
         cross = torch.stack([a[:, :, -1] for a in out.cross_attentions], dim=1)  # (B, L, H, S)
-        return self._allowed(out.logits[:, -1]), {**state, "past": out.past_key_values}, cross
+        return self._allowed(out.logits[:, -1]), {**state, "past": past}, cross
 
 
 class HFMaskedLM(HFAdapter):
