@@ -116,13 +116,7 @@ def test_head_importance_of_a_language_model_matches_one_ablation_at_a_time(gpt)
     item = attribution_input(gpt, text)
     importance = head_importance(gpt, text)
     assert importance.drop.shape == (2, 2)
-    base = gpt.model.eval()(*item.inputs).log_softmax(-1)
-    total = sum(base[0, r.position, r.token_id] for r in item.rows).item()
-    for layer in range(2):
-        for head in range(2):
-            logp = ablate(gpt.model, item, heads={importance.points[layer]: [head]}).logits.log_softmax(-1)
-            expected = total - sum(logp[0, r.position, r.token_id] for r in item.rows).item()
-            assert importance.drop[layer, head] == pytest.approx(expected, abs=1e-4)
+    _assert_drops_are_single_ablations(gpt.model, item, importance, abs=1e-4)
 
 
 def test_head_importance_in_passes_of_several_layers_matches_one_ablation_at_a_time(monkeypatch):
@@ -137,13 +131,8 @@ def test_head_importance_in_passes_of_several_layers_matches_one_ablation_at_a_t
     length = item.inputs[0].size(1)
     monkeypatch.setattr(interventions, "_BATCH_TOKENS", 5 * length)  # 5 rows: the clean one, 2 layers' heads
     importance = head_importance(workspace, text)
-    base = workspace.model.eval()(*item.inputs).log_softmax(-1)
-    total = sum(base[0, r.position, r.token_id] for r in item.rows).item()
-    for layer in range(5):
-        for head in range(2):
-            logp = ablate(workspace.model, item, heads={importance.points[layer]: [head]}).logits.log_softmax(-1)
-            expected = total - sum(logp[0, r.position, r.token_id] for r in item.rows).item()
-            assert importance.drop[layer, head] == pytest.approx(expected, abs=1e-4)
+    assert importance.drop.shape == (5, 2)
+    _assert_drops_are_single_ablations(workspace.model, item, importance, abs=1e-4)
 
 
 def test_head_importance_of_a_masked_lm_matches_one_ablation_at_a_time(tmp_path):
@@ -156,14 +145,8 @@ def test_head_importance_of_a_masked_lm_matches_one_ablation_at_a_time(tmp_path)
     item = attribution_input(workspace, text)
     assert len(item.rows) == 2 < item.inputs[0].size(1)
     importance = head_importance(workspace, text)
-    base = workspace.model.eval()(*item.inputs).log_softmax(-1)
-    total = sum(base[0, r.position, r.token_id] for r in item.rows).item()
     assert np.abs(importance.drop).max() > 5e-4  # random weights: small drops, compared closely
-    for layer in range(len(importance.points)):
-        for head in range(importance.heads):
-            logp = ablate(workspace.model, item, heads={importance.points[layer]: [head]}).logits.log_softmax(-1)
-            expected = total - sum(logp[0, r.position, r.token_id] for r in item.rows).item()
-            assert importance.drop[layer, head] == pytest.approx(expected, abs=2e-5)
+    _assert_drops_are_single_ablations(workspace.model, item, importance, abs=2e-5)
 
 
 @pytest.mark.parametrize("name", ["transformer", "gpt"])
@@ -195,6 +178,18 @@ def test_corrupted_input_of_another_length_is_one_line(transformer):
     with pytest.raises(UserError, match="same length in tokens") as caught:
         activation_patching(transformer, "abcd", "abcde", "dcba")
     assert "\n" not in str(caught.value)
+
+
+def _assert_drops_are_single_ablations(model, item, importance, abs: float) -> None:
+    """Each head's drop equals the summed log p of the output tokens lost when that head alone is
+    ablated in its own full pass (`ablate`): the reference."""
+    base = model.eval()(*item.inputs).log_softmax(-1)
+    total = sum(base[0, r.position, r.token_id] for r in item.rows).item()
+    for layer, point in enumerate(importance.points):
+        for head in range(importance.heads):
+            logp = ablate(model, item, heads={point: [head]}).logits.log_softmax(-1)
+            expected = total - sum(logp[0, r.position, r.token_id] for r in item.rows).item()
+            assert importance.drop[layer, head] == pytest.approx(expected, abs=abs)
 
 
 def _out_proj_inputs(model, items, projection):

@@ -427,57 +427,6 @@ class ExamplesPanel(TableState, Panel):
         if self.model.table is not None:
             self._fit_columns()
 
-    # -- filtering and slices --------------------------------------------------------------------
-
-    def current_filter(self) -> SliceFilter:
-        return SliceFilter({name: box.text() for name, box in self.pattern_boxes.items() if box.text()},
-                           "source_length", self.min_length.value() or None,
-                           self.max_length.value() or None)
-
-    def apply_filter(self) -> bool:
-        """Show the rows the filter boxes select; a bad expression leaves the table as it was."""
-        try:
-            self.model.set_filter(self.current_filter())
-        except UserError as exc:
-            self._say(str(exc))
-            return False
-        self._say("")
-        self._refresh_summary()
-        self._save_state()
-        return True
-
-    def set_filter_fields(self, slice_filter: SliceFilter) -> None:
-        for name, box in self.pattern_boxes.items():
-            box.setText(slice_filter.patterns.get(name, ""))
-        self.min_length.setValue(slice_filter.min_length or 0)
-        self.max_length.setValue(slice_filter.max_length or 0)
-
-    def save_slice(self, name: str) -> bool:
-        name = name.strip()
-        if not name:
-            self._say("give the slice a name first")
-            return False
-        try:
-            self.current_filter().compiled()
-        except UserError as exc:
-            self._say(str(exc))
-            return False
-        self.slices[name] = self.current_filter().to_dict()
-        self._fill_slice_box(name)
-        self._save_state()
-        return True
-
-    def load_slice(self, name: str) -> None:
-        if name in self.slices:
-            self.set_filter_fields(SliceFilter.from_dict(self.slices[name]))
-            self.apply_filter()
-
-    def _fill_slice_box(self, current: str = "") -> None:
-        self.slice_box.clear()
-        self.slice_box.addItems(sorted(self.slices))
-        if current:
-            self.slice_box.setCurrentText(current)
-
     def show_token_rows(self, token_row: int) -> None:
         """Only the examples whose reference holds the token clicked in "Worst tokens"."""
         if self.model.table is None or token_row >= len(self.worst.rows):

@@ -1,6 +1,6 @@
-"""The Examples table kept: its state between sessions (filter, named slices and sort, in the
-app's settings; none outside the app, where `explorer export` shows every row in the data's order)
-and the rows shown, written to a CSV or JSON-lines file."""
+"""The Examples table's filter and named slices; its state kept between sessions (filter, slices
+and sort, in the app's settings; none outside the app, where `explorer export` shows every row
+in the data's order); and the rows shown, written to a CSV or JSON-lines file."""
 
 from __future__ import annotations
 
@@ -28,10 +28,60 @@ def _settings() -> QSettings | None:
     return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORGANISATION, APPLICATION)
 
 
-
 class TableState:
-    """Mixed into the Examples panel: it has `view`, `model`, `slices`, `current_filter()`,
-    `set_filter_fields()`, `_fill_slice_box()` and `_say()`."""
+    """Mixed into the Examples panel: it has `view`, `model`, `slices`, `pattern_boxes`,
+    `min_length`, `max_length`, `slice_box`, `_refresh_summary()` and `_say()`."""
+
+    # -- filtering and slices --------------------------------------------------------------------
+
+    def current_filter(self) -> SliceFilter:
+        return SliceFilter({name: box.text() for name, box in self.pattern_boxes.items() if box.text()},
+                           "source_length", self.min_length.value() or None,
+                           self.max_length.value() or None)
+
+    def apply_filter(self) -> bool:
+        """Show the rows the filter boxes select; a bad expression leaves the table as it was."""
+        try:
+            self.model.set_filter(self.current_filter())
+        except UserError as exc:
+            self._say(str(exc))
+            return False
+        self._say("")
+        self._refresh_summary()
+        self._save_state()
+        return True
+
+    def set_filter_fields(self, slice_filter: SliceFilter) -> None:
+        for name, box in self.pattern_boxes.items():
+            box.setText(slice_filter.patterns.get(name, ""))
+        self.min_length.setValue(slice_filter.min_length or 0)
+        self.max_length.setValue(slice_filter.max_length or 0)
+
+    def save_slice(self, name: str) -> bool:
+        name = name.strip()
+        if not name:
+            self._say("give the slice a name first")
+            return False
+        try:
+            self.current_filter().compiled()
+        except UserError as exc:
+            self._say(str(exc))
+            return False
+        self.slices[name] = self.current_filter().to_dict()
+        self._fill_slice_box(name)
+        self._save_state()
+        return True
+
+    def load_slice(self, name: str) -> None:
+        if name in self.slices:
+            self.set_filter_fields(SliceFilter.from_dict(self.slices[name]))
+            self.apply_filter()
+
+    def _fill_slice_box(self, current: str = "") -> None:
+        self.slice_box.clear()
+        self.slice_box.addItems(sorted(self.slices))
+        if current:
+            self.slice_box.setCurrentText(current)
 
     def _save_state(self) -> None:
         header = self.view.horizontalHeader()
