@@ -201,11 +201,11 @@ class Trainer:
         workspace, model = self.workspace, self.workspace.model
         step = workspace.step
         active_s, last_probe, probe_s = 0.0, -math.inf, 0.0
-        out_of_time = self._deadline()
+        out_of_time, timed_out = self._deadline(), False
         while True:
             if step >= self.total_steps:
                 return TrainingFinished(step, "done")
-            if out_of_time():
+            if timed_out:
                 return TrainingFinished(step, "time", f"time limit of {self.config.time_limit:g} "
                                         f"min reached at step {step}")
             if not self.control.wait_for_turn():
@@ -225,7 +225,9 @@ class Trainer:
             workspace.step = step
             workspace.history.append(_history_row(metrics))
             yield metrics
-            last_step = step >= self.total_steps or out_of_time()  # evaluate before stopping
+            # decided once, so the step that stops the run is the step that was evaluated
+            timed_out = out_of_time()
+            last_step = step >= self.total_steps or timed_out  # evaluate before stopping
             if (config.eval_every and step % config.eval_every == 0) or last_step:
                 evaluation = self._evaluate(step)
                 workspace.history[-1].update(_eval_row(evaluation))

@@ -284,6 +284,27 @@ def test_probes_take_at_most_their_share_of_the_time(tiny_workspace, tiny_config
     assert probes_s / clock["now"] <= engine.PROBE_SHARE + 2 * 0.5 / clock["now"]
 
 
+def test_a_time_limit_that_runs_out_after_the_steps_check_still_evaluates_the_last_step(
+    tiny_workspace, tiny_config, monkeypatch
+):
+    """CI once saw the deadline pass after a step's check and before the loop's next one (here
+    in the probe of step 3): the run stopped at step 3 unevaluated."""
+    import explorer.training.engine as engine
+
+    clock = {"now": 0.0}
+    monkeypatch.setattr(engine.time, "perf_counter", lambda: clock["now"])
+
+    def probe(model, step):
+        if step == 3:
+            clock["now"] = 61.0  # a minute and a second: past the limit
+        return None
+
+    config = tiny_config(steps=100, time_limit=1.0, probe_every_s=0.0)
+    events = list(Trainer(tiny_workspace("seq2seq"), config, probe_fn=probe).run())
+    assert events[-1].reason == "time" and events[-1].step == 4
+    assert [e.step for e in events if isinstance(e, EvalMetrics)] == [4]
+
+
 def test_seq2seq_evaluation_reports_bleu(tiny_workspace, tiny_config):
     workspace = tiny_workspace("seq2seq")
     events, _ = run_all(Trainer(workspace, tiny_config(steps=4, eval_every=2, bleu_examples=8)))
