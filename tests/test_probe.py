@@ -68,6 +68,36 @@ def test_rnn_seq2seq_gradients_through_time_match_autograd():
     assert all(p.grad is None for p in model.parameters())  # the trainer's .grad is left alone
 
 
+@pytest.mark.parametrize("family", ["seq2seq", "transformer"])
+def test_one_backward_pass_gives_the_hidden_and_the_parameter_gradients(family, monkeypatch):
+    """The probe runs between training steps: its hidden-state and parameter gradients share one
+    backward pass, and each equals its own separate autograd pass."""
+    from explorer.analysis.param_gradients import parameter_gradient_norms
+
+    workspace = workspace_for(family)
+    model = workspace.model
+    passes = []
+    grad = torch.autograd.grad
+    monkeypatch.setattr(torch.autograd, "grad", lambda *a, **k: passes.append(1) or grad(*a, **k))
+    snapshot = probe(workspace, "abcd", "dcba")
+    assert len(passes) == 1
+    monkeypatch.setattr(torch.autograd, "grad", grad)
+    src = torch.tensor([workspace.src_tokenizer.encode("abcd") + [2]])
+    tgt = workspace.tokenizer.encode("dcba")
+    model.eval()
+    logits, trace = model(src, torch.tensor([[1] + tgt]), trace=True)
+    loss = F.cross_entropy(logits[0], torch.tensor(tgt + [2]))
+    groups, norms = parameter_gradient_norms(model, loss)
+    assert snapshot.grad_params_labels == groups
+    np.testing.assert_allclose(snapshot.grad_params, norms, rtol=1e-5)
+    if family == "transformer":
+        blocks = snapshot.grad_depth_labels
+        assert blocks == [f"{stack}.layer{i}" for stack in ("encoder", "decoder") for i in (0, 1)]
+        expected = [float(grad(loss, trace.hidden[name][0], retain_graph=True)[0].norm())
+                    for name in blocks]
+        np.testing.assert_allclose(snapshot.grad_depth, expected, rtol=1e-5)
+
+
 @pytest.mark.parametrize("family", ["rnn-lm", "gpt", "bert"])
 def test_language_models(family):
     workspace = workspace_for(family)

@@ -32,23 +32,45 @@ def gradient_norms_through_time(
         return gradient_norms_by_name({"layer": trace.hidden[f"l{index}"]}, loss)["layer"]
 
 
+def gradients_of(loss: Tensor, groups: list[list[Tensor]]) -> list[list[Tensor | None]]:
+    """dL/dx for every tensor of every group, from one backward pass (the graph is kept); None where
+    the loss does not reach a tensor. The probe asks for its hidden states and its parameters at
+    once: one pass, not one per panel."""
+    flat = [tensor for group in groups for tensor in group]
+    grads = torch.autograd.grad(loss, flat, allow_unused=True, retain_graph=True) if flat else ()
+    split, start = [], 0
+    for group in groups:
+        split.append(list(grads[start:start + len(group)]))
+        start += len(group)
+    return split
+
+
+def norms_of(grads: list[Tensor | None]) -> np.ndarray:
+    """(N,) float64 array of L2 norms, 0 for a None gradient; one copy off the device for all."""
+    present = next((g for g in grads if g is not None), None)
+    if present is None:
+        return np.zeros(len(grads))
+    zero = present.new_zeros(())
+    norms = [zero if g is None else torch.linalg.vector_norm(g.detach()) for g in grads]
+    return torch.stack(norms).cpu().double().numpy()  # float64 models keep their precision
+
+
+def hidden_groups(trace_hidden: dict[str, list[Tensor]], per_layer: bool) -> dict[str, list[Tensor]]:
+    """The traced states the gradient panel shows: every step of every per-step list (recurrent
+    models), or for Transformers (`per_layer`) the one (B, T, D) output of each block, bottom to
+    top, encoder before decoder."""
+    if not per_layer:
+        return {name: steps for name, steps in trace_hidden.items() if steps}
+    blocks = [name for name, steps in trace_hidden.items() if steps and _BLOCK_NAME.match(name)]
+    return {name: trace_hidden[name][:1] for name in sorted(blocks, key=_depth_order)}
+
+
 def gradient_norms_by_name(trace_hidden: dict[str, list[Tensor]], loss: Tensor) -> dict[str, np.ndarray]:
     """Trace name -> (T,) array of ||dL/dh_t||, for every per-step list of a seqmodels.Trace's `hidden`.
     A step the loss does not depend on (e.g. after the last one the loss reads) has norm 0."""
-    names = [name for name, steps in trace_hidden.items() if steps]
-    flat = [h for name in names for h in trace_hidden[name]]
-    if not flat:
-        return {}
-    grads = torch.autograd.grad(loss, flat, allow_unused=True, retain_graph=True)
-    norms, start = {}, 0
-    for name in names:
-        count = len(trace_hidden[name])
-        norms[name] = np.array(
-            [0.0 if g is None else float(torch.linalg.vector_norm(g)) for g in grads[start:start + count]],
-            dtype=np.float64,
-        )
-        start += count
-    return norms
+    groups = hidden_groups(trace_hidden, per_layer=False)
+    grads = gradients_of(loss, list(groups.values()))
+    return {name: norms_of(group) for name, group in zip(groups, grads)}
 
 
 def gradient_norms_per_layer(
@@ -56,10 +78,9 @@ def gradient_norms_per_layer(
 ) -> tuple[list[str], np.ndarray]:
     """For Transformer traces, whose hidden holds one (B, T, D) block output per "encoder.layer{k}" /
     "decoder.layer{k}": (names bottom to top, encoder before decoder; (N,) array of ||dL/d(output)||)."""
-    blocks = {name: steps for name, steps in trace_hidden.items() if steps and _BLOCK_NAME.match(name)}
-    names = sorted(blocks, key=_depth_order)
-    by_name = gradient_norms_by_name({name: blocks[name][:1] for name in names}, loss)
-    return names, np.array([by_name[name][0] for name in names], dtype=np.float64)
+    groups = hidden_groups(trace_hidden, per_layer=True)
+    grads = gradients_of(loss, list(groups.values()))
+    return list(groups), norms_of([group[0] for group in grads])
 
 
 def _depth_order(name: str) -> tuple[int, str, int]:

@@ -42,20 +42,33 @@ def _order(group: str) -> tuple[int, int]:
     return {"encoder.": 1, "": 2, "decoder.": 3}[stack], int(index)
 
 
+def trainable_parameters(model) -> list[tuple[str, torch.Tensor]]:
+    """(name, parameter) of every parameter that learns; frozen ones (Marian's sinusoid) are out."""
+    return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+
+
 def parameter_gradient_norms(model, loss: torch.Tensor) -> tuple[list[str], np.ndarray]:
     """(groups in depth order, (G,) array of ||dL/dθ|| over each group's parameters). A parameter
     the loss does not reach counts 0; frozen ones (Marian's sinusoid) are left out."""
-    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    named = trainable_parameters(model)
     if not named:
         return [], np.zeros(0)
     grads = torch.autograd.grad(loss, [p for _, p in named], allow_unused=True, retain_graph=True)
-    squares: dict[str, float] = {}
-    for (name, _), grad in zip(named, grads):
+    return group_norms([name for name, _ in named], grads)
+
+
+def group_norms(names: list[str], grads) -> tuple[list[str], np.ndarray]:
+    """`parameter_gradient_norms` from the gradients of the parameters called `names`."""
+    device = next((g.device for g in grads if g is not None), None)
+    squares = np.zeros(len(names)) if device is None else torch.stack([
+        torch.zeros((), dtype=torch.float64, device=device) if g is None
+        else g.detach().double().pow(2).sum() for g in grads]).cpu().numpy()
+    by_group: dict[str, float] = {}
+    for name, value in zip(names, squares):  # one copy off the device, not one per tensor
         group = layer_group(name)
-        value = 0.0 if grad is None else float(grad.detach().double().pow(2).sum())
-        squares[group] = squares.get(group, 0.0) + value
-    groups = sorted(squares, key=_order)
-    return groups, np.sqrt(np.array([squares[g] for g in groups], dtype=np.float64))
+        by_group[group] = by_group.get(group, 0.0) + float(value)
+    groups = sorted(by_group, key=_order)
+    return groups, np.sqrt(np.array([by_group[g] for g in groups], dtype=np.float64))
 
 
 def group_label(group: str) -> str:

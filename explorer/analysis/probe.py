@@ -29,8 +29,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from explorer.analysis.gradients import gradient_norms_by_name, gradient_norms_per_layer
-from explorer.analysis.param_gradients import parameter_gradient_norms
+from explorer.analysis.gradients import gradient_norms_by_name, gradients_of, hidden_groups, norms_of
+from explorer.analysis.param_gradients import group_norms, trainable_parameters
 from explorer.data.batching import IGNORE_INDEX
 from explorer.events import AttentionSnapshot, ProbeSnapshot
 from explorer.families import Family, families, family_of
@@ -165,23 +165,18 @@ def probe_stages(workspace, source: str, target: str = "", step: int = 0):
 def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: int):
     from explorer.analysis.hidden import snapshot_from_trace, traced_pass  # it imports this module
 
-    model = workspace.model
+    model = workspace.model  # in eval mode, under `reading`: no dropout, the model's own output
     device = next(model.parameters()).device
     inputs = tuple(t.to(device) for t in encoded.inputs)
-    was_training = model.training
-    model.eval()  # no dropout: the probe shows what the model computes, not a noisy sample
-    try:
-        with torch.no_grad():
-            trace, residuals = traced_pass(model, inputs)
-        attention_only = ProbeSnapshot(step=step, source=source, target=target,
-                                       attention=_attention_snapshots(trace, encoded.labels))
-        yield attention_only
-        # a copy, not the snapshot just handed over: another thread reads that one now
-        snapshot = dataclasses.replace(attention_only)
-        _gradient_norms(model, encoded, inputs, snapshot)
-        snapshot.hidden = snapshot_from_trace(workspace, encoded, trace, residuals, source, target, step)
-    finally:
-        model.train(was_training)
+    with torch.no_grad():
+        trace, residuals = traced_pass(model, inputs)
+    attention_only = ProbeSnapshot(step=step, source=source, target=target,
+                                   attention=_attention_snapshots(trace, encoded.labels))
+    yield attention_only
+    # a copy, not the snapshot just handed over: another thread reads that one now
+    snapshot = dataclasses.replace(attention_only)
+    _gradient_norms(model, encoded, inputs, snapshot)
+    snapshot.hidden = snapshot_from_trace(workspace, encoded, trace, residuals, source, target, step)
     return snapshot
 
 
@@ -195,26 +190,30 @@ def _attention_snapshots(trace, labels: dict[str, list[str]]) -> list[AttentionS
 
 
 def _gradient_norms(model, encoded: Encoded, inputs: tuple, snapshot: ProbeSnapshot) -> None:
-    """The gradient fields of `snapshot`, from a forward and backward pass of the teacher-forced
-    loss (the traced states must be in the autograd graph, so the first pass cannot serve)."""
+    """The gradient fields of `snapshot`, from a forward and one backward pass of the
+    teacher-forced loss, for the hidden states and the parameters together (the traced states must
+    be in the autograd graph, so the first, gradient-free pass cannot serve)."""
     with torch.enable_grad():
         output = model(*inputs, trace=True)
         logits, trace = output[0], output[-1]  # rnn-lm may put its state in between
         targets = encoded.targets.to(logits.device)
         loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE_INDEX)
-        if family_of(model).recurrent:
-            # through time: the positions a loss reads (an LM's last token predicts nothing)
-            read = slice(None, -1) if int(encoded.targets[0, -1]) == IGNORE_INDEX else slice(None)
-            snapshot.grad_time = {name: norms[read] for name, norms
-                                  in gradient_norms_by_name(trace.hidden, loss).items()}
-            snapshot.grad_time_labels = {
-                name: _time_labels(name, encoded.labels)[read] for name in snapshot.grad_time
-            }
-        else:
-            names, norms = gradient_norms_per_layer(trace.hidden, loss)
-            snapshot.grad_depth, snapshot.grad_depth_labels = norms, names
-        groups, norms = parameter_gradient_norms(model, loss)
-        snapshot.grad_params, snapshot.grad_params_labels = norms, groups
+        recurrent = family_of(model).recurrent
+        hidden = hidden_groups(trace.hidden, per_layer=not recurrent)
+        named = trainable_parameters(model)
+        *hidden_grads, param_grads = gradients_of(loss, [*hidden.values(), [p for _, p in named]])
+    if recurrent:
+        # through time: the positions a loss reads (an LM's last token predicts nothing)
+        read = slice(None, -1) if int(encoded.targets[0, -1]) == IGNORE_INDEX else slice(None)
+        snapshot.grad_time = {name: norms_of(grads)[read] for name, grads in zip(hidden, hidden_grads)}
+        snapshot.grad_time_labels = {
+            name: _time_labels(name, encoded.labels)[read] for name in snapshot.grad_time
+        }
+    else:
+        snapshot.grad_depth = norms_of([grads[0] for grads in hidden_grads])
+        snapshot.grad_depth_labels = list(hidden)
+    snapshot.grad_params_labels, snapshot.grad_params = group_norms(
+        [name for name, _ in named], param_grads)
 
 
 def make_probe_fn(workspace, probe_input):
