@@ -187,8 +187,7 @@ def main() -> None:
     timed(RunWriter, "snapshot", "run snapshots (write + fsync)")
     timed(RunWriter, "flush_rows", "run rows (their writes)")
     timed(probe, "probe", "probe (whole)")
-    timed(probe, "parameter_gradient_norms", "probe: parameter gradients (2nd autograd pass)")
-    timed(probe, "gradient_norms_per_layer", "probe: hidden-state gradients")
+    timed(probe, "_gradient_norms", "probe: its forward and backward pass (all gradients)")
     timed(embeddings, "embedding_matrices", "probe: embeddings copy")
     bench_gui.headless_tokens_per_s(20)  # imports and first-use costs out of the first round
     default_interval = sys.getswitchinterval()

@@ -22,7 +22,10 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 from explorer.events import EvalMetrics, ProbeSnapshot, StepMetrics, TrainingFinished
 from explorer.ui.jobs import one_line
 
-MAX_EMITS_PER_S = 30
+# Each batch wakes the GUI thread, which then takes the GIL from the training thread for its
+# slots: at 30 batches a second in-app training ran at 0.79 of headless, at 10 at 0.95 (median of 5
+# rounds, benchmarks/bench_gui.py). The curves redraw every 300 ms or more anyway.
+MAX_EMITS_PER_S = 10
 
 
 @dataclass
