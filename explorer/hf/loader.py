@@ -144,6 +144,7 @@ def open_hf_model(path):
     """The Workspace of the Hugging Face model at `path` (a folder, or a model id in the cache)."""
     from explorer.hf import adapter as adapters
     from explorer.hf.families import hf_family_of
+    from explorer.hf.fast_load import from_pretrained
     from explorer.hf.tokenizer import HFTokenizer
     from explorer.workspace import Workspace
 
@@ -166,8 +167,8 @@ def open_hf_model(path):
     safetensors, _ = weight_files(folder)
     auto_class = getattr(transformers, family.auto_class)
     try:
-        hf_model = auto_class.from_pretrained(
-            str(folder), config=hf_config, local_files_only=True, trust_remote_code=False,
+        hf_model = from_pretrained(
+            auto_class, str(folder), config=hf_config, local_files_only=True, trust_remote_code=False,
             use_safetensors=bool(safetensors), weights_only=True,
             attn_implementation="eager",  # weights available; the adapter picks sdpa where it can
         )
