@@ -1,12 +1,14 @@
 """GUI benchmarks: throughput, responsiveness and start-up of the desktop app.
 
     python benchmarks/bench_gui.py [--steps 1000] [--repeats 3] [--rounds 5] [--switch-interval-ms 5]
+                                   [--threads N] [--timer-ms 10]
 
 1. throughput: tokens/s of training inside the app (worker thread, every panel live, the probe
    on) against headless training (`Trainer.run()` on the main thread) of the same model, data,
-   config and seed, run just before and just after it. Target: median ratio >= 0.9.
+   config and seed, run just before and just after it. Target (issue 22): median ratio >= 0.95.
 2. responsiveness: while the app trains, a 10 ms QTimer on the GUI thread; how late each tick
-   comes. Target: 99th percentile < 50 ms.
+   comes. Target: 99th percentile < 50 ms. (The timer is itself Python on the GUI thread, 100
+   wakes a second that the app alone does not have: --timer-ms 50 shows what it costs.)
 3. start-up: seconds from process start to the main window's first paint, against a bare
    PySide6 + pyqtgraph window's first paint (median of --repeats child processes). Target: <= 1.5x.
 """
@@ -172,8 +174,11 @@ def main() -> int:
     parser.add_argument("--switch-interval-ms", type=float, default=None,
                         help="sys.setswitchinterval for the whole run (Python's default: 5 ms); "
                         "only the in-app side has two threads that share the GIL")
+    parser.add_argument("--timer-ms", type=float, default=10.0,
+                        help="the interval of the GUI timer whose lateness is measured")
     args = parser.parse_args()
     THREADS[0] = args.threads
+    TIMER_MS[0] = args.timer_ms
     if args.switch_interval_ms is not None:
         sys.setswitchinterval(args.switch_interval_ms / 1000)
 
@@ -205,7 +210,7 @@ def main() -> int:
         "first_paint_ratio": round(app_paint / bare, 3),
     }
     report["pass"] = {
-        "throughput >= 0.9": report["throughput_ratio"] >= 0.9,
+        "throughput >= 0.95": report["throughput_ratio"] >= 0.95,
         "p99 lateness < 50 ms": p99 < 50,
         "first paint <= 1.5x": report["first_paint_ratio"] <= 1.5,
     }
