@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 from explorer.errors import UserError, first_line
+from explorer.shapes import shapes_only
 
 MAX_HEADER_BYTES = 100_000_000  # safetensors' own limit
 MAX_EXTRA_BYTES = 256 * 2**20  # buffers a model makes itself (positional tables), beyond the file
@@ -84,8 +85,6 @@ def read_header(path: Path) -> tuple[dict[str, tuple[str, list[int]]], dict[str,
 
 def check_against_config(path: Path, model_config) -> None:
     """Raise UserError unless the file holds exactly the tensors `model_config`'s model has."""
-    import torch
-
     from seqmodels.config import build_model
 
     tensors, aliases = read_header(path)
@@ -94,7 +93,7 @@ def check_against_config(path: Path, model_config) -> None:
         raise UserError(f"{path}: the config asks for {layers} layers, the file holds only "
                         f"{len(tensors)} tensors")
     try:
-        with torch.device("meta"):  # shapes without memory
+        with shapes_only():  # shapes without memory
             model = build_model(model_config)
     except Exception as exc:  # noqa: BLE001 - a config the model code rejects
         reason = first_line(exc)
@@ -145,14 +144,12 @@ def check_field_types(model_config) -> None:
 def check_model_size(model_config) -> None:
     """Refuse, before allocating, a model of wrongly typed fields or whose weights and tables
     would not fit in memory (`--context 100000000` asks for a 25 GB positional table)."""
-    import torch
-
     from seqmodels.config import build_model
 
     check_field_types(model_config)
 
     try:
-        with torch.device("meta"):
+        with shapes_only():
             model = build_model(model_config)
     except (TypeError, ValueError, RuntimeError) as exc:  # e.g. dropout 5, negative sizes
         reason = first_line(exc)
