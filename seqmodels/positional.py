@@ -10,8 +10,16 @@ import torch
 from torch import Tensor, nn
 
 
+def _shapes_only() -> bool:
+    """Built on the meta device, for its shapes: a table has no values to compute, and torch's
+    meta `arange` would import torch._dynamo (2.5 s) to compute none."""
+    return torch.get_default_device().type == "meta"
+
+
 def sinusoidal(n_positions: int, d_model: int, base: float = 10000.0) -> Tensor:
     """The (n_positions, d_model) table PE[p, 2i] = sin(p / base^(2i/d)), PE[p, 2i+1] = cos(same)."""
+    if _shapes_only():
+        return torch.empty(n_positions, d_model)
     position = torch.arange(n_positions, dtype=torch.float64).unsqueeze(1)  # (n, 1)
     even = torch.arange(0, d_model, 2, dtype=torch.float64)  # the 2i of each sin/cos pair
     angle = position / base ** (even / d_model)  # (n, ceil(d/2))
@@ -71,11 +79,15 @@ class RotaryEmbedding(nn.Module):
             raise ValueError(f"RoPE needs an even head dimension, got {dim}")
         self.dim = dim
         self.max_len = max_len
-        inv_freq = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)  # (dim/2,)
-        angle = torch.arange(max_len, dtype=torch.float64).unsqueeze(1) * inv_freq  # (max_len, dim/2)
-        dtype = torch.get_default_dtype()
-        self.register_buffer("cos", torch.cos(angle).to(dtype), persistent=False)
-        self.register_buffer("sin", torch.sin(angle).to(dtype), persistent=False)
+        if _shapes_only():
+            cos, sin = torch.empty(max_len, dim // 2), torch.empty(max_len, dim // 2)
+        else:
+            inv_freq = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)  # (dim/2,)
+            angle = torch.arange(max_len, dtype=torch.float64).unsqueeze(1) * inv_freq  # (max_len, dim/2)
+            dtype = torch.get_default_dtype()
+            cos, sin = torch.cos(angle).to(dtype), torch.sin(angle).to(dtype)
+        self.register_buffer("cos", cos, persistent=False)
+        self.register_buffer("sin", sin, persistent=False)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         """Rotate x (..., T, dim) whose first row is at position `offset`."""

@@ -3,7 +3,10 @@ the shapes and dtypes of one built normally; real tensors are initialised as eve
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,17 +16,43 @@ from explorer.shapes import shapes_only, skipping_init
 from seqmodels import build_model, make_config
 
 
-@pytest.mark.parametrize("family", ["rnn-lm", "seq2seq", "transformer", "gpt", "bert"])
-def test_the_shapes_are_those_of_a_model_built_normally(family):
+CONFIGS = [("rnn-lm", {}), ("seq2seq", {"cell": "ugrnn"}), ("transformer", {}), ("gpt", {}),
+           ("gpt", {"positional": "rope"}), ("gpt", {"positional": "learned"}), ("bert", {})]
+
+
+def config_of(family, options):
     sizes = {"vocab_size": 40, **({"src_vocab_size": 30} if family in ("seq2seq", "transformer") else {})}
-    config = make_config(family, "tiny", **sizes)
+    return make_config(family, "tiny", **sizes, **options)
+
+
+@pytest.mark.parametrize(("family", "options"), CONFIGS)
+def test_the_shapes_are_those_of_a_model_built_normally(family, options):
+    config = config_of(family, options)
     with shapes_only():
-        shapes = build_model(config).state_dict()
-    built = build_model(config).state_dict()
-    assert shapes.keys() == built.keys()
-    for name, tensor in built.items():
+        model = build_model(config)
+    shapes = {**dict(model.named_parameters()), **dict(model.named_buffers())}  # tables too
+    built = build_model(config)
+    expected = {**dict(built.named_parameters()), **dict(built.named_buffers())}
+    assert shapes.keys() == expected.keys()
+    for name, tensor in expected.items():
         assert shapes[name].is_meta and shapes[name].shape == tensor.shape, name
         assert shapes[name].dtype == tensor.dtype, name
+
+
+def test_building_for_shapes_does_not_import_torch_dynamo():
+    """Checking a checkpoint (every CLI command, the app's demo) took 2.5-4.6 s for that import."""
+    script = (
+        "import sys\n"
+        "from tests.test_shapes import CONFIGS, config_of\n"
+        "from explorer.shapes import shapes_only\n"
+        "from seqmodels import build_model\n"
+        "for family, options in CONFIGS:\n"
+        "    with shapes_only():\n"
+        "        build_model(config_of(family, options))\n"
+        "print('torch._dynamo' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120, cwd=Path(__file__).resolve().parent.parent, check=False)
+    assert result.stdout.strip() == "False", result.stderr[-2000:]
 
 
 def test_only_meta_tensors_are_skipped_in_any_thread_and_the_functions_come_back():
