@@ -12,6 +12,7 @@ import pytest
 import torch
 import torch.nn.init as init
 
+from explorer.families import get_family
 from explorer.shapes import shapes_only, skipping_init
 from seqmodels import build_model, make_config
 
@@ -21,7 +22,7 @@ CONFIGS = [("rnn-lm", {}), ("seq2seq", {"cell": "ugrnn"}), ("transformer", {}), 
 
 
 def config_of(family, options):
-    sizes = {"vocab_size": 40, **({"src_vocab_size": 30} if family in ("seq2seq", "transformer") else {})}
+    sizes = {"vocab_size": 40, **({"src_vocab_size": 30} if get_family(family).has_source else {})}
     return make_config(family, "tiny", **sizes, **options)
 
 

@@ -23,8 +23,8 @@ from explorer.events import EvalMetrics, ProbeSnapshot, StepMetrics, TrainingFin
 from explorer.ui.jobs import one_line
 
 # Each batch wakes the GUI thread, which then takes the GIL from the training thread for its
-# slots: at 30 batches a second in-app training ran at 0.79 of headless, at 10 at 0.95 (median of 5
-# rounds, benchmarks/bench_gui.py). The curves redraw every 300 ms or more anyway.
+# slots: at 30 batches a second in-app training ran at 0.83 of headless, at 10 at 0.90 (medians of
+# 15 and 18 paired rounds, benchmarks/RESULTS.md). The curves redraw every 300 ms or more anyway.
 MAX_EMITS_PER_S = 10
 
 
