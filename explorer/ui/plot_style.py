@@ -188,10 +188,13 @@ class ReadableAxis(pg.AxisItem):
     prints "0 200400600". Here the major spacing is the smallest 1-2-5 step whose labels, measured
     in the tick font, fit with a gap; only that level carries text. A log axis is labelled at whole
     decades (every n-th when they do not fit), or at 1-2-5 within a span shorter than a decade,
-    and its 2..9 ticks stay unlabelled: pyqtgraph labels all of them, on top of each other."""
+    and its 2..9 ticks stay unlabelled: pyqtgraph labels all of them, on top of each other.
+    A `whole` axis (training steps) has no ticks between whole numbers: a single point at step 0
+    drew "-0.4 -0.2 0 0.2 0.4"."""
 
-    def __init__(self, orientation: str, **kwargs) -> None:
+    def __init__(self, orientation: str, whole: bool = False, **kwargs) -> None:
         super().__init__(orientation, **kwargs)
+        self.whole = whole
         cache_axis_pixels(self)
         self.setStyle(maxTextLevel=0)
         self.enableAutoSIPrefix(False)  # "(x0.001)" beside a log axis only confuses
@@ -218,10 +221,13 @@ class ReadableAxis(pg.AxisItem):
         step = nice_step(span / max(size / 60.0, 1.0))
         room = self._label_room([minVal, minVal + step, maxVal])
         step = nice_step(span * room / size)
-        if self.logMode:
-            step = max(1.0, round(step))  # whole decades
+        if self.logMode or self.whole:
+            step = max(1.0, round(step))  # whole decades, whole steps
         mantissa = round(step / 10.0 ** math.floor(math.log10(step)))
-        return [(step, 0), (step / (4 if mantissa == 2 else 5), 0)]
+        minor = step / (4 if mantissa == 2 else 5)
+        if self.whole and minor < 1:
+            return [(step, 0)]
+        return [(step, 0), (minor, 0)]
 
     def logTickValues(self, minVal, maxVal, size, stdTicks):
         decades = [values for spacing, values in stdTicks if spacing >= 1.0][:1]
@@ -307,9 +313,10 @@ class SteadyViewBox(pg.ViewBox):
         return list(held)
 
 
-def readable_axes(*sides: str) -> dict[str, ReadableAxis]:
-    """axisItems for a PlotItem/PlotWidget: a ReadableAxis on each of `sides`."""
-    return {side: ReadableAxis(side) for side in sides}
+def readable_axes(*sides: str, whole: tuple[str, ...] = ()) -> dict[str, ReadableAxis]:
+    """axisItems for a PlotItem/PlotWidget: a ReadableAxis on each of `sides`, those in `whole`
+    ticked at whole numbers only (training steps)."""
+    return {side: ReadableAxis(side, whole=side in whole) for side in sides}
 
 
 TOKEN_FONT_SIZES = (11, 10, 9, 8, 7)  # tried largest first; thinning starts below the smallest

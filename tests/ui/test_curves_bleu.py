@@ -298,3 +298,23 @@ def test_bleu_panel_applies_to_encoder_decoders_only_so_the_smoke_run_skips_it_f
     qtbot.addWidget(panel)
     assert not panel.applies_to(char_workspace("gpt"))
     assert panel.applies_to(char_workspace("seq2seq")) and panel.applies_to(None)
+
+
+def test_step_axes_are_ticked_at_whole_steps_around_a_single_point(qtbot, bus):
+    # the BLEU curve and the curves' evaluations after the first evaluation: one point at step 0
+    curves, bleu = TrainingCurvesPanel(bus), BleuPanel(bus)
+    for panel in (curves, bleu):
+        qtbot.addWidget(panel)
+        panel.resize(700, 500)
+        panel.show()
+    bus.eval_metrics.emit(EvalMetrics(step=0, val_loss=2.0, perplexity=math.e**2,
+                                      token_accuracy=0.1, bleu=3.0))
+    curves.flush_pending_draws()
+    plots = [curves.plots["loss"], curves.plots["accuracy"], bleu.plot]
+    for plot in plots:
+        axis = plot.getAxis("bottom")
+        plot.getViewBox().updateAutoRange()
+        low, high = plot.getViewBox().viewRange()[0]
+        assert low < 0 < high < 2  # the case at issue: the point and less than two steps in view
+        values = [v for _, level in axis.tickValues(low, high, axis.width()) for v in level]
+        assert 0.0 in values and all(v == round(v) for v in values), (low, high, values)

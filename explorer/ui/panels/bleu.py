@@ -100,7 +100,8 @@ class BleuPanel(Panel):
         self.breakdown = None
         self.example = None
 
-        self.plot_widget = pg.PlotWidget(axisItems=readable_axes("left", "bottom"))
+        self.plot_widget = pg.PlotWidget(
+            axisItems=readable_axes("left", "bottom", whole=("bottom",)))
         self.plot = self.plot_widget.getPlotItem()
         self.plot.setLabel("bottom", "step")
         self.plot.setLabel("left", "BLEU")

@@ -88,7 +88,8 @@ class TrainingCurvesPanel(Panel):
                              ("accuracy", "accuracy"), ("lr", "lr"), ("grad_norm", "‖g‖")):
             row, col, colspan = GRIDS[3][name]
             plot = self.view.addPlot(row=row, col=col, colspan=colspan,
-                                     axisItems=readable_axes("left", "bottom"),
+                                     axisItems=readable_axes("left", "bottom",
+                                                             whole=("bottom",)),
                                      viewBox=SteadyViewBox())
             plot.setLabel("bottom", "step")
             plot.setLabel("left", ylabel)

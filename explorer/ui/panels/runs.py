@@ -108,7 +108,7 @@ class RunsPanel(Panel):
 
         self.view = pg.GraphicsLayoutWidget()
         self.view.setToolTip("The chosen metric of every run against the training step")
-        self.plot = self.view.addPlot(axisItems=readable_axes("left", "bottom"))
+        self.plot = self.view.addPlot(axisItems=readable_axes("left", "bottom", whole=("bottom",)))
         self.plot.setLabel("bottom", "step")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.setDownsampling(auto=True, mode="peak")
