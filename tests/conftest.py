@@ -1,12 +1,19 @@
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 
 import pytest
 
 # No display in CI: every Qt test runs offscreen.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# The suite starts `python -m explorer` and other child processes many times. Where the environment
+# turns bytecode caches off (PYTHONDONTWRITEBYTECODE, as on this project's machines), each of them
+# compiled the package from source again: ~0.2 s a process. The caches go where Python always puts
+# them (__pycache__, ignored by git).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 # One intra-op thread: on a small shared machine, torch's thread pool spinning against other
 # processes makes tiny models 30x slower. Set before any test imports torch.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
