@@ -104,8 +104,9 @@ def beside_neighbour(steps: int, rounds: int, duties: list[float]) -> dict:
             if neighbour is not None:
                 stop.set()
                 neighbour.join()
-        print(f"round {round_ + 1}: " + ", ".join(f"duty {d}: {r[-1]:,.0f}" for d, r in runs.items())
-              + f" tokens/s (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
+        done = ", ".join(f"duty {d}: {r[-1]:,.0f}" for d, r in runs.items())
+        print(f"round {round_ + 1}: {done} tokens/s (load {os.getloadavg()[0]:.1f})",
+              file=sys.stderr, flush=True)
     alone = statistics.median(runs[duties[0]])
     return {str(duty): {"tokens_per_s": [round(r) for r in runs[duty]],
                         "median": round(statistics.median(runs[duty])),

@@ -128,7 +128,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--shot", default=None, help="save the window halfway through the first process run (PNG)")
+    parser.add_argument("--shot", default=None,
+                        help="save the window halfway through the first process run (PNG)")
     args = parser.parse_args()
     SHOT[0] = args.shot
     import bench_gui

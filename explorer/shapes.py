@@ -34,8 +34,8 @@ def skipping_init():
         return initialise
 
     initialisers = _initialisers()
-    modules = [module for name, module in list(sys.modules.items())
-               if module is not None and (name == "torch.nn.init" or name.startswith("torch.nn.modules"))]
+    modules = [module for name, module in list(sys.modules.items()) if module is not None
+               and (name == "torch.nn.init" or name.startswith("torch.nn.modules"))]
     swapped = []
     for module in modules:
         for name, function in initialisers.items():

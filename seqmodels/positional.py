@@ -83,7 +83,8 @@ class RotaryEmbedding(nn.Module):
             cos, sin = torch.empty(max_len, dim // 2), torch.empty(max_len, dim // 2)
         else:
             inv_freq = base ** (-torch.arange(0, dim, 2, dtype=torch.float64) / dim)  # (dim/2,)
-            angle = torch.arange(max_len, dtype=torch.float64).unsqueeze(1) * inv_freq  # (max_len, dim/2)
+            position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (max_len, 1)
+            angle = position * inv_freq  # (max_len, dim/2)
             dtype = torch.get_default_dtype()
             cos, sin = torch.cos(angle).to(dtype), torch.sin(angle).to(dtype)
         self.register_buffer("cos", cos, persistent=False)

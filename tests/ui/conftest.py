@@ -48,18 +48,20 @@ def make_main_window(qtbot, isolated_settings):
 
     yield make
 
-    for window in windows:
-        threads = _worker_threads(window)
-        window.close()
-        for thread in threads:
-            assert not thread.isRunning(), f"{thread.objectName()} still runs"
-        assert window.controller.training is None and not window.controller.jobs.busy
-        window.deleteLater()
-    del window
-    windows.clear()
-    _flush_deletes()
-    gc.collect()
-    gc.unfreeze()
+    try:  # a failed check below must not leave the worker's objects frozen for later tests
+        for window in windows:
+            threads = _worker_threads(window)
+            window.close()
+            for thread in threads:
+                assert not thread.isRunning(), f"{thread.objectName()} still runs"
+            assert window.controller.training is None and not window.controller.jobs.busy
+            window.deleteLater()
+        del window
+        windows.clear()
+        _flush_deletes()
+        gc.collect()
+    finally:
+        gc.unfreeze()
     _flush_deletes()
     # pyqtgraph keeps parentless context menus alive in module-level registries, so only the
     # app's own kinds of window count as leaks: the main window, docks, dialogs and message boxes
