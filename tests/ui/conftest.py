@@ -33,10 +33,6 @@ def make_main_window(qtbot, isolated_settings):
     _flush_deletes()
     before = {_address(w) for w in QApplication.topLevelWidgets()}
     windows = []
-    # Everything alive now (torch, transformers, Qt's wrappers: millions of objects) is set aside
-    # from the collections below, which then look only at what this test made: a full
-    # gc.collect() took ~0.6 s a test. Unfrozen at the end, so the usual collections see it again.
-    gc.freeze()
 
     def make(create_panels: bool = True, **kwargs) -> MainWindow:
         kwargs.setdefault("load_demo", False)
@@ -48,20 +44,17 @@ def make_main_window(qtbot, isolated_settings):
 
     yield make
 
-    try:  # a failed check below must not leave the worker's objects frozen for later tests
-        for window in windows:
-            threads = _worker_threads(window)
-            window.close()
-            for thread in threads:
-                assert not thread.isRunning(), f"{thread.objectName()} still runs"
-            assert window.controller.training is None and not window.controller.jobs.busy
-            window.deleteLater()
-        del window
-        windows.clear()
-        _flush_deletes()
-        gc.collect()
-    finally:
-        gc.unfreeze()
+    for window in windows:
+        threads = _worker_threads(window)
+        window.close()
+        for thread in threads:
+            assert not thread.isRunning(), f"{thread.objectName()} still runs"
+        assert window.controller.training is None and not window.controller.jobs.busy
+        window.deleteLater()
+    del window
+    windows.clear()
+    _flush_deletes()
+    gc.collect()
     _flush_deletes()
     # pyqtgraph keeps parentless context menus alive in module-level registries, so only the
     # app's own kinds of window count as leaks: the main window, docks, dialogs and message boxes
