@@ -13,6 +13,7 @@ weights_only=True (no pickled code runs).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -50,7 +51,8 @@ def split_target(build: str) -> tuple[str, str]:
 
 
 def import_function(build: str):
-    """The function `build` names, importing its file or module (the user named it)."""
+    """The function `build` names, importing its file or module (the user named it). A file
+    imports like a script: its folder is importable while it loads (`with as_script(...)`)."""
     where, function = split_target(build)
     if where.endswith(".py"):
         path = Path(where).expanduser()
@@ -61,7 +63,8 @@ def import_function(build: str):
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses and pickling look their module up there
         try:
-            spec.loader.exec_module(module)
+            with as_script(path):
+                spec.loader.exec_module(module)
         except BaseException as exc:  # noqa: BLE001 - the user's code may raise anything
             sys.modules.pop(name, None)
             if isinstance(exc, KeyboardInterrupt):
@@ -80,6 +83,41 @@ def import_function(build: str):
     return target
 
 
+@contextlib.contextmanager
+def as_script(path: Path):
+    """The model file's folder first on sys.path, as when Python runs the file as a script, so
+    `from model import GPT` finds model.py beside it. An imported module of the same name as one of
+    the folder's (a `model` from elsewhere) is set aside meanwhile. Afterwards sys.path is as before,
+    and so is sys.modules: the folder's modules imported meanwhile leave it (the next load imports
+    them afresh, so two folders' model.py never mix) and the set-aside ones come back."""
+    folder = path.expanduser().resolve().parent
+    saved_path = list(sys.path)
+    local = {p.stem for p in folder.glob("*.py")} | {
+        p.parent.name for p in folder.glob("*/__init__.py")}
+    set_aside = {name: module for name, module in sys.modules.items()
+                 if name.partition(".")[0] in local and not _inside(module, folder)}
+    for name in set_aside:
+        del sys.modules[name]
+    before = set(sys.modules)
+    sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        sys.path[:] = saved_path
+        for name in [n for n, m in list(sys.modules.items()) if n not in before
+                     and _inside(m, folder) and not n.startswith("explorer_user_")]:
+            del sys.modules[name]
+        sys.modules.update(set_aside)
+
+
+def _inside(module, folder: Path) -> bool:
+    where = getattr(module, "__file__", None)
+    try:
+        return bool(where) and Path(where).resolve().is_relative_to(folder)
+    except (OSError, ValueError):
+        return False
+
+
 def _line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -90,8 +128,10 @@ def call_build(build: str, args: dict | None = None):
     from explorer.usermodel.adapter import Adapter
 
     function = import_function(build)
+    where = split_target(build)[0]
     try:
-        result = function(**(args or {}))
+        with as_script(Path(where)) if where.endswith(".py") else contextlib.nullcontext():
+            result = function(**(args or {}))
     except Exception as exc:  # noqa: BLE001 - the user's code
         raise UserError(f"{build}: raised {type(exc).__name__}: {_line(exc)}") from None
     if isinstance(result, dict):
