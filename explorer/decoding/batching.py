@@ -62,14 +62,17 @@ def length_batches(model, contexts: Sequence[Sequence[int]], size: int) -> list[
     return batches
 
 
-def by_length(model, contexts: Sequence, run: Callable[[list], list]) -> list:
-    """`run` on each length group (one call when pads are safe); its results in the rows' order."""
+def by_length(model, contexts: Sequence, run: Callable[[list], list],
+              items: Sequence | None = None) -> list:
+    """`run` on each length group of the contexts (one call when pads are safe), given the group's
+    contexts (or its `items`, one per context); its results in the rows' order."""
+    items = contexts if items is None else items
     groups = length_groups(model, contexts)
     if len(groups) == 1:
-        return run(list(contexts))
+        return run(list(items))
     results: list = [None] * len(contexts)
     for group in groups:
-        for row, result in zip(group, run([contexts[i] for i in group])):
+        for row, result in zip(group, run([items[i] for i in group])):
             results[row] = result
     return results
 

@@ -355,8 +355,8 @@ def greedy_ids(model, contexts, limits: list[int]) -> list[tuple[list[int], bool
     contexts = [list(c) for c in contexts]
     limits = [effective_max_len(model, c, limit) for c, limit in zip(contexts, limits)]
     if len(length_groups(model, contexts)) > 1:  # pads would change an answer
-        return by_length(model, list(zip(contexts, limits)),
-                         lambda part: greedy_ids(model, *map(list, zip(*part))))
+        return by_length(model, contexts, lambda part: greedy_ids(model, *map(list, zip(*part))),
+                         items=list(zip(contexts, limits)))
     _, eos_id, _ = special_ids(model)
     reorder = getattr(model, "reorder_state", reorder_state)  # HF: the model's own cache
     ids: list[list[int]] = [[] for _ in contexts]

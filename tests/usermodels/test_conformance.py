@@ -1,0 +1,265 @@
+"""The ways people write sequence models, each opened as written (`--model FILE.py:build`) and
+checked against its own computation: greedy and beam equal loops written here, scores equal the
+model's own teacher-forced log-probability, attention equals weights recomputed here."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from explorer.analysis.probe import probe
+from explorer.decoding import search
+from explorer.decoding.scoring import encode_context, score
+from explorer.usermodel.loader import open_model_file
+
+HERE = Path(__file__).parent
+
+
+def _annotated_logits(model, src, tgt):
+    from tests.usermodels.annotated import subsequent_mask
+
+    src_mask = (src != 0).unsqueeze(-2)
+    tgt_mask = (tgt != 0).unsqueeze(-2) & subsequent_mask(tgt.size(-1))
+    return model.generator(model(src, tgt, src_mask, tgt_mask))
+
+
+def _bahdanau_logits(model, src, tgt):
+    trg = torch.cat([tgt, tgt[:, :1]], dim=1).t()  # (T + 1, B): the last input is never read
+    return model(src.t(), trg, 1.0)[1:].transpose(0, 1)  # teacher forcing always: (B, T, V)
+
+
+def _gpt_logits(model, ids):
+    return model(ids, targets=ids)[0]
+
+
+def _rnn_model_logits(model, ids):
+    from tests.usermodels.more_models import rnn_model_forward
+
+    return rnn_model_forward(model, ids)
+
+
+# case -> (build, the model's own teacher-forced logits (B, T, V))
+SEQ2SEQ = {
+    "lstm_mha": ("lstm_mha.py:build", lambda m, s, t: m(s, t)),
+    "annotated": ("annotated.py:build", _annotated_logits),
+    "bahdanau": ("bahdanau.py:build", _bahdanau_logits),
+}
+LM = {
+    "gpt_sdpa": ("gpt/build.py:build", _gpt_logits),
+    "gpt_by_hand": ("gpt/build.py:build_manual", _gpt_logits),
+    "transformer": ("more_models.py:build", lambda m, ids: m(ids)),
+    "char_lstm": ("more_models.py:build_lstm", lambda m, ids: m(ids)[0]),
+}
+
+
+def _open(build: str, **kwargs):
+    where, _, function = build.partition(":")
+    if kwargs:  # build arguments: through a Recorder-free path, the loader's own call
+        from explorer.usermodel.loader import call_build, make_workspace
+
+        model, tokenizer, adapter = call_build(f"{HERE / where}:{function}", kwargs)
+        return make_workspace(model, tokenizer, adapter)
+    return open_model_file(f"{HERE / where}:{function}")
+
+
+@pytest.fixture(scope="module", params=sorted(SEQ2SEQ))
+def seq2seq(request):
+    build, logits = SEQ2SEQ[request.param]
+    workspace = _open(build)
+    return workspace, workspace.model.inner, logits
+
+
+@pytest.fixture(scope="module", params=sorted(LM) + ["object", "logprob", "time_major",
+                                                     "rnn_model"])
+def lm(request):
+    extra = {"object": ("object", lambda m, ids: m(ids).logits),
+             "logprob": ("logprob", lambda m, ids: m(ids)),
+             "time_major": ("transformer_time_major", lambda m, ids: m(ids)),
+             "rnn_model": ("rnn_model", _rnn_model_logits)}
+    if request.param in extra:
+        case, logits = extra[request.param]
+        workspace = _open("more_models.py:build", case=case)
+    else:
+        build, logits = LM[request.param]
+        workspace = _open(build)
+    return workspace, workspace.model.inner, logits
+
+
+def _next(logits_fn, model, *inputs):
+    with torch.no_grad():
+        return F.log_softmax(logits_fn(model, *[torch.tensor([x]) for x in inputs])[0, -1]
+                             .double(), -1)
+
+
+def _beam_loop(next_logprobs, root, eos, k, max_len):
+    live, finished = [(0.0, [root])], []
+    for step in range(max_len):
+        candidates = sorted(((s + float(lp), p + [t]) for s, p in live
+                             for t, lp in enumerate(next_logprobs(p))), key=lambda c: -c[0])[: 2 * k]
+        live = []
+        for rank, (s, p) in enumerate(candidates):
+            if p[-1] == eos or step == max_len - 1:
+                if rank < k:
+                    finished.append((s, p))
+            elif len(live) < k:
+                live.append((s, p))
+        if len(finished) >= k or not live:
+            break
+    return max(finished, key=lambda f: f[0])
+
+
+def test_seq2seq_greedy_beam_and_score_equal_the_models_own(seq2seq):
+    workspace, model, logits_fn = seq2seq
+    config = workspace.model.config
+    src = encode_context(workspace, "a b c")
+    prefix = [config.start_id]
+    for _ in range(6):
+        prefix.append(int(_next(logits_fn, model, src, prefix).argmax()))
+        if prefix[-1] == config.eos_id:
+            break
+    greedy = search.greedy(workspace.model, src, max_len=6, tokenizer=workspace.tokenizer)
+    assert greedy.token_ids == prefix[1:]
+    best_score, best = _beam_loop(lambda p: _next(logits_fn, model, src, p), config.start_id,
+                                  config.eos_id, 3, 5)
+    result = search.beam_search(workspace.model, src, beam_size=3, max_len=5, alpha=0.0)
+    assert result.nbest[0].token_ids == best[1:]
+    assert result.nbest[0].score == pytest.approx(best_score, abs=1e-5)
+    target = [workspace.tokenizer.token_to_id(t) for t in "d e".split()] + [config.eos_id]
+    with torch.no_grad():
+        own = logits_fn(model, torch.tensor([src]), torch.tensor([[config.start_id] + target[:-1]]))
+    expected = F.log_softmax(own.double(), -1)[0, torch.arange(3), torch.tensor(target)].sum()
+    assert score(workspace, "a b c", "d e").total == pytest.approx(float(expected), abs=1e-5)
+
+
+def test_lm_greedy_beam_and_score_equal_the_models_own(lm):
+    workspace, model, logits_fn = lm
+    config = workspace.model.config
+    context = encode_context(workspace, "abc")
+    assert context == [workspace.tokenizer.token_to_id(c) for c in "abc"]  # characters
+    prefix = list(context)
+    for _ in range(5):
+        prefix.append(int(_next(logits_fn, model, prefix).argmax()))
+        if prefix[-1] == config.eos_id:
+            break
+    greedy = search.greedy(workspace.model, context, max_len=5, tokenizer=workspace.tokenizer)
+    assert greedy.token_ids == prefix[len(context):]
+    best_score, best = _beam_loop(lambda p: _next(logits_fn, model, context[:-1] + p),
+                                  context[-1], config.eos_id, 3, 4)
+    result = search.beam_search(workspace.model, context, beam_size=3, max_len=4, alpha=0.0)
+    assert result.nbest[0].token_ids == best[1:]
+    assert result.nbest[0].score == pytest.approx(best_score, abs=1e-5)
+    text = "ab cd"
+    fed = [config.start_id] + [workspace.tokenizer.token_to_id(c) for c in text]
+    target = fed[1:] + [config.eos_id]
+    with torch.no_grad():
+        own = logits_fn(model, torch.tensor([fed]))
+    expected = F.log_softmax(own.double(), -1)[0, torch.arange(len(target)),
+                                                 torch.tensor(target)].sum()
+    assert score(workspace, None, text).total == pytest.approx(float(expected), abs=1e-5)
+
+
+def test_mixed_length_batches_decode_as_one_by_one():
+    """Case 1: 20 sources of mixed lengths, alone and together, greedy and beam."""
+    workspace = _open("lstm_mha.py:build")
+    assert not workspace.model.handles_padding
+    rng = random.Random(0)
+    sources = [" ".join(rng.choice("abcdefgh") for _ in range(rng.randint(1, 9)))
+               for _ in range(20)]
+    contexts = [encode_context(workspace, s) for s in sources]
+    alone = [search.greedy(workspace.model, c, max_len=8).token_ids for c in contexts]
+    together = [h.token_ids for h in search.greedy_batch(workspace.model, contexts, max_len=8)]
+    assert together == alone
+    outputs = search.greedy_ids(workspace.model, contexts, [8] * 20)
+    assert [ids for ids, _ in outputs] == alone
+    beams = search.beam_search_batch(workspace.model, contexts, beam_size=2, max_len=6)
+    assert [b.best.token_ids for b in beams] == [
+        search.beam_search(workspace.model, c, beam_size=2, max_len=6).best.token_ids
+        for c in contexts]
+
+
+def _qk(linear, x, heads):
+    batch, length, dim = x.shape
+    q, k, _ = linear(x).split(dim, dim=-1)
+    shape = (batch, length, heads, dim // heads)
+    return q.view(shape).transpose(1, 2), k.view(shape).transpose(1, 2)  # (B, H, T, d)
+
+
+@pytest.mark.parametrize("build", ["gpt/build.py:build", "gpt/build.py:build_manual"])
+def test_gpt_attention_equals_masked_softmax(build):
+    """Cases 4 and 5: SDPA with is_causal, and attention written by hand, both captured."""
+    workspace = _open(build)
+    model = workspace.model.inner
+    seen = []
+    handles = [block.attn.register_forward_pre_hook(lambda m, args: seen.append(args[0]))
+               for block in model.transformer.h]
+    try:
+        snapshot = probe(workspace, "abc dea", "", step=0)
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert [(a.kind, a.layer) for a in snapshot.attention] == [("decoder", 0), ("decoder", 1)]
+    for attention, block, x in zip(snapshot.attention, model.transformer.h, seen):
+        with torch.no_grad():
+            q, k = _qk(block.attn.c_attn, x, 2)
+        length = q.shape[2]
+        mask = torch.full((length, length), float("-inf")).triu(1)
+        expected = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) + mask, -1)[0]
+        assert attention.weights == pytest.approx(expected.numpy(), abs=1e-5)
+
+
+def test_bahdanau_attention_and_hidden_states_equal_its_own():
+    """Case 3: the hand-written attention found in its module, the GRUs' states through time."""
+    from explorer.analysis.hidden import hidden_snapshot
+
+    workspace = _open("bahdanau.py:build")
+    model = workspace.model.inner
+    snapshot = probe(workspace, "a b c", "d e", step=0)
+    (cross,) = snapshot.attention
+    src = torch.tensor([encode_context(workspace, "a b c")])  # (1, S)
+    tgt = [workspace.tokenizer.token_to_id(t) for t in ["<sos>", "d", "e"]]
+    weights, states = [], []
+    with torch.no_grad():
+        memory, hidden = model.encoder(src.t())
+        for token in tgt:
+            weights.append(model.decoder.attention(hidden, memory)[0])
+            _, hidden = model.decoder(torch.tensor([token]), hidden, memory)
+            states.append(hidden[0])
+    assert cross.kind == "cross" and cross.weights.shape == (1, 3, 4)
+    assert cross.weights[0] == pytest.approx(torch.stack(weights).numpy(), abs=1e-5)
+    layers = {layer.name: layer for layer in hidden_snapshot(workspace, "a b c", "d e").layers}
+    assert layers["encoder.l0"].hidden == pytest.approx(memory[:, 0, :8].T.numpy(), abs=1e-5)
+    assert layers["decoder.l0"].hidden == pytest.approx(torch.stack(states).T.numpy(), abs=1e-5)
+
+
+def test_annotated_transformer_attention_equals_its_own_p_attn():
+    """Case 2: the weights its MultiHeadedAttention keeps in `self.attn`."""
+    workspace = _open("annotated.py:build")
+    model = workspace.model.inner
+    snapshot = probe(workspace, "a b c", "d e", step=0)
+    kinds = [(a.kind, a.layer) for a in snapshot.attention]
+    assert kinds == [("encoder", 0), ("encoder", 1), ("decoder", 0), ("cross", 0), ("decoder", 1),
+                     ("cross", 1)]
+    with torch.no_grad():
+        src = torch.tensor([encode_context(workspace, "a b c")])
+        tgt = torch.tensor([[1] + [workspace.tokenizer.token_to_id(t) for t in "d e".split()]])
+        _annotated_logits(model, src, tgt)
+    own = [model.encoder.layers[0].self_attn.attn, model.encoder.layers[1].self_attn.attn,
+           model.decoder.layers[0].self_attn.attn, model.decoder.layers[0].src_attn.attn,
+           model.decoder.layers[1].self_attn.attn, model.decoder.layers[1].src_attn.attn]
+    for attention, weights in zip(snapshot.attention, own):
+        assert attention.weights == pytest.approx(weights[0].numpy(), abs=1e-5)
+
+
+def test_train_mode_is_probed_in_eval_and_given_back():
+    """Case 9: dropout off while the explorer reads, the user's mode afterwards."""
+    workspace = _open("more_models.py:build", case="train_mode")
+    model = workspace.model.inner
+    assert model.training
+    first = score(workspace, None, "abc").total
+    assert score(workspace, None, "abc").total == first  # no dropout
+    assert model.training and all(m.training for m in model.modules())
