@@ -140,7 +140,24 @@ def call_build(build: str, args: dict | None = None):
         raise UserError(f"{build}: must return (model, tokenizer) or (model, tokenizer, adapter), "
                         f"got {type(result).__name__}")
     model, tokenizer, adapter = (*result, None) if len(result) == 2 else result
+    _check_types(build, result, model, tokenizer, adapter)
     return model, tokenizer, adapter or Adapter()
+
+
+def _check_types(build: str, result, model, tokenizer, adapter) -> None:
+    """One line naming what the build returned when it is not (module, tokenizer[, Adapter])."""
+    import torch
+
+    from explorer.usermodel.adapter import Adapter
+
+    looks_like_tokenizer = not isinstance(tokenizer, (torch.nn.Module, int, float, bool))
+    if (isinstance(model, torch.nn.Module) and looks_like_tokenizer
+            and (adapter is None or isinstance(adapter, Adapter))):
+        return
+    got = ", ".join(type(item).__name__ for item in result)
+    swapped = isinstance(tokenizer, torch.nn.Module) and not isinstance(model, torch.nn.Module)
+    raise UserError(f"{build}: returned ({got}); expected (torch.nn.Module, tokenizer, "
+                    f"explorer.Adapter){' - the model first' if swapped else ''}")
 
 
 def make_workspace(model, tokenizer, adapter=None, build: str = "", args: dict | None = None,
@@ -172,9 +189,27 @@ def make_workspace(model, tokenizer, adapter=None, build: str = "", args: dict |
         vocab_size=target.vocab_size,
         src_vocab_size=source.vocab_size if source is not None else None,
         start_id=start, eos_id=eos, pad_id=pad, max_len=adapter.max_len)
+    _check_embedding(model, adapter, config, kind == PAIRS)
     wrapped = wrap_model(model, config, adapter)
     return Workspace(model=wrapped, tokenizer=target,
                      src_tokenizer=source if kind == PAIRS else None)
+
+
+def _check_embedding(model, adapter, config, seq2seq: bool) -> None:
+    """The tokenizer's ids fit the embedding that reads them (the first, or the one named)."""
+    import torch
+
+    name = (adapter.src_embedding if seq2seq else adapter.embedding)
+    if name:
+        return  # named by the user: the model reads it as they say
+    vocab = config.src_vocab_size if seq2seq else config.vocab_size
+    for path, module in model.named_modules():
+        if isinstance(module, torch.nn.Embedding):
+            if module.num_embeddings < vocab:
+                raise UserError(f"tokenizer: it has {vocab} tokens, but the model's embedding "
+                                f"{path!r} has {module.num_embeddings} rows; build the model with "
+                                "the tokenizer's vocabulary size")
+            return
 
 
 def load_weights(model, path: str | Path) -> None:

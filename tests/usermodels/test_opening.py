@@ -1,0 +1,133 @@
+"""Opening a model as written: a build file imports like a script, from any working directory;
+the command line decodes, scores and exports it; bad input gives one line naming what is wrong."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from explorer.errors import UserError
+from explorer.usermodel.loader import make_workspace, open_model_file
+
+HERE = Path(__file__).parent
+GPT = f"{HERE / 'gpt' / 'build.py'}:build"
+ROOT = HERE.parent.parent
+
+
+def test_a_build_file_imports_its_sibling_from_another_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path, modules = list(sys.path), set(sys.modules)
+    workspace = open_model_file(GPT)
+    assert type(workspace.model.inner).__name__ == "GPT"
+    assert sys.path == path
+    added = set(sys.modules) - modules
+    folder = str(HERE / "gpt")
+    assert "model" not in sys.modules and not [
+        name for name in added if not name.startswith("explorer_user_")
+        and str(getattr(sys.modules[name], "__file__", "") or "").startswith(folder)]
+    assert workspace.tokenizer.encode("ab c") == [2, 3, 1, 4]  # characters, " " among them
+
+
+def test_a_module_of_the_same_name_elsewhere_is_set_aside_and_back(monkeypatch):
+    elsewhere = type(sys)("model")
+    monkeypatch.setitem(sys.modules, "model", elsewhere)
+    open_model_file(GPT)
+    assert sys.modules["model"] is elsewhere
+
+
+def test_a_module_path_works_as_before():
+    workspace = open_model_file("tests.usermodels.lstm_mha:build")
+    assert workspace.model.config.family == "user-rnn-seq2seq"
+
+
+def _cli(*args, cwd):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "explorer", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_decodes_scores_and_draws_the_gpt(tmp_path):
+    from explorer.usermodel.loader import call_build
+
+    decoded = _cli("decode", "--model", GPT, "--max-len", "4", "--json", "ab", cwd=tmp_path)
+    assert decoded.returncode == 0, decoded.stderr
+    model, CHARS, _ = call_build(GPT)
+    model.eval()  # as --model hands it over (nanoGPT's dropout off)
+    prefix = [CHARS.index("a"), CHARS.index("b")]
+    with torch.no_grad():
+        for _ in range(4):
+            prefix.append(int(model(torch.tensor([prefix]))[0][0, -1].argmax()))
+            if prefix[-1] == CHARS.index("<eos>"):
+                break
+    assert json.loads(decoded.stdout)["hypotheses"][0]["token_ids"] == prefix[2:]
+    scored = _cli("score", "--model", GPT, "--target", "ab", "--json", cwd=tmp_path)
+    assert scored.returncode == 0, scored.stderr
+    fed = torch.tensor([[1, 2, 3]])  # " " (the start id: no <bos>) a b
+    with torch.no_grad():
+        logits = model(fed, targets=fed)[0]
+    target = torch.tensor([2, 3, CHARS.index("<eos>")])
+    expected = F.log_softmax(logits.double(), -1)[0, torch.arange(3), target]
+    assert json.loads(scored.stdout)["logprobs"] == pytest.approx(expected.tolist(), abs=1e-6)
+    exported = _cli("export", "--model", GPT, "--plots", "attention", "--input", "abc de",
+                    "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    assert "nothing to draw" not in exported.stderr
+    assert list((tmp_path / "out").glob("attention*"))
+
+
+def test_cli_decodes_and_scores_the_bahdanau_model_by_stepping(tmp_path):
+    build = f"{HERE / 'bahdanau.py'}:build"
+    sources = tmp_path / "sources.txt"
+    sources.write_text("a b c\nd\ne f g h a b\n", encoding="utf-8")
+    together = _cli("decode", "--model", build, "--input", str(sources), "--max-len", "5",
+                    "--json", cwd=tmp_path)
+    assert together.returncode == 0, together.stderr
+    lines = json.loads(together.stdout)
+    from explorer.decoding import greedy
+    from explorer.decoding.scoring import encode_context
+
+    workspace = open_model_file(build)
+    for line, text in zip(lines, ["a b c", "d", "e f g h a b"]):
+        alone = greedy(workspace.model, encode_context(workspace, text), max_len=5)
+        assert line["hypotheses"][0]["token_ids"] == alone.token_ids
+    scored = _cli("score", "--model", build, "--source", "a b", "--target", "c", cwd=tmp_path)
+    assert scored.returncode == 0 and "Traceback" not in scored.stderr, scored.stderr
+
+
+class WrongShape(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(12, 8)
+
+    def forward(self, ids):
+        return self.embed(ids)  # (B, T, 8): states, not logits
+
+
+def test_bad_input_is_one_line():
+    from tests.usermodels.lstm_mha import VOCAB, Seq2Seq
+
+    with pytest.raises(UserError, match=r"^the model's forward returned logits of shape "
+                                        r"\(2, 3, 8\); expected \(B, T, V\) with V at least the "
+                                        r"tokenizer's 12 tokens$"):
+        make_workspace(WrongShape(), VOCAB[:12])
+    with pytest.raises(UserError, match=r"^tokenizer: it has 20 tokens, but the model's "
+                                        r"embedding 'embed' has 12 rows"):
+        make_workspace(Seq2Seq(), VOCAB + [f"x{i}" for i in range(8)])
+
+
+def test_a_build_returning_wrong_types_is_one_line(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def build():\n    return 'model', 3, [1]\n", encoding="utf-8")
+    with pytest.raises(UserError) as error:
+        open_model_file(f"{bad}:build")
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith(f"{bad}:build: returned (str, int, list); expected (torch.nn.Module, "
+                              "tokenizer, explorer.Adapter)")
