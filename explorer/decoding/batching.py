@@ -23,7 +23,7 @@ from typing import Callable, Iterator, Sequence
 
 from explorer.families import family_of
 
-WINDOW = 256  # rows sorted by length together before their results are given back in order
+WINDOW = 1024  # rows sorted by length together before their results are given back in order
 
 
 def handles_padding(model) -> bool:
@@ -51,14 +51,17 @@ def length_groups(model, contexts: Sequence[Sequence[int]]) -> list[list[int]]:
 
 
 def length_batches(model, contexts: Sequence[Sequence[int]], size: int) -> list[list[int]]:
-    """Row indices of batches of at most `size` rows: in order when pads are safe, else the rows
-    sorted by length (stably) and cut wherever the length changes."""
+    """Row indices of batches: `size` rows in order when pads are safe; else the rows sorted by
+    length (stably), cut wherever the length changes, each batch holding as many ids as `size`
+    rows padded to the longest would (fairseq's max-tokens: short sources go more to a batch)."""
     if not equal_lengths(model):
         return [list(range(start, min(start + size, len(contexts))))
                 for start in range(0, len(contexts), size)]
+    budget = size * max((len(c) for c in contexts), default=1)  # ids in a padded batch
     batches = []
     for group in sorted(length_groups(model, contexts), key=lambda g: len(contexts[g[0]])):
-        batches.extend(group[start : start + size] for start in range(0, len(group), size))
+        rows = max(size, budget // max(len(contexts[group[0]]), 1))
+        batches.extend(group[start : start + rows] for start in range(0, len(group), rows))
     return batches
 
 

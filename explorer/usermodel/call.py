@@ -4,6 +4,7 @@
     logits = reading.logits(inner, inputs)         # (B, T, V) at every position (teacher-forced)
     logits = reading.newest(inner, inputs)         # (B, V) of the last position (decoding)
     reading.notes                                  # one line per choice it made, for the user
+    reading.attention, reading.why_no_attention    # where attention was seen, or why none was
 
 What it handles, as people write models:
 * masks the forward takes, filled from the <pad> ids: The Annotated Transformer's
@@ -39,6 +40,8 @@ class Reading:
     targets: bool = False  # pass targets= for every position
     last_only: bool = False  # the forward gives the last position only, and no way to get more
     generator: nn.Module | None = None
+    attention: list[str] = field(default_factory=list)  # modules whose attention was captured
+    why_no_attention: str | None = None  # the line an attention panel or `explorer check` shows
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -179,11 +182,24 @@ def read_model(inner: nn.Module, adapter, config, seq2seq: bool) -> Reading:
     return reading
 
 
+NO_ATTENTION = ("attention panels: no attention seen in a forward pass (an nn.MultiheadAttention, "
+                "an F.scaled_dot_product_attention call, or a softmax over the last axis inside a "
+                "submodule that returns it or weighs values with it); if the model has one, name "
+                "its module: explorer.Adapter(attention='...')")
+
+
 def _probe_call(reading, inner, inputs):
+    from explorer.usermodel.capture import capture
+
     try:
-        if reading.stepped:
-            return reading._stepped(inner, inputs)
-        return reading._call(inner, inputs, every=False)
+        with capture(inner, recurrent_replay=False, named=reading.adapter.attention) as record:
+            if reading.stepped:
+                logits = reading._stepped(inner, inputs)
+            else:
+                logits = reading._call(inner, inputs, every=False)
+        reading.attention = sorted({a.name for a in record.attention})
+        reading.why_no_attention = None if record.attention else NO_ATTENTION
+        return logits
     except UserError:
         raise
     except Exception as exc:  # noqa: BLE001 - the user's code

@@ -263,3 +263,14 @@ def test_train_mode_is_probed_in_eval_and_given_back():
     first = score(workspace, None, "abc").total
     assert score(workspace, None, "abc").total == first  # no dropout
     assert model.training and all(m.training for m in model.modules())
+
+
+def test_a_model_that_takes_masks_shares_padded_batches():
+    """Case 2: The Annotated Transformer's src_mask is filled from the pads, so sources of mixed
+    lengths share one padded batch and come out as alone."""
+    workspace = _open("annotated.py:build")
+    assert workspace.model.handles_padding
+    contexts = [encode_context(workspace, s) for s in ["a", "b c d e f", "g h a"]]
+    together = search.greedy_batch(workspace.model, contexts, max_len=6)
+    assert [h.token_ids for h in together] == [
+        search.greedy(workspace.model, c, max_len=6).token_ids for c in contexts]

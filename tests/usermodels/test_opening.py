@@ -131,3 +131,54 @@ def test_a_build_returning_wrong_types_is_one_line(tmp_path):
     assert "\n" not in message
     assert message.startswith(f"{bad}:build: returned (str, int, list); expected (torch.nn.Module, "
                               "tokenizer, explorer.Adapter)")
+
+
+class HiddenAttention(torch.nn.Module):
+    """Attention weights that weigh values by an elementwise product and a sum, not returned: the
+    capture cannot tell them from any other softmax until the module is named."""
+
+    def __init__(self, dim=8):
+        super().__init__()
+        self.score = torch.nn.Linear(dim, 1)
+
+    def forward(self, x):  # (B, T, D)
+        weights = torch.softmax(self.score(x).squeeze(-1), dim=-1)  # (B, T)
+        return x + (weights.unsqueeze(-1) * x).sum(1, keepdim=True)
+
+
+class PoolingLM(torch.nn.Module):
+    def __init__(self, vocab=12, dim=8):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, dim)
+        self.pool = HiddenAttention(dim)
+        self.head = torch.nn.Linear(dim, vocab)
+
+    def forward(self, ids):
+        return self.head(self.pool(self.embed(ids)))
+
+
+def test_hidden_attention_is_said_in_one_line_or_found_by_name():
+    from explorer.usermodel.adapter import Adapter
+    from tests.usermodels.lstm_mha import VOCAB
+
+    torch.manual_seed(0)
+    model = PoolingLM()
+    unnamed = make_workspace(model, VOCAB, Adapter(kind="lm"))
+    assert unnamed.model.reading.attention == []
+    assert unnamed.model.reading.why_no_attention.startswith("attention panels: no attention seen")
+    assert "explorer.Adapter(attention='...')" in unnamed.model.reading.why_no_attention
+    named = make_workspace(model, VOCAB, Adapter(kind="lm", attention="pool"))
+    assert named.model.reading.attention == ["pool"] and named.model.reading.why_no_attention is None
+    with pytest.raises(UserError, match=r"^attention: the model has no module 'nowhere'$"):
+        make_workspace(model, VOCAB, Adapter(kind="lm", attention="nowhere"))
+
+
+def test_what_the_reading_says_and_who_handles_padding():
+    from explorer.decoding.batching import handles_padding
+
+    gpt = open_model_file(GPT)
+    assert gpt.model.notes == ["the forward returns logits at 1 of 3 positions without targets; "
+                               "the explorer passes targets= where it needs every position"]
+    annotated = open_model_file(f"{HERE / 'annotated.py'}:build")
+    assert handles_padding(annotated.model)  # its src_mask is filled from the pads
+    assert not handles_padding(open_model_file(f"{HERE / 'lstm_mha.py'}:build").model)
