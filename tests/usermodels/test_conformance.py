@@ -274,3 +274,39 @@ def test_a_model_that_takes_masks_shares_padded_batches():
     together = search.greedy_batch(workspace.model, contexts, max_len=6)
     assert [h.token_ids for h in together] == [
         search.greedy(workspace.model, c, max_len=6).token_ids for c in contexts]
+
+
+@pytest.mark.parametrize("build", sorted(b for b, _ in [*SEQ2SEQ.values(), *LM.values()]))
+def test_explorer_show_opens_the_objects_as_the_file_does(build):
+    """`explorer.show(model, tokenizer)` (its core half) reads each model as `--model` does."""
+    from explorer.usermodel.loader import call_build
+    from explorer.usermodel.show import shown_workspace
+
+    where, _, function = build.partition(":")
+    model, tokenizer, adapter = call_build(f"{HERE / where}:{function}")
+    model.eval()
+    source = "a b c" if "gpt" not in build and "more" not in build else None
+    shown = shown_workspace(model, tokenizer, source=source, adapter=adapter)
+    opened = _open(build)
+    context = encode_context(opened, source or "ab")
+    assert (search.greedy(shown.model, context, max_len=5).token_ids
+            == search.greedy(opened.model, context, max_len=5).token_ids)
+    assert shown.model.notes == opened.model.notes
+
+
+def test_char_lstm_hidden_states_equal_the_lstm_outputs():
+    """Case 7: both layers' h_t through time, as nn.LSTM computes them."""
+    from explorer.analysis.hidden import hidden_snapshot
+
+    workspace = _open("more_models.py:build_lstm")
+    model = workspace.model.inner
+    layers = {layer.name: layer for layer in hidden_snapshot(workspace, "abc de", "").layers}
+    ids = torch.tensor([[workspace.tokenizer.token_to_id(c) for c in "abc de"]])
+    with torch.no_grad():
+        first = torch.nn.LSTM(16, 16, batch_first=True)  # the first layer alone
+        first.load_state_dict({k: v for k, v in model.lstm.state_dict().items()
+                               if k.endswith("_l0")})
+        h0, _ = first(model.embed(ids))
+        h1, _ = model.lstm(model.embed(ids))
+    assert layers["lm.l0"].hidden == pytest.approx(h0[0].T.numpy(), abs=1e-5)
+    assert layers["lm.l1"].hidden == pytest.approx(h1[0].T.numpy(), abs=1e-5)
