@@ -310,3 +310,24 @@ def test_char_lstm_hidden_states_equal_the_lstm_outputs():
         h1, _ = model.lstm(model.embed(ids))
     assert layers["lm.l0"].hidden == pytest.approx(h0[0].T.numpy(), abs=1e-5)
     assert layers["lm.l1"].hidden == pytest.approx(h1[0].T.numpy(), abs=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_a_model_on_the_gpu_decodes_and_scores_as_its_own_loop():
+    """Case 9: the model where the user put it; inputs follow it."""
+    workspace = _open("gpt/build.py:build")
+    model = workspace.model.inner.cuda().eval()
+    context = encode_context(workspace, "abc")
+    prefix = list(context)
+    eos = workspace.model.config.eos_id
+    with torch.no_grad():
+        for _ in range(5):
+            prefix.append(int(model(torch.tensor([prefix], device="cuda"))[0][0, -1].argmax()))
+            if prefix[-1] == eos:
+                break
+    assert search.greedy(workspace.model, context, max_len=5).token_ids == prefix[len(context):]
+    fed = torch.tensor([[1, 2, 3]], device="cuda")  # " " (the start id) a b
+    with torch.no_grad():
+        own = F.log_softmax(_gpt_logits(model, fed).double(), -1)
+    expected = own[0, torch.arange(3), torch.tensor([2, 3, eos], device="cuda")].sum()
+    assert score(workspace, None, "ab").total == pytest.approx(float(expected), abs=1e-5)
