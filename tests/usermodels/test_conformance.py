@@ -331,3 +331,19 @@ def test_a_model_on_the_gpu_decodes_and_scores_as_its_own_loop():
         own = F.log_softmax(_gpt_logits(model, fed).double(), -1)
     expected = own[0, torch.arange(3), torch.tensor([2, 3, eos], device="cuda")].sum()
     assert score(workspace, None, "ab").total == pytest.approx(float(expected), abs=1e-5)
+
+
+def test_the_training_loss_of_a_stepped_model_is_its_own_cross_entropy():
+    """Case 3: training and evaluation get teacher-forced logits by stepping, never calling
+    forward(src, trg, teacher_forcing_ratio); the loss is the model's own."""
+    from explorer.data.batching import Batch
+    from explorer.usermodel.feed import user_loss
+
+    workspace = _open("bahdanau.py:build")
+    model = workspace.model.inner
+    src = torch.tensor([encode_context(workspace, "a b c")])
+    tgt_in, tgt_out = torch.tensor([[1, 5, 6]]), torch.tensor([[5, 6, 2]])
+    with torch.no_grad():
+        loss = user_loss(workspace.model, Batch(src=src, tgt_in=tgt_in, tgt_out=tgt_out)).loss
+        own = _bahdanau_logits(model, src, tgt_in)  # (1, 3, V)
+    assert float(loss) == pytest.approx(float(F.cross_entropy(own[0], tgt_out[0])), abs=1e-5)
