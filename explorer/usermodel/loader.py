@@ -196,20 +196,24 @@ def make_workspace(model, tokenizer, adapter=None, build: str = "", args: dict |
 
 
 def _check_embedding(model, adapter, config, seq2seq: bool) -> None:
-    """The tokenizer's ids fit the embedding that reads them (the first, or the one named)."""
+    """The tokenizer's ids fit the embedding that reads them: the one the adapter names, else the
+    largest (a position table may come first, and may be smaller)."""
     import torch
 
-    name = (adapter.src_embedding if seq2seq else adapter.embedding)
-    if name:
-        return  # named by the user: the model reads it as they say
     vocab = config.src_vocab_size if seq2seq else config.vocab_size
-    for path, module in model.named_modules():
-        if isinstance(module, torch.nn.Embedding):
-            if module.num_embeddings < vocab:
-                raise UserError(f"tokenizer: it has {vocab} tokens, but the model's embedding "
-                                f"{path!r} has {module.num_embeddings} rows; build the model with "
-                                "the tokenizer's vocabulary size")
-            return
+    name = adapter.src_embedding if seq2seq else adapter.embedding
+    if name:
+        try:
+            tables = [(name, model.get_submodule(name))]
+        except AttributeError:
+            raise UserError(f"the model has no module {name!r}") from None
+    else:
+        tables = [(path, m) for path, m in model.named_modules() if isinstance(m, torch.nn.Embedding)]
+    rows = {path: getattr(m, "num_embeddings", vocab) for path, m in tables}
+    if rows and max(rows.values()) < vocab:
+        path = max(rows, key=rows.get)
+        raise UserError(f"tokenizer: it has {vocab} tokens, but the model's embedding {path!r} has "
+                        f"{rows[path]} rows; build the model with the tokenizer's vocabulary size")
 
 
 def load_weights(model, path: str | Path) -> None:
