@@ -33,6 +33,26 @@ def _bahdanau_logits(model, src, tgt):
     return model(src.t(), trg, 1.0)[1:].transpose(0, 1)  # teacher forcing always: (B, T, V)
 
 
+def _translation_logits(model, src, tgt):
+    from tests.usermodels.tutorials import create_mask
+
+    src, tgt = src.t(), tgt.t()  # time-major, as the tutorial feeds it
+    src_mask, tgt_mask, src_padding, tgt_padding = create_mask(src, tgt)
+    return model(src, tgt, src_mask, tgt_mask, src_padding, tgt_padding,
+                 src_padding).transpose(0, 1)
+
+
+def _gru_tutorial_logits(model, src, tgt):
+    """The tutorial's decoder loop with teacher forcing: forward_step per target position."""
+    outputs, hidden = model["encoder"](src)
+    steps = []
+    for position in range(tgt.shape[1]):
+        output, hidden, _ = model["decoder"].forward_step(tgt[:, position : position + 1], hidden,
+                                                           outputs)
+        steps.append(output)
+    return torch.cat(steps, dim=1)  # (B, T, V)
+
+
 def _gpt_logits(model, ids):
     return model(ids, targets=ids)[0]
 
@@ -48,6 +68,8 @@ SEQ2SEQ = {
     "lstm_mha": ("lstm_mha.py:build", lambda m, s, t: m(s, t)),
     "annotated": ("annotated.py:build", _annotated_logits),
     "bahdanau": ("bahdanau.py:build", _bahdanau_logits),
+    "translation_transformer": ("tutorials.py:build_transformer", _translation_logits),
+    "gru_tutorial": ("tutorials.py:build_gru", _gru_tutorial_logits),
 }
 LM = {
     "gpt_sdpa": ("gpt/build.py:build", _gpt_logits),
@@ -347,3 +369,26 @@ def test_the_training_loss_of_a_stepped_model_is_its_own_cross_entropy():
         loss = user_loss(workspace.model, Batch(src=src, tgt_in=tgt_in, tgt_out=tgt_out)).loss
         own = _bahdanau_logits(model, src, tgt_in)  # (1, 3, V)
     assert float(loss) == pytest.approx(float(F.cross_entropy(own[0], tgt_out[0])), abs=1e-5)
+
+
+def test_tutorial_attention_equals_the_weights_its_decoder_returns():
+    """The PyTorch tutorial's AttnDecoderRNN returns its attention weights per step; nn.Transformer's
+    layers are MultiheadAttention: encoder, decoder and cross maps."""
+    workspace = _open("tutorials.py:build_gru")
+    model = workspace.model.inner
+    snapshot = probe(workspace, "a b c", "d e", step=0)
+    (cross,) = snapshot.attention
+    src = torch.tensor([encode_context(workspace, "a b c")])
+    weights = []
+    with torch.no_grad():
+        outputs, hidden = model["encoder"](src)
+        for token in [1] + [workspace.tokenizer.token_to_id(t) for t in "d e".split()]:
+            _, hidden, attn = model["decoder"].forward_step(torch.tensor([[token]]), hidden,
+                                                            outputs)
+            weights.append(attn[0, 0])
+    assert cross.kind == "cross"
+    assert cross.weights[0] == pytest.approx(torch.stack(weights).numpy(), abs=1e-5)
+    translation = _open("tutorials.py:build_transformer")
+    kinds = [(a.kind, a.layer) for a in probe(translation, "a b c", "d e", step=0).attention]
+    assert kinds == [("encoder", 0), ("encoder", 1), ("decoder", 0), ("cross", 0), ("decoder", 1),
+                     ("cross", 1)]
