@@ -182,3 +182,39 @@ def test_what_the_reading_says_and_who_handles_padding():
     annotated = open_model_file(f"{HERE / 'annotated.py'}:build")
     assert handles_padding(annotated.model)  # its src_mask is filled from the pads
     assert not handles_padding(open_model_file(f"{HERE / 'lstm_mha.py'}:build").model)
+
+
+class LastOnly(torch.nn.Module):
+    """Logits at the last position only, and no argument that gives more."""
+
+    def __init__(self, vocab=12, dim=8):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, dim)
+        self.head = torch.nn.Linear(dim, vocab)
+
+    def forward(self, ids):
+        return self.head(self.embed(ids).cumsum(1)[:, -1:])  # (B, 1, V)
+
+
+def test_last_position_logits_decode_and_say_in_one_line_what_scoring_needs():
+    from explorer.decoding import greedy
+    from explorer.decoding.scoring import encode_context, score
+    from explorer.usermodel.adapter import Adapter
+    from explorer.usermodel.call import LAST_ONLY
+    from tests.usermodels.lstm_mha import VOCAB
+
+    torch.manual_seed(0)
+    model = LastOnly()
+    workspace = make_workspace(model, VOCAB, Adapter(kind="lm"))
+    assert workspace.model.notes == [LAST_ONLY]
+    context = encode_context(workspace, "a b")
+    prefix = list(context)
+    with torch.no_grad():
+        for _ in range(3):
+            prefix.append(int(model(torch.tensor([prefix]))[0, -1].argmax()))
+            if prefix[-1] == VOCAB.index("<eos>"):
+                break
+    assert greedy(workspace.model, context, max_len=3).token_ids == prefix[2:]
+    with pytest.raises(UserError, match=r"^the model's forward returns logits at the last position "
+                                        r"only, .* explorer.Adapter\(forward=lambda model"):
+        score(workspace, None, "a b")
