@@ -185,9 +185,33 @@ def test_lm_greedy_beam_and_score_equal_the_models_own(lm):
     assert score(workspace, None, text).total == pytest.approx(float(expected), abs=1e-5)
 
 
-def test_mixed_length_batches_decode_as_one_by_one():
+@pytest.fixture(scope="module")
+def reverser():
+    """Case 1 trained briefly to reverse letters (one length per batch: it knows no padding)."""
+    from explorer.usermodel.loader import make_workspace
+    from tests.usermodels.lstm_mha import build
+
+    model, vocab = build(seed=0)
+    torch.manual_seed(0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.02)
+    for step in range(200):
+        src = torch.randint(4, len(vocab), (32, 1 + step % 8))  # (B, S) letters
+        tgt = torch.cat([src.flip(1), torch.full((32, 1), 2)], dim=1)  # reversed, <eos>
+        tgt_in = torch.cat([torch.full((32, 1), 1), tgt[:, :-1]], dim=1)  # <bos> first
+        src = torch.cat([src, torch.full((32, 1), 2)], dim=1)  # tokens + <eos>
+        loss = F.cross_entropy(model(src, tgt_in).flatten(0, 1), tgt.flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return make_workspace(model.eval(), vocab)
+
+
+def test_mixed_length_batches_decode_as_one_by_one(reverser):
     """Case 1: 20 sources of mixed lengths, alone and together, greedy and beam."""
-    workspace = _open("lstm_mha.py:build")
+    from explorer.usermodel.adapter import Adapter
+    from explorer.usermodel.loader import make_workspace
+
+    workspace = reverser
     assert not workspace.model.handles_padding
     rng = random.Random(0)
     sources = [" ".join(rng.choice("abcdefgh") for _ in range(rng.randint(1, 9)))
@@ -196,6 +220,12 @@ def test_mixed_length_batches_decode_as_one_by_one():
     alone = [search.greedy(workspace.model, c, max_len=8).token_ids for c in contexts]
     together = [h.token_ids for h in search.greedy_batch(workspace.model, contexts, max_len=8)]
     assert together == alone
+    short = search.greedy(workspace.model, encode_context(workspace, "a b c"), max_len=8,
+                          tokenizer=workspace.tokenizer)
+    assert short.text == "c b a"  # it reverses
+    # fed the pads (as if it took a mask), the batch changes answers: what the grouping prevents
+    padded = make_workspace(workspace.model.inner, workspace.tokenizer, Adapter(pad_mask=True))
+    assert [h.token_ids for h in search.greedy_batch(padded.model, contexts, max_len=8)] != alone
     outputs = search.greedy_ids(workspace.model, contexts, [8] * 20)
     assert [ids for ids, _ in outputs] == alone
     beams = search.beam_search_batch(workspace.model, contexts, beam_size=2, max_len=6)
@@ -392,3 +422,27 @@ def test_tutorial_attention_equals_the_weights_its_decoder_returns():
     kinds = [(a.kind, a.layer) for a in probe(translation, "a b c", "d e", step=0).attention]
     assert kinds == [("encoder", 0), ("encoder", 1), ("decoder", 0), ("cross", 0), ("decoder", 1),
                      ("cross", 1)]
+
+
+def test_the_examples_evaluation_of_a_padding_unaware_model_is_its_one_by_one_answer(reverser):
+    """Case 1 in the Examples table: outputs and losses as each pair alone gives them."""
+    from explorer.analysis.examples import evaluate_examples
+
+    workspace = reverser
+    model = workspace.model.inner
+    rng = random.Random(1)
+    words = lambda n: " ".join(rng.choice("abcdefgh") for _ in range(n))  # noqa: E731
+    pairs = [(words(rng.randint(1, 8)), words(rng.randint(1, 6))) for _ in range(12)]
+    table = evaluate_examples(workspace, pairs, batch_size=5, max_len=6)
+    eos = workspace.model.config.eos_id
+    for row, (source, reference) in enumerate(pairs):
+        alone = search.greedy(workspace.model, encode_context(workspace, source), max_len=6,
+                              tokenizer=workspace.tokenizer)
+        assert table.column("output")[row] == alone.text
+        target = [workspace.tokenizer.token_to_id(t) for t in reference.split()] + [eos]
+        with torch.no_grad():
+            own = model(torch.tensor([encode_context(workspace, source)]),
+                        torch.tensor([[workspace.model.config.start_id] + target[:-1]]))
+        expected = -F.log_softmax(own.double(), -1)[0, torch.arange(len(target)),
+                                                     torch.tensor(target)].sum()
+        assert table.column("loss")[row] == pytest.approx(float(expected), abs=1e-4)
