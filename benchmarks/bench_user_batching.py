@@ -75,7 +75,8 @@ def main() -> None:
     print(f"{len(contexts)} sources, {len(lengths)} lengths ({lengths[0]}..{lengths[-1]} ids), "
           f"batches of {BATCH}, max_len {MAX_LEN}, {torch.get_num_threads()} thread(s), "
           f"{args.rounds} rounds alternating")
-    print(f"mixed batch (pads fed)  median {mixed_s:.2f} s  {[round(t, 2) for t in times['mixed']]}")
+    print(f"mixed batch (pads fed)  median {mixed_s:.2f} s  "
+          f"{[round(t, 2) for t in times['mixed']]}")
     print(f"grouped by length       median {grouped_s:.2f} s  "
           f"{[round(t, 2) for t in times['grouped']]}")
     print(f"grouped / mixed = {grouped_s / mixed_s:.3f} (goal <= 1.10)")

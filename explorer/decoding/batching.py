@@ -19,7 +19,7 @@ into batches use `length_batches` / `in_order`, so that equal lengths fill whole
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from explorer.families import family_of
 

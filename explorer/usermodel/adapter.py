@@ -50,9 +50,9 @@ class Adapter:
     None: "chars" for a list of single characters that holds " ", else "whitespace".
     forward(model, *inputs) -> logits (B, T, V) at every position: instead of `model(*inputs)`
     (a forward that takes other arguments, or returns the last position only).
-    pad_mask: the model ignores <pad> in its inputs itself, so sources of different lengths may share
-    a batch (else the explorer batches equal lengths only; a forward argument it fills, src_mask or
-    *key_padding_mask, says so too).
+    pad_mask: the model ignores <pad> in its inputs itself, so sources of different lengths may
+    share a batch (else the explorer batches equal lengths only; a forward argument it fills,
+    src_mask or *key_padding_mask, says so too).
     attention: dotted module name(s) whose softmax over the last axis is attention, when it is
     computed by hand (else found where a module returns it or multiplies values by it).
     With encode and step, teacher-forced logits (scoring, probes, evaluation, training) come from

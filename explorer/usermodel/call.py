@@ -48,12 +48,14 @@ class Reading:
     def stepped(self) -> bool:
         """Teacher-forced logits from the adapter's step (and encode), not the forward."""
         a = self.adapter
-        return a.forward is None and a.step is not None and (not self.seq2seq or a.encode is not None)
+        return (a.forward is None and a.step is not None
+                and (not self.seq2seq or a.encode is not None))
 
     @property
     def source_mask(self) -> bool:
         """The forward takes a mask of the source's pads, which the explorer fills."""
-        return any(m in ("annotated_src", "src_padding", "memory_padding") for m in self.masks.values())
+        return any(m in ("annotated_src", "src_padding", "memory_padding")
+                   for m in self.masks.values())
 
     # -- calls ---------------------------------------------------------------------------------
 
@@ -249,4 +251,5 @@ def _check_positions(reading, inner, inputs, logits, parameters) -> None:
         reading.notes.append(LAST_ONLY)
         return
     raise UserError(f"the model's forward returned logits of shape {tuple(logits.shape)} for ids "
-                    f"of shape {tuple(inputs[-1].shape)}; expected (B, T, V) = ({batch}, {length}, V)")
+                    f"of shape {tuple(inputs[-1].shape)}; expected (B, T, V) = "
+                    f"({batch}, {length}, V)")

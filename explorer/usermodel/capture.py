@@ -11,9 +11,9 @@
   (the head average, or None);
 * F.scaled_dot_product_attention, called anywhere: a TorchFunctionMode recomputes
   softmax(QKᵀ·scale + mask) beside the call (the call itself runs unchanged);
-* attention written by hand inside a module of the user's (`softmax(q @ kᵀ / √d)`): a softmax over
-  the last axis whose output the module returns, or multiplies into values (through dropout and
-  reshapes), is taken as (B, H, Tq, Tk) weights; inside a module named in `named` every such
+* attention written by hand inside a module of the user's (`softmax(q @ kᵀ / √d)`): a softmax
+  over the last axis whose output the module returns, or multiplies into values (through dropout
+  and reshapes), is taken as (B, H, Tq, Tk) weights; inside a module named in `named` every such
   softmax is;
 * torch.nn.RNN/GRU/LSTM: with `recurrent_replay` their output is replaced by the same computation
   through seqmodels.RNN (which takes torch's state dicts), whose trace holds every layer's h_t, c_t

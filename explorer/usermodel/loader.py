@@ -87,9 +87,9 @@ def import_function(build: str):
 def as_script(path: Path):
     """The model file's folder first on sys.path, as when Python runs the file as a script, so
     `from model import GPT` finds model.py beside it. An imported module of the same name as one of
-    the folder's (a `model` from elsewhere) is set aside meanwhile. Afterwards sys.path is as before,
-    and so is sys.modules: the folder's modules imported meanwhile leave it (the next load imports
-    them afresh, so two folders' model.py never mix) and the set-aside ones come back."""
+    the folder's (a `model` from elsewhere) is set aside meanwhile. Afterwards sys.path is as
+    before, and so is sys.modules: the folder's modules imported meanwhile leave it (the next load
+    imports them afresh, so two folders' model.py never mix) and the set-aside ones come back."""
     folder = path.expanduser().resolve().parent
     saved_path = list(sys.path)
     local = {p.stem for p in folder.glob("*.py")} | {
@@ -208,7 +208,8 @@ def _check_embedding(model, adapter, config, seq2seq: bool) -> None:
         except AttributeError:
             raise UserError(f"the model has no module {name!r}") from None
     else:
-        tables = [(path, m) for path, m in model.named_modules() if isinstance(m, torch.nn.Embedding)]
+        tables = [(path, m) for path, m in model.named_modules()
+                  if isinstance(m, torch.nn.Embedding)]
     rows = {path: getattr(m, "num_embeddings", vocab) for path, m in tables}
     if rows and max(rows.values()) < vocab:
         path = max(rows, key=rows.get)

@@ -122,7 +122,8 @@ def _beam_loop(next_logprobs, root, eos, k, max_len):
     live, finished = [(0.0, [root])], []
     for step in range(max_len):
         candidates = sorted(((s + float(lp), p + [t]) for s, p in live
-                             for t, lp in enumerate(next_logprobs(p))), key=lambda c: -c[0])[: 2 * k]
+                             for t, lp in enumerate(next_logprobs(p))),
+                            key=lambda c: -c[0])[: 2 * k]
         live = []
         for rank, (s, p) in enumerate(candidates):
             if p[-1] == eos or step == max_len - 1:
@@ -402,8 +403,8 @@ def test_the_training_loss_of_a_stepped_model_is_its_own_cross_entropy():
 
 
 def test_tutorial_attention_equals_the_weights_its_decoder_returns():
-    """The PyTorch tutorial's AttnDecoderRNN returns its attention weights per step; nn.Transformer's
-    layers are MultiheadAttention: encoder, decoder and cross maps."""
+    """The PyTorch tutorial's AttnDecoderRNN returns its attention weights per step;
+    nn.Transformer's layers are MultiheadAttention: encoder, decoder and cross maps."""
     workspace = _open("tutorials.py:build_gru")
     model = workspace.model.inner
     snapshot = probe(workspace, "a b c", "d e", step=0)

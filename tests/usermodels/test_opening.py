@@ -168,7 +168,8 @@ def test_hidden_attention_is_said_in_one_line_or_found_by_name():
     assert unnamed.model.reading.why_no_attention.startswith("attention panels: no attention seen")
     assert "explorer.Adapter(attention='...')" in unnamed.model.reading.why_no_attention
     named = make_workspace(model, VOCAB, Adapter(kind="lm", attention="pool"))
-    assert named.model.reading.attention == ["pool"] and named.model.reading.why_no_attention is None
+    assert named.model.reading.attention == ["pool"]
+    assert named.model.reading.why_no_attention is None
     with pytest.raises(UserError, match=r"^attention: the model has no module 'nowhere'$"):
         make_workspace(model, VOCAB, Adapter(kind="lm", attention="nowhere"))
 

@@ -33,8 +33,8 @@ class CausalSelfAttention(nn.Module):
         self.n_head, self.n_embd, self.dropout = config.n_head, config.n_embd, config.dropout
         self.flash = config.flash
         if not self.flash:
-            self.register_buffer("bias", torch.tril(torch.ones(config.block_size, config.block_size))
-                                 .view(1, 1, config.block_size, config.block_size))
+            size = config.block_size
+            self.register_buffer("bias", torch.tril(torch.ones(size, size)).view(1, 1, size, size))
 
     def forward(self, x):
         B, T, C = x.size()
