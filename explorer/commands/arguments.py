@@ -45,5 +45,10 @@ def model_workspace(args: argparse.Namespace):
     """The workspace of `--model` (weights and tokenizer as given), in eval mode."""
     from explorer.usermodel.loader import open_model_file
 
+    import sys
+
     check_model_source(args)
-    return open_model_file(args.model, weights=args.weights, tokenizer=args.tokenizer)
+    workspace = open_model_file(args.model, weights=args.weights, tokenizer=args.tokenizer)
+    for note in workspace.model.notes:  # how the model was read, one line each
+        print(f"explorer: note: {note}", file=sys.stderr)
+    return workspace

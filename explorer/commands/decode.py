@@ -154,15 +154,17 @@ def _decode_all(workspace, texts, contexts, args):
     import torch
 
     from explorer.decoding import beam_search_batch, greedy_batch, sample
+    from explorer.decoding.batching import WINDOW, in_order
     from explorer.decoding.scoring import context_labels
     from explorer.decoding.search import is_language_model
 
     model, tokenizer = workspace.model, workspace.tokenizer
-    # prompts of different lengths cannot share a batch, so language models go one by one
+    # prompts of different lengths cannot share a batch, so language models go one by one;
+    # sources of a model that pads unsafely share batches of one length (decoding.batching)
     chunk = 1 if is_language_model(model) else SEQ2SEQ_CHUNK
     generator = torch.Generator().manual_seed(args.seed)
-    for start in range(0, len(contexts), chunk):
-        batch = contexts[start : start + chunk]
+
+    def decode(batch):
         records = []
         if args.beam is not None:
             results = beam_search_batch(model, batch, beam_size=args.beam, alpha=args.length_penalty,
@@ -183,15 +185,20 @@ def _decode_all(workspace, texts, contexts, args):
                                            alpha=args.length_penalty):
                 records.append({"strategy": "greedy", "hypotheses": [hypothesis.to_dict()],
                                 "_best": hypothesis})
-        for text, context, record in zip(texts[start:], batch, records):
-            best = record.pop("_best")
-            record["source"] = text
-            if "tree" not in record:
-                root = "<bos>" if not is_language_model(model) or not context else text
-                record["tree"] = _chain_tree(best, root)
-            if args.json:
-                record["attention"] = _attention_entries(workspace, context, best)
-            yield record
+        return records
+
+    # samples are drawn in the sources' order, so that a seed gives the same draws
+    size = 1 if args.sample else chunk
+    for row, record in in_order(model, contexts, size, decode, window=1 if args.sample else WINDOW):
+        text, context = texts[row], contexts[row]
+        best = record.pop("_best")
+        record["source"] = text
+        if "tree" not in record:
+            root = "<bos>" if not is_language_model(model) or not context else text
+            record["tree"] = _chain_tree(best, root)
+        if args.json:
+            record["attention"] = _attention_entries(workspace, context, best)
+        yield record
 
 
 def _sample_step(step, tokenizer) -> dict:
