@@ -101,14 +101,13 @@ def run(args: argparse.Namespace) -> int:
     from explorer.decoding.limits import check_text
     from explorer.errors import UserError
     from explorer.training import evaluate, load_checkpoint
-    from explorer.training.checkpoint import warn_history_cut
+    from explorer.training.checkpoint import check_folder, warn_history_cut
 
     if args.model is not None:
         workspace = model_workspace(args)
     else:
         check_model_source(args)
-        if not Path(args.checkpoint).is_dir():
-            raise UserError(f"{args.checkpoint}: no such checkpoint directory")
+        check_folder(Path(args.checkpoint))
         workspace = load_checkpoint(args.checkpoint)
         warn_history_cut(args.checkpoint, workspace)  # the curves end early: said, not hidden
     check_text(workspace.model, args.input, "--input")

@@ -203,10 +203,18 @@ def save_folder(workspace, directory: Path, optimizer=None, named: Path | None =
     return directory
 
 
+def check_folder(directory: Path) -> None:
+    """A UserError unless `directory` is a folder: a file given instead is named as one."""
+    if directory.is_dir():
+        return
+    if directory.exists():
+        raise UserError(f"{directory}: is a file, not a checkpoint folder")
+    raise UserError(f"{directory}: no such checkpoint folder")
+
+
 def _read_config(directory: Path) -> dict[str, Any]:
     path = directory / CONFIG_FILE
-    if not directory.is_dir():
-        raise UserError(f"{directory}: no such checkpoint folder")
+    check_folder(directory)
     config = read_json(path, missing=f"{directory}: not a checkpoint (no {CONFIG_FILE})")
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise UserError(f"{path}: not a Sequence Model Explorer checkpoint")
@@ -246,17 +254,9 @@ def _check_shape_of_config(config: dict, path: Path) -> None:
 
 def load_training_state(path: Path) -> dict[str, Any]:
     """optimizer.pt through torch's weights-only unpickler: tensors and containers, never code."""
-    import warnings
+    from explorer.tensor_file import load_tensors
 
-    import torch
-
-    try:
-        with warnings.catch_warnings():  # the unpickler's protocol notes: the error below suffices
-            warnings.simplefilter("ignore")
-            return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any failure means the file cannot be trusted
-        reason = first_line(exc)
-        raise UserError(f"{path}: refused to load, not a plain tensor file ({reason})") from None
+    return load_tensors(path)
 
 
 def _read_history(path: Path, rows: list[dict] | None = None) -> list[dict]:
