@@ -8,6 +8,10 @@
 * `FolderLock(folder)`: one writer per folder, across processes. The kernel holds the lock
   (flock / msvcrt.locking), so a process that dies, however it dies, frees it; the pid written in
   the lock file only names the holder in the error message.
+* `replace_file(path, write)` / `write_text_file`: an output file (an export, `evaluate --out`, a
+  handout) is written as a new file beside its name and renamed over it, so a symlink planted at
+  the name is replaced, never followed (nothing outside the folder is written), and a failure
+  leaves what was there.
 * `append_jsonl` / `JsonlAppender` / `read_jsonl` / `parse_jsonl`: one JSON object per line, each
   append one write() of whole lines (fsynced on request); every reader (RunReader too) parses with
   `parse_jsonl`, which skips a last line without its newline (a write cut short), and
@@ -155,6 +159,56 @@ def replace_folder(target: str | Path, write: Callable[[Path], None]) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # the debris of a failure, or the old folder
     return target
+
+
+# -- files replaced by name ------------------------------------------------------------------------
+
+
+def _default_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def replace_file(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Write `path` by replacing its name in its folder: `write(temporary)` fills a new file
+    beside it, which is then renamed over the name (os.replace). Whatever the name held, a file or
+    a symlink to anywhere, is replaced itself; no link is followed. A failure removes the new file
+    and leaves what was there; an OSError is a one-line UserError naming `path`."""
+    path = Path(path)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    os.close(fd)
+    temporary = Path(name)
+    try:
+        write(temporary)
+        temporary.chmod(_default_file_mode())  # mkstemp's file is private; an output is not
+        os.replace(temporary, path)
+    except BaseException as exc:
+        temporary.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise UserError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        raise
+    return path
+
+
+def write_text_file(path: str | Path, text: str) -> Path:
+    """`path` holding `text` (UTF-8), written by `replace_file`."""
+    return replace_file(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def replaced_note(paths: Iterable[Path], before: set[str]) -> str | None:
+    """"replaced 3 existing files in FOLDER" for the `paths` written whose names were among
+    `before` (the folder's names before writing); None when none was."""
+    paths = list(paths)
+    replaced = [p for p in paths if p.name in before]
+    if not replaced:
+        return None
+    where = replaced[0].parent
+    files = "file" if len(replaced) == 1 else "files"
+    return f"replaced {len(replaced)} existing {files} in {where}"
 
 
 # -- one writer per folder -------------------------------------------------------------------------
