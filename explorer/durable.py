@@ -15,7 +15,8 @@
 * `append_jsonl` / `JsonlAppender` / `read_jsonl` / `parse_jsonl`: one JSON object per line, each
   append one write() of whole lines (fsynced on request); every reader (RunReader too) parses with
   `parse_jsonl`, which skips a last line without its newline (a write cut short), and
-  `repair_jsonl` trims it before appending goes on.
+  `repair_jsonl` trims it before appending goes on. `read_jsonl_skipping` leaves out a damaged
+  line elsewhere too, and numbers it (a checkpoint's history: the caller says so).
 
 Standard library only: checkpoints, run folders and the app's autosave all build on this.
 """
@@ -419,16 +420,22 @@ def parse_jsonl(block: bytes) -> tuple[list[dict[str, Any]], list[int]]:
     return rows, bad
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every complete row of a JSON-lines file; a torn last line is left out, any other bad line
-    is a UserError naming it."""
+def read_jsonl_skipping(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
+    """(every complete row of a JSON-lines file, the 1-based numbers of its other lines, which
+    are left out); a torn last line is left out unnumbered, a missing file has no rows."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
-        return []
+        return [], []
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    rows, bad = parse_jsonl(data)
+    return parse_jsonl(data)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every complete row of a JSON-lines file; a torn last line is left out, any other bad line
+    is a UserError naming it."""
+    rows, bad = read_jsonl_skipping(path)
     if bad:
         raise UserError(f"{path}:{bad[0]}: not a JSON object")
     return rows

@@ -274,6 +274,6 @@ def load_user_checkpoint(directory: Path, load_state: bool = True, metrics_rows=
     model.eval()
     workspace = make_workspace(model, tokenizer, adapter, build, args)
     workspace.step = int(config.get("step", 0))
-    workspace.history = [r for r in _read_history(directory / METRICS_FILE, metrics_rows)
-                         if r["step"] <= workspace.step]
+    history, workspace.history_bad_lines = _read_history(directory / METRICS_FILE, metrics_rows)
+    workspace.history = [r for r in history if r["step"] <= workspace.step]
     return workspace
