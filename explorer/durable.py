@@ -352,7 +352,15 @@ class JsonlAppender:
     at all: a last line without its newline is skipped by `read_jsonl` and `parse_jsonl`."""
 
     def __init__(self, path: Path) -> None:
-        self.fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # a symlink planted at the name is refused, not followed out of the folder
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            self.fd: int | None = os.open(path, flags, 0o644)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise UserError(f"{path}: is a symbolic link; rows are appended to a file of the "
+                            "folder's own, never through a link") from None
 
     def append(self, rows: Iterable[dict[str, Any]], sync: bool = False) -> None:
         """fsync too when `sync` (readers see the rows at once either way; only a power cut may

@@ -123,3 +123,19 @@ def test_json_tables_and_handouts_replace_a_planted_link(tmp_path):
     write_handout(read_lesson(builtin_lessons()[0]), out, figures={})
     assert precious.read_text() == "precious\n"
     assert (out / "handout.md").read_text().startswith("# ")
+
+
+def test_a_run_never_appends_its_rows_through_a_planted_link(tmp_path, capsys):
+    run = tmp_path / "o" / "run"
+    fast = ["--eval-every", "0", "--threads", "1", "--device", "cpu", "--batch-size", "4"]
+    assert run_main(["train", "--task", "reverse", "--arch", "seq2seq", "--preset", "tiny",
+                     "--steps", "2", "--out", str(run), *fast]) == 0
+    (run / "metrics.jsonl").unlink()
+    precious = planted_link(run, "metrics.jsonl")
+    capsys.readouterr()
+    code = run_main(["train", "--resume", str(run), "--steps", "3", *fast])
+    err = capsys.readouterr().err
+    assert precious.read_text() == "precious\n"
+    assert code == 2 and err.splitlines()[-1] == (
+        f"explorer train: error: {run / 'metrics.jsonl'}: is a symbolic link; rows are appended "
+        "to a file of the folder's own, never through a link")
