@@ -38,7 +38,8 @@ def one_line_error(capsys, argv: list[str]) -> str:
      "explorer decode: --beam: 'two' is not a whole number"),
     (["export", "--checkpoint", "x", "--out", "o", "--theme", "pink"],
      "explorer export: --theme: invalid choice: 'pink' (choose from 'light', 'dark')"),
-    (["score", "--checkpoint", "x"], "explorer score: the following arguments are required: --target"),
+    (["score", "--checkpoint", "x"],
+     "explorer score: the following arguments are required: --target"),
 ])
 def test_a_bad_option_value_is_one_line_without_the_usage(capsys, argv, expected):
     assert one_line_error(capsys, argv) == expected
@@ -46,7 +47,8 @@ def test_a_bad_option_value_is_one_line_without_the_usage(capsys, argv, expected
 
 def test_an_unknown_flag_names_the_command_and_the_nearest_flag(capsys):
     line = one_line_error(capsys, ["train", "--task", "reverse", "--batchsize", "3"])
-    assert line == "explorer train: unrecognized arguments: --batchsize 3 (did you mean --batch-size?)"
+    assert line == ("explorer train: unrecognized arguments: --batchsize 3 "
+                    "(did you mean --batch-size?)")
     line = one_line_error(capsys, ["train", "--task", "reverse", "--bogus-flag", "3"])
     assert line == "explorer train: unrecognized arguments: --bogus-flag 3"  # nothing near it
     line = one_line_error(capsys, ["decode", "--checkpoint", "x", "--nbset", "2", "hi"])

@@ -62,7 +62,8 @@ def test_export_csv_through_a_planted_link_writes_nothing_outside_and_says_what_
     assert precious.read_text() == "precious\n"
     written = out / "attention_all_maps.csv"
     assert not written.is_symlink() and written.read_text().count("\n") > 1
-    assert f"explorer export: replaced 1 existing file in {out}" in capsys.readouterr().err.splitlines()
+    err = capsys.readouterr().err.splitlines()
+    assert f"explorer export: replaced 1 existing file in {out}" in err
     assert run_main(argv) == 0  # again: every file it writes is there already
     err = capsys.readouterr().err.splitlines()
     assert f"explorer export: replaced {len(list(out.iterdir()))} existing files in {out}" in err
@@ -92,7 +93,8 @@ def test_export_out_naming_a_file_is_one_line(tmp_path, reverse_checkpoint, caps
                      "--plots", "attention", "--format", formats])
     out, err = capsys.readouterr()
     assert (code, out) == (2, "")
-    assert err == f"explorer export: error: --out {existing}: is a file; give a folder for the files\n"
+    assert err == (f"explorer export: error: --out {existing}: is a file; give a folder for the "
+                   "files\n")
     assert existing.read_text() == "mine\n"
 
 

@@ -39,7 +39,8 @@ def _x11_reachable(display: str) -> bool:
 
 
 def _wayland_reachable(name: str) -> bool:
-    path = name if name.startswith("/") else os.path.join(os.environ.get("XDG_RUNTIME_DIR", ""), name)
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    path = name if name.startswith("/") else os.path.join(runtime, name)
     return _answers(path)
 
 
@@ -62,7 +63,8 @@ def ensure_display(smoke: bool = False) -> None:
     if not smoke:
         from explorer.errors import UserError
 
-        named = [f"{k}={os.environ[k]}" for k in ("DISPLAY", "WAYLAND_DISPLAY") if os.environ.get(k)]
+        named = [f"{key}={os.environ[key]}" for key in ("DISPLAY", "WAYLAND_DISPLAY")
+                 if os.environ.get(key)]
         if named:  # set, but nothing answers there
             raise UserError(f"no display: {' and '.join(named)} does not answer (no display "
                             "server there); `explorer gui --smoke` tests the app offscreen")
