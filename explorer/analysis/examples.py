@@ -24,6 +24,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from explorer.analysis.example_filters import JoinedTexts, SliceFilter, ignores_case, matches  # noqa: F401
+from explorer.durable import replace_file
 from explorer.errors import UserError
 
 BATCH_SIZE = 64
@@ -129,18 +130,21 @@ class ExampleTable:
         if suffix not in (".csv", ".jsonl", ".json"):
             raise UserError(f"{path}: write examples to a .csv, .jsonl or .json file")
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="") as out:
-            if suffix == ".csv":
-                writer = csv.writer(out)
-                writer.writerow(self.names)
-                for row in self.rows():
-                    writer.writerow(row.values())
-            elif suffix == ".jsonl":
-                for row in self.rows():
-                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
-            else:
-                json.dump(list(self.rows()), out, ensure_ascii=False, indent=1)
-        return path
+
+        def write(temporary: Path) -> None:
+            with open(temporary, "w", encoding="utf-8", newline="") as out:
+                if suffix == ".csv":
+                    writer = csv.writer(out)
+                    writer.writerow(self.names)
+                    for row in self.rows():
+                        writer.writerow(row.values())
+                elif suffix == ".jsonl":
+                    for row in self.rows():
+                        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                else:
+                    json.dump(list(self.rows()), out, ensure_ascii=False, indent=1)
+
+        return replace_file(path, write)  # a symlink at the name is replaced, not followed
 
 
 def _plain(value):

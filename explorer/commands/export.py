@@ -7,6 +7,7 @@ the arguments and loads the checkpoint.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from explorer.commands.arguments import add_model_source, check_model_source, model_workspace, utf8_text
@@ -57,6 +58,8 @@ def _check(args) -> list:
         raise UserError(f"--width {args.width} is out of range (16 to 20000 pixels)")
     if args.dpi is not None and not 10 <= args.dpi <= 2400:
         raise UserError(f"--dpi {args.dpi} is out of range (10 to 2400)")
+    if os.path.lexists(args.out) and not os.path.isdir(args.out):
+        raise UserError(f"--out {args.out}: is a file; give a folder for the files")
     return [find_panel(p) for p in args.plots]
 
 
@@ -99,16 +102,16 @@ def run(args: argparse.Namespace) -> int:
 
     specs = _check(args)
     from explorer.decoding.limits import check_text
+    from explorer.durable import replaced_note
     from explorer.errors import UserError
     from explorer.training import evaluate, load_checkpoint
-    from explorer.training.checkpoint import warn_history_cut
+    from explorer.training.checkpoint import check_folder, warn_history_cut
 
     if args.model is not None:
         workspace = model_workspace(args)
     else:
         check_model_source(args)
-        if not Path(args.checkpoint).is_dir():
-            raise UserError(f"{args.checkpoint}: no such checkpoint directory")
+        check_folder(Path(args.checkpoint))
         workspace = load_checkpoint(args.checkpoint)
         warn_history_cut(args.checkpoint, workspace)  # the curves end early: said, not hidden
     check_text(workspace.model, args.input, "--input")
@@ -121,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         target = _greedy_target(workspace, args.input)
         print(f"explorer export: no --target: probing with the model's greedy output {target!r}",
               file=sys.stderr)
+    before = set(os.listdir(args.out)) if os.path.isdir(args.out) else set()
     if args.formats == ["csv"] and all(spec.tables for spec in specs):
         from explorer.export.headless import HeadlessInput
 
@@ -136,4 +140,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"nothing to export: none of {', '.join(args.plots)} applies to this model")
     for path in written:
         print(path)
+    replaced = replaced_note(written, before)
+    if replaced:  # an earlier export's files, say: not replaced silently
+        print(f"explorer export: {replaced}", file=sys.stderr)
     return 0

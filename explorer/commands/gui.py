@@ -26,11 +26,11 @@ def run(args: argparse.Namespace) -> int:
     from explorer.durable import existing_folder
     from explorer.errors import UserError
     from explorer.hf.detect import is_hf_model  # a model id in the local Hugging Face cache
+    from explorer.training.checkpoint import check_folder
 
     if args.checkpoint and not is_hf_model(args.checkpoint):  # worded as decode words it
         folder = existing_folder(Path(args.checkpoint))  # as load_checkpoint finds it
-        if not folder.is_dir():
-            raise UserError(f"{folder}: no such checkpoint folder")
+        check_folder(folder)
         if not (folder / "config.json").is_file():
             raise UserError(f"{folder}: not a checkpoint (no config.json)")
     check_model_source(args)

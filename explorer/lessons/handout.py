@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from explorer.durable import write_text_file
 from explorer.lessons.format import Lesson
 
 
@@ -47,11 +48,9 @@ def write_handout(lesson: Lesson, folder: Path, figures: dict[int, list[Path]],
                 md += ["", f"[SVG]({name})"]
                 page.append(f"<p><a href='{html.escape(name)}'>SVG</a></p>")
         md.append("")
-    markdown = folder / "handout.md"
-    markdown.write_text("\n".join(md), encoding="utf-8")
-    page_file = folder / "handout.html"
+    markdown = write_text_file(folder / "handout.md", "\n".join(md))  # a link there: replaced
     style = "body{font-family:sans-serif;max-width:60em;margin:auto}img{max-width:100%}"
-    page_file.write_text(f"<!doctype html><meta charset='utf-8'><title>{html.escape(lesson.title)}"
-                         f"</title><style>{style}</style>\n" + "\n".join(page) + "\n",
-                         encoding="utf-8")
+    page_file = write_text_file(
+        folder / "handout.html", f"<!doctype html><meta charset='utf-8'><title>"
+        f"{html.escape(lesson.title)}</title><style>{style}</style>\n" + "\n".join(page) + "\n")
     return [markdown, page_file]

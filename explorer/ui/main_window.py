@@ -346,13 +346,18 @@ class MainWindow(QMainWindow):
             folder = self._ask_folder("Export into folder")
             if not folder:
                 return []
+        from explorer.durable import replaced_note
+
+        before = {p.name for p in Path(folder).iterdir()} if Path(folder).is_dir() else set()
         written: list[Path] = []
         for panel_id in panel_ids:
             try:
                 written += self.panels[panel_id].export(folder)
             except Exception as exc:  # noqa: BLE001 - one panel failing must not stop the others
                 self.show_error(f"export of {panel_id} failed: {one_line(exc)}")
-        self.statusBar().showMessage(f"Exported {len(written)} files to {folder}", 5000)
+        replaced = replaced_note(written, before)  # an earlier export's files: not silently
+        self.statusBar().showMessage(f"Exported {len(written)} files to {folder}"
+                                     + (f"; {replaced}" if replaced else ""), 5000)
         return written
 
     def recent_files(self) -> list[str]:

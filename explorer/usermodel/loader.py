@@ -225,15 +225,17 @@ def load_weights(model, path: str | Path) -> None:
     path = Path(path).expanduser()
     if not path.is_file():
         raise UserError(f"{path}: no such weights file")
-    try:
-        if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
 
+        try:
             state = load_file(str(path))
-        else:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - a file that cannot be trusted or read
-        raise UserError(f"{path}: refused to load, not a plain tensor file ({_line(exc)})") from None
+        except Exception as exc:  # noqa: BLE001 - a damaged or foreign file
+            raise UserError(f"{path}: not a safetensors file ({_line(exc)})") from None
+    else:
+        from explorer.tensor_file import load_tensors
+
+        state = load_tensors(path)
     for key in ("state_dict", "model_state_dict", "model"):  # common checkpoint layouts
         if isinstance(state, dict) and isinstance(state.get(key), dict):
             state = state[key]
@@ -352,6 +354,6 @@ def load_user_checkpoint(directory: Path, load_state: bool = True, metrics_rows=
     model.eval()
     workspace = make_workspace(model, tokenizer, adapter, build, args)
     workspace.step = int(config.get("step", 0))
-    workspace.history = [r for r in _read_history(directory / METRICS_FILE, metrics_rows)
-                         if r["step"] <= workspace.step]
+    history, workspace.history_bad_lines = _read_history(directory / METRICS_FILE, metrics_rows)
+    workspace.history = [r for r in history if r["step"] <= workspace.step]
     return workspace
