@@ -3,6 +3,10 @@
 A check measures one number on what the user's model shows (`quantity(session, **options)`) and
 compares it: `below=`, `above=`, `at_most=`, `at_least=`, or `approx=` with a relative `tol=`
 (default 0.001). `@check recurrence_gradient a_h=1.1 steps=100 approx=13781 tol=0.0001`.
+
+An option written `@PANEL.CONTROL` takes the value the student set in that control
+(`recurrence_gradient a_h=@gradients.slider`): the check measures what the student made. A
+result says what was measured, against what, and where to look (`CheckResult.feedback`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ class Check:
     quantity: Callable[..., float]  # (session, **options) -> the measured number
     required: tuple[str, ...] = ()
     optional: tuple[str, ...] = ()
+    look: str = ""  # where the student sees this number in the app, and what changes it
 
 
 @dataclass
@@ -38,16 +43,33 @@ class CheckResult:
     passed: bool
     value: float
     line: str  # one line: "grad_norm_at = 2.1e-05 (below 0.001): passed"
+    measured_on: str = ""  # what the number was measured on ("your model at step 120, probe …")
+    look: str = ""
+
+    @property
+    def feedback(self) -> str:
+        """The line, what it was measured on and, when not passed, where to look."""
+        text = self.line + (f" — measured on {self.measured_on}" if self.measured_on else "")
+        return text if self.passed or not self.look else f"{text}. Look at {self.look}"
 
 
 CHECKS: dict[str, Check] = {}
 
 
-def check(name: str, summary: str, required=(), optional=()):
+def check(name: str, summary: str, required=(), optional=(), look=""):
     def register(function):
-        CHECKS[name] = Check(name, summary, function, tuple(required), tuple(optional))
+        CHECKS[name] = Check(name, summary, function, tuple(required), tuple(optional), look)
         return function
     return register
+
+
+def student_value(session, option: str):
+    """`@PANEL.CONTROL`: the value the student set there (the session keeps the controls' values:
+    `@set` headless, the window's widgets in the app)."""
+    name = option[1:]
+    if name not in session.controls:
+        raise UserError(f"no value of {name} yet: set it in the {name.split('.')[0]} panel")
+    return session.controls[name]
 
 
 def validate_check(options: dict, args: list[str], where: str) -> None:
@@ -76,7 +98,8 @@ def validate_check(options: dict, args: list[str], where: str) -> None:
 
 def evaluate_check(session, args: list[str], options: dict) -> CheckResult:
     entry = CHECKS[args[0]]
-    measure = {k: v for k, v in options.items() if k not in COMPARISONS and k != "tol"}
+    measure = {k: student_value(session, v) if isinstance(v, str) and v.startswith("@") else v
+               for k, v in options.items() if k not in COMPARISONS and k != "tol"}
     value = float(entry.quantity(session, **measure))
     (comparison, bound), = [(k, float(options[k])) for k in COMPARISONS if k in options]
     if comparison == "approx":
@@ -87,14 +110,49 @@ def evaluate_check(session, args: list[str], options: dict) -> CheckResult:
         passed = {"below": value < bound, "above": value > bound, "at_most": value <= bound,
                   "at_least": value >= bound}[comparison]
         wanted = f"{comparison.replace('_', ' ')} {bound:g}"
+    given = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in measure.items()
+                     if isinstance(options[k], str) and options[k].startswith("@"))
     return CheckResult(entry.name, passed, value,
-                       f"{entry.name} = {value:.6g} ({wanted}): {'passed' if passed else 'not yet'}")
+                       f"{entry.name}{' (' + given + ')' if given else ''} = {value:.6g} ({wanted}): "
+                       f"{'passed' if passed else 'not yet'}", session.describe(), entry.look)
+
+
+# -- what the student made -------------------------------------------------------------------
+
+@check("control", "the value the student set in a panel's control (name=PANEL.CONTROL)",
+       required=("name",), look="the control the step names")
+def _control(session, name):
+    value = student_value(session, "@" + str(name).lstrip("@"))
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{name} is {value!r}, not a number") from None
+
+
+@check("probe_tokens", "tokens of the probe source (the probe box) as the model reads them",
+       look="the probe box: type a longer or shorter input")
+def _probe_tokens(session):
+    return len(session.workspace.tokenizer.encode(session.probe[0]))
+
+
+@check("own_probe", "1 when the probe input is the student's own (not the lesson's), else 0",
+       look="the probe box: type an input of your own")
+def _own_probe(session):
+    return float(session.probe != session.lesson.probe)
+
+
+@check("trained_steps", "training steps the student's model has had", optional=("model",),
+       look="the training controls: Train runs the model further")
+def _trained_steps(session, model="main"):
+    return session.workspace_named(model).step
 
 
 # -- gradients -------------------------------------------------------------------------------
 
 @check("recurrence_gradient", "∂h_k/∂h_0 of h_t = a_h·h_{t-1} (the a_h playground): a_h^k",
-       required=("a_h",), optional=("steps", "tanh"))
+       required=("a_h",), optional=("steps", "tanh"),
+       look=("the gradient-flow panel's a_h playground: the value at k under the plot; a_h below 1"
+             ' shrinks it, above 1 blows it up'))
 def _recurrence_gradient(session, a_h, steps=100, tanh=False):
     from explorer.analysis.gradients import scalar_recurrence_gradient
 
@@ -113,7 +171,9 @@ def _time_norms(session, layer=None):
 
 @check("grad_norm_at", "‖∂L/∂h_t‖ at time step t (1 = first) of the probe, as the gradient-flow "
        "panel shows it; relative=true divides by the largest over t", required=("t",),
-       optional=("layer", "relative"))
+       optional=("layer", "relative"),
+       look=("the gradient-flow panel's curve over t: a model that passes the gradient on keeps it"
+             ' level towards t = 1'))
 def _grad_norm_at(session, t, layer=None, relative=False):
     norms = _time_norms(session, layer)
     value = float(norms[int(t) - 1])
@@ -122,7 +182,9 @@ def _grad_norm_at(session, t, layer=None, relative=False):
 
 @check("cell_gradient", "‖∂ℓ_T/∂h_t‖ / ‖∂ℓ_T/∂h_T‖ at step t for a fresh cell (rnn, gru, lstm, "
        "ugrnn) on the probe text, as the panel's cell comparison draws it", required=("cell",),
-       optional=("t",))
+       optional=("t",),
+       look=('the gradient-flow panel\\\'s "Compare cells" curves: a gated cell keeps the curve '
+             'level towards t = 1'))
 def _cell_gradient(session, cell, t=1):
     curves = session.cell_curves()
     if cell not in curves:
@@ -153,7 +215,8 @@ def _depth_spread(session, model="main"):
 
 # -- training and BLEU -----------------------------------------------------------------------
 
-@check("loss", "the validation loss now", optional=("model",))
+@check("loss", "the validation loss now", optional=("model",),
+       look=("the curves panel's validation loss: train longer (Train) or change the learning rate"))
 def _loss(session, model="main"):
     return session.evaluation(model).val_loss
 
@@ -196,7 +259,9 @@ def _sentence_bleu(session, hyp, refs, part="score", n=1, order=4):
 
 @check("beam_gain", "log p(beam output) − log p(greedy output) on the probe input; search=true "
        "searches the validation inputs for the clearest case (0 if none)",
-       optional=("beam", "search", "max_len"))
+       optional=("beam", "search", "max_len"),
+       look=('the compare panel: greedy\\\'s and beam\\\'s outputs and log p; "Find an example where '
+             'beam beats greedy" searches for one'))
 def _beam_gain(session, beam=4, search=False, max_len=40):
     from explorer.decoding.examples import find_beam_beats_greedy
 
@@ -279,7 +344,9 @@ def _row_sums(session):
 
 @check("attention_alignment", "share of output tokens whose strongest cross-attention is on the "
        "source token pattern=diagonal (i -> i) or anti (i -> n-1-i, reversal)",
-       optional=("pattern", "layer"))
+       optional=("pattern", "layer"),
+       look=('the attention panel: the rows still blurred or off the anti-diagonal; train longer '
+             'or try another score'))
 def _alignment(session, pattern="diagonal", layer=-1):
     maps = _maps(session, "cross")
     weights = maps[int(layer)].weights.mean(0)  # (Tq, Tk): heads averaged

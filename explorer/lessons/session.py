@@ -41,6 +41,7 @@ class LessonSession:
         self.history = []  # StepMetrics of the lesson's training (the main model)
         self.decoded: list[str] = []  # tokens `@decode` produced
         self._probe: tuple[str, str] | None = None
+        self.controls: dict[str, object] = {}  # PANEL.CONTROL -> value, as `@set` or the student set it
         self._cache: dict = {}
 
     # -- set-up --------------------------------------------------------------------------------
@@ -118,7 +119,10 @@ class LessonSession:
 
     def set_control(self, name: str, value) -> bool:
         """Apply a session control (`probe`, `probe_target`, `train.clip`, `train.lr`); False
-        for a panel's control, which only a window has."""
+        for a panel's control, which only a window has (its value is kept for the checks that
+        read it, `@PANEL.CONTROL`)."""
+        from explorer.lessons.format import parse_value
+
         if name in ("probe", "probe_target"):
             source, target = self.probe
             self.set_probe(str(value), target) if name == "probe" else self.set_probe(source, str(value))
@@ -127,7 +131,27 @@ class LessonSession:
             self.settings[name] = value
             self.workspace.train_config = self.train_config()
             return True
+        self.controls[name] = parse_value(str(value))
         return False
+
+    def adopt(self, workspace, probe: tuple[str, str], controls: dict) -> None:
+        """The student's state from the window: the model open now (which may be one they built),
+        the probe they typed, the values of the controls the checks read."""
+        if workspace is not None and workspace is not self.workspace:
+            self.workspace = workspace
+            self._cache.clear()
+        if tuple(probe) != self.probe:
+            self.set_probe(*probe)
+        self.controls.update(controls)
+
+    def describe(self) -> str:
+        """What the checks measure: the model (family, step) and the probe input."""
+        if self.workspace is None:
+            return ""
+        source, target = self.probe
+        shown = source if len(source) <= 40 else source[:39] + "…"
+        return (f"your {self.workspace.family} model at step {self.workspace.step}, probe "
+                f"{shown!r}" + (f" → {target[:20]!r}" if target else ""))
 
     # -- what the checks read ------------------------------------------------------------------
 
