@@ -54,6 +54,12 @@ class CheckResult:
 
 
 CHECKS: dict[str, Check] = {}
+# Checks that read only the probe snapshot, the student's controls or plain numbers: they run live
+# on the trainer's snapshots while the app trains (the others wait for the training to stop).
+LIVE_CHECKS = {"recurrence_gradient", "grad_norm_at", "depth_gradient_spread", "attention_heads",
+               "attention_layers", "attention_future", "attention_row_sum_error",
+               "attention_alignment", "residual_growth", "gates", "control", "probe_tokens",
+               "own_probe", "trained_steps", "max_grad_norm", "max_clipped_norm"}
 
 
 def check(name: str, summary: str, required=(), optional=(), look=""):
@@ -65,8 +71,10 @@ def check(name: str, summary: str, required=(), optional=(), look=""):
 
 def student_value(session, option: str):
     """`@PANEL.CONTROL`: the value the student set there (the session keeps the controls' values:
-    `@set` headless, the window's widgets in the app)."""
+    `@set` headless, the window's widgets in the app); `@probe`: the probe source they typed."""
     name = option[1:]
+    if name == "probe":
+        return session.probe[0]
     if name not in session.controls:
         raise UserError(f"no value of {name} yet: set it in the {name.split('.')[0]} panel")
     return session.controls[name]
@@ -94,6 +102,14 @@ def validate_check(options: dict, args: list[str], where: str) -> None:
         raise UserError(f"{where}: {args[0]} needs exactly one of {', '.join(COMPARISONS)}")
     if not isinstance(options[comparisons[0]], (int, float)):
         raise UserError(f"{where}: {comparisons[0]}= must be a number")
+
+
+def failed_check(session, args: list[str], message: str) -> CheckResult:
+    """A check that could not measure on what the student has (no attention, a set not chosen):
+    not passed, and the reason is what to look at."""
+    entry = CHECKS[args[0]]
+    return CheckResult(entry.name, False, math.nan, f"{entry.name}: {message}: not yet",
+                       session.describe(), entry.look)
 
 
 def evaluate_check(session, args: list[str], options: dict) -> CheckResult:

@@ -43,10 +43,13 @@ def step_figure(lesson: Lesson, index: int) -> str:
     return lesson.panels[0]
 
 
-def panel_controls(lesson: Lesson, index: int, panel: str) -> dict[str, object]:
-    """`@set PANEL.CONTROL VALUE`s of steps up to `index` for `panel` (later ones win)."""
+def panel_controls(lesson: Lesson, index: int, panel: str, solutions: bool = True) -> dict[str, object]:
+    """`@set PANEL.CONTROL VALUE`s of steps up to `index` for `panel` (later ones win); without
+    `solutions`, not those of tasks (the student's own values stay in their figures)."""
     controls = {}
     for step in lesson.steps[: index + 1]:
+        if step.is_task and not solutions:
+            continue
         for directive in step.of("set"):
             target = directive.args[0]
             if target.startswith(panel + "."):

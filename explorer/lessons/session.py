@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from explorer.errors import UserError
-from explorer.lessons.checks import CheckResult, evaluate_check
+from explorer.lessons.checks import CheckResult, evaluate_check, failed_check
 from explorer.lessons.format import Lesson
 
 # Front-matter `train.*` defaults for lessons: evaluations are the checks' business, not the loop's.
@@ -41,6 +41,7 @@ class LessonSession:
         self.history = []  # StepMetrics of the lesson's training (the main model)
         self.decoded: list[str] = []  # tokens `@decode` produced
         self._probe: tuple[str, str] | None = None
+        self.live_snapshot = None  # the trainer's snapshot that live checks read while training
         self.controls: dict[str, object] = {}  # PANEL.CONTROL -> value, as `@set` or the student set it
         self._cache: dict = {}
 
@@ -187,6 +188,8 @@ class LessonSession:
         from explorer.analysis.probe import probe
 
         workspace = workspace or self.workspace
+        if self.live_snapshot is not None and workspace is self.workspace:
+            return self.live_snapshot  # while the app trains: the trainer's, not a new pass
         source, target = self.probe
         return self._cached(("probe", id(workspace), workspace.step),
                             lambda: probe(workspace, source, target, workspace.step))
@@ -227,8 +230,12 @@ class LessonSession:
         self.decoded = list(tokens)
         return self.decoded
 
-    def check(self, directive) -> CheckResult:
+    def check(self, directive, student: bool = False) -> CheckResult:
+        """Measure one `@check`; on the `student`'s own state (a task) a measurement that cannot
+        be made is a check not passed that says why, not an error of the lesson."""
         try:
             return evaluate_check(self, directive.args, directive.options)
         except UserError as exc:
+            if student:
+                return failed_check(self, directive.args, str(exc))
             raise UserError(f"{directive.where(self.lesson)}: {exc}") from None

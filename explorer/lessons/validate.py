@@ -182,7 +182,7 @@ def _directive(lesson: Lesson, step, directive) -> None:
         validate_check(directive.options, directive.args, where)
         for key, value in directive.options.items():  # `@PANEL.CONTROL`: the student's value
             panel = value[1:].split(".")[0] if isinstance(value, str) and value.startswith("@") else None
-            if panel is not None and panel not in lesson.panels:
+            if panel not in (None, "probe") and panel not in lesson.panels:
                 raise UserError(f"{where}: {key}={value}: panel {panel!r} is not among this "
                                 f"lesson's panels ({', '.join(lesson.panels)})")
     elif directive.name in ("train", "decode"):
