@@ -167,8 +167,8 @@ def _trained_steps(session, model="main"):
 
 @check("recurrence_gradient", "∂h_k/∂h_0 of h_t = a_h·h_{t-1} (the a_h playground): a_h^k",
        required=("a_h",), optional=("steps", "tanh"),
-       look=("the gradient-flow panel's a_h playground: the value at k under the plot; a_h below 1"
-             ' shrinks it, above 1 blows it up'))
+       look="the gradient-flow panel's a_h playground: the value at k under the plot; a_h below 1 "
+            "shrinks it, above 1 blows it up")
 def _recurrence_gradient(session, a_h, steps=100, tanh=False):
     from explorer.analysis.gradients import scalar_recurrence_gradient
 
@@ -188,8 +188,8 @@ def _time_norms(session, layer=None):
 @check("grad_norm_at", "‖∂L/∂h_t‖ at time step t (1 = first) of the probe, as the gradient-flow "
        "panel shows it; relative=true divides by the largest over t", required=("t",),
        optional=("layer", "relative"),
-       look=("the gradient-flow panel's curve over t: a model that passes the gradient on keeps it"
-             ' level towards t = 1'))
+       look="the gradient-flow panel's curve over t: a model that passes the gradient on keeps it "
+            "level towards t = 1")
 def _grad_norm_at(session, t, layer=None, relative=False):
     norms = _time_norms(session, layer)
     value = float(norms[int(t) - 1])
@@ -199,8 +199,8 @@ def _grad_norm_at(session, t, layer=None, relative=False):
 @check("cell_gradient", "‖∂ℓ_T/∂h_t‖ / ‖∂ℓ_T/∂h_T‖ at step t for a fresh cell (rnn, gru, lstm, "
        "ugrnn) on the probe text, as the panel's cell comparison draws it", required=("cell",),
        optional=("t",),
-       look=('the gradient-flow panel\\\'s "Compare cells" curves: a gated cell keeps the curve '
-             'level towards t = 1'))
+       look="the gradient-flow panel's \"Compare cells\" curves: a gated cell keeps the curve "
+            "level towards t = 1")
 def _cell_gradient(session, cell, t=1):
     curves = session.cell_curves()
     if cell not in curves:
@@ -220,7 +220,9 @@ def _max_clipped_norm(session):
 
 
 @check("depth_gradient_spread", "largest / smallest gradient norm over a Transformer's blocks "
-       "(1 = every block gets the same)", optional=("model",))
+       "(1 = every block gets the same)", optional=("model",),
+       look="the gradient-flow panel's bars per block: how far apart the largest and the "
+            "smallest are")
 def _depth_spread(session, model="main"):
     snapshot = session.probe_snapshot(session.workspace_named(model))
     norms = [float(n.max()) if hasattr(n, "max") else float(n) for n in snapshot.grad_depth]
@@ -232,7 +234,7 @@ def _depth_spread(session, model="main"):
 # -- training and BLEU -----------------------------------------------------------------------
 
 @check("loss", "the validation loss now", optional=("model",),
-       look=("the curves panel's validation loss: train longer (Train) or change the learning rate"))
+       look="the curves panel's validation loss: train longer (Train) or change the learning rate")
 def _loss(session, model="main"):
     return session.evaluation(model).val_loss
 
@@ -256,7 +258,9 @@ def _references(refs: str) -> list[str]:
 
 @check("sentence_bleu", "explorer.metrics.bleu on one sentence: part=score|bp|precision (n=1..4, "
        "0-100)|matches|total|c|r; refs separated by |", required=("hyp", "refs"),
-       optional=("part", "n", "order"))
+       optional=("part", "n", "order"),
+       look="the BLEU panel's breakdown: p_1 .. p_4 count the n-grams that match; BP is e^(1 "
+            "− r/c) when the hypothesis is shorter than the reference")
 def _sentence_bleu(session, hyp, refs, part="score", n=1, order=4):
     from explorer.metrics.bleu import corpus_bleu
 
@@ -273,19 +277,21 @@ def _sentence_bleu(session, hyp, refs, part="score", n=1, order=4):
 
 # -- decoding --------------------------------------------------------------------------------
 
-@check("beam_gain", "log p(beam output) − log p(greedy output) on the probe input; search=true "
-       "searches the validation inputs for the clearest case (0 if none)",
-       optional=("beam", "search", "max_len"),
-       look=('the compare panel: greedy\\\'s and beam\\\'s outputs and log p; "Find an example where '
-             'beam beats greedy" searches for one'))
-def _beam_gain(session, beam=4, search=False, max_len=40):
+@check("beam_gain", "log p(beam output) − log p(greedy output) on the probe input (or source=); "
+       "search=true searches the validation inputs for the clearest case (0 if none)",
+       optional=("beam", "search", "max_len", "source"),
+       look="the compare panel: greedy's and beam's outputs and log p; \"Find an example where "
+            "beam beats greedy\" searches for one")
+def _beam_gain(session, beam=4, search=False, max_len=40, source=None):
     from explorer.decoding.examples import find_beam_beats_greedy
 
     workspace = session.workspace
     if search:
         candidates = [pair for pair in workspace.data.val[:200]]
-    else:
-        candidates = [session.probe[0]]
+    else:  # the probe input, or the source given (the compare panel's: source=@compare.source_box)
+        candidates = [session.probe[0] if source is None else str(source)]
+        if not candidates[0].strip():
+            raise UserError("no source to decode: type one")
     found = find_beam_beats_greedy(workspace, candidates, width=int(beam), max_len=int(max_len),
                                    min_margin=-math.inf if not search else 1e-3)
     if found is not None and search:
@@ -339,7 +345,9 @@ def _attention_layers(session, kind, model="main"):
 
 
 @check("attention_future", "the most weight any query puts on a later key (0 under a causal mask)",
-       required=("kind",), optional=("model",))
+       required=("kind",), optional=("model",),
+       look="the attention panel's decoder (masked) self-attention: the cells above the "
+            "diagonal")
 def _attention_future(session, kind, model="main"):
     import numpy as np
 
@@ -351,7 +359,8 @@ def _attention_future(session, kind, model="main"):
     return worst
 
 
-@check("attention_row_sum_error", "max |Σ_k α_qk − 1| over every map of the probe (softmax rows)")
+@check("attention_row_sum_error", "max |Σ_k α_qk − 1| over every map of the probe (softmax rows)",
+       look="the attention heatmap's rows: hover a cell for its weight")
 def _row_sums(session):
     import numpy as np
 
@@ -361,8 +370,8 @@ def _row_sums(session):
 @check("attention_alignment", "share of output tokens whose strongest cross-attention is on the "
        "source token pattern=diagonal (i -> i) or anti (i -> n-1-i, reversal)",
        optional=("pattern", "layer"),
-       look=('the attention panel: the rows still blurred or off the anti-diagonal; train longer '
-             'or try another score'))
+       look="the attention panel: the rows still blurred or off the anti-diagonal; train longer "
+            "or try another score")
 def _alignment(session, pattern="diagonal", layer=-1):
     maps = _maps(session, "cross")
     weights = maps[int(layer)].weights.mean(0)  # (Tq, Tk): heads averaged
@@ -378,7 +387,8 @@ def _alignment(session, pattern="diagonal", layer=-1):
 
 @check("shift_residual", "relative residual of the best linear map M_k with PE(n+k) = PE(n)·M_k "
        "on the model's positional table (or the sinusoidal one: table=sinusoidal)",
-       optional=("k", "table", "positions", "dim"))
+       optional=("k", "table", "positions", "dim"),
+       look="the positional panel's shift fit: its residual under the similarity plot")
 def _shift_residual(session, k=1, table="model", positions=64, dim=64):
     from explorer.analysis.positional import fit_shift_map, model_positions, sinusoidal
 
@@ -444,7 +454,9 @@ def _analogy_rank(session, a, b, c, expect, table="model"):
 
 
 @check("set_cohesion", "mean cosine similarity inside a token set (digits, months, ...) minus the "
-       "mean over all tokens, in the model's input embedding", required=("set",))
+       "mean over all tokens, in the model's input embedding", required=("set",),
+       look="the embeddings panel with the set highlighted: how close its points sit compared"
+            " with the rest")
 def _set_cohesion(session, set):
     import numpy as np
 
