@@ -124,10 +124,10 @@ class LessonDock(QDockWidget):
         self.fold_button.hide()
         self.title = QLabel()
         self.title.setWordWrap(True)
-        self.title.setStyleSheet("font-weight: bold; font-size: 12pt;")
+        self.title.setStyleSheet("font-weight: bold;")
         self.text = QTextBrowser()
         self.text.setOpenExternalLinks(True)
-        self.text.setMinimumHeight(120)
+        self.text.setMinimumHeight(140)
         self.predict_box = PredictBox()
         self.predict_box.answered.connect(self.answer)
         self.task_box = TaskBox()
@@ -519,10 +519,9 @@ def arrange_lesson_panels(window, panel_ids: list[str], layout: str, lesson_dock
     for panel_id, dock in window.docks.items():
         if panel_id not in panel_ids:
             window.removeDockWidget(dock)
-    window.addDockWidget(Qt.LeftDockWidgetArea, lesson_dock)
-    window.splitDockWidget(lesson_dock, window.controls_dock, Qt.Vertical)  # the lesson on top
-    window.resizeDocks([lesson_dock, window.controls_dock], [3, 1], Qt.Vertical)
+    window.addDockWidget(Qt.LeftDockWidgetArea, lesson_dock)  # the whole left column: its words
     if not docks:
+        window.splitDockWidget(lesson_dock, window.controls_dock, Qt.Vertical)
         return
     window.addDockWidget(Qt.RightDockWidgetArea, docks[0])
     docks[0].setFloating(False)
@@ -533,5 +532,8 @@ def arrange_lesson_panels(window, panel_ids: list[str], layout: str, lesson_dock
         else:
             orientation = Qt.Horizontal if layout == "columns" else Qt.Vertical
             window.splitDockWidget(previous, dock, orientation)
+    # the training controls a tab beside the panels (the toolbar's Train / Pause / Step / Stop stay
+    # in sight): the lesson keeps the whole left column for its words, question and feedback
+    window.tabifyDockWidget(docks[0], window.controls_dock)
     docks[0].raise_()
     window.resizeDocks([lesson_dock], [max(300, window.width() // 3)], Qt.Horizontal)
