@@ -154,7 +154,7 @@ def _probe_tokens(session):
 @check("own_probe", "1 when the probe input is the student's own (not the lesson's), else 0",
        look="the probe box: type an input of your own")
 def _own_probe(session):
-    return float(session.probe != session.lesson.probe)
+    return float(tuple(session.probe) != tuple(session.start_probe))
 
 
 @check("trained_steps", "training steps the student's model has had", optional=("model",),

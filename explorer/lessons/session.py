@@ -41,6 +41,7 @@ class LessonSession:
         self.history = []  # StepMetrics of the lesson's training (the main model)
         self.decoded: list[str] = []  # tokens `@decode` produced
         self._probe: tuple[str, str] | None = None
+        self.start_probe: tuple[str, str] = ("", "")
         self.live_snapshot = None  # the trainer's snapshot that live checks read while training
         self.controls: dict[str, object] = {}  # PANEL.CONTROL -> value, as `@set` or the student set it
         self._cache: dict = {}
@@ -88,6 +89,7 @@ class LessonSession:
         probe = self.lesson.probe
         if probe[0] or probe[1]:
             self.set_probe(str(self.settings.get("probe", "")), str(self.settings.get("probe_target", "")))
+        self.start_probe = self.probe  # what the lesson shows first: not the student's own
         steps = int(self.settings.get("steps", 0))
         if steps:
             yield from self.train(steps)

@@ -20,6 +20,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+def _escape(text: str) -> str:
+    return html.escape(text, quote=False)  # a label's rich text: apostrophes stay as they are
+
+
 RIGHT_STYLE = "color: #1b7f3b;"
 WRONG_STYLE = "color: #b3261e;"
 
@@ -70,7 +74,7 @@ class PredictBox(QGroupBox):
     def ask(self, prediction, record: dict | None) -> None:
         """Show `prediction`'s question (with the student's saved answer, if any)."""
         self.prediction = prediction
-        self.question.setText(html.escape(prediction.question))
+        self.question.setText(_escape(prediction.question))
         for button in self.choices.buttons():
             self.choices.removeButton(button)
             button.deleteLater()
@@ -110,12 +114,12 @@ class PredictBox(QGroupBox):
             self.choices.button(int(given)).setChecked(True)
         elif not prediction.choices:
             self.number.setText(f"{float(given):g}")
-        why = f"<br>{html.escape(prediction.why)}" if prediction.why else ""
+        why = f"<br>{_escape(prediction.why)}" if prediction.why else ""
         if right:
-            text = f"✓ Right: {html.escape(prediction.right_answer)}.{why}"
+            text = f"✓ Right: {_escape(prediction.right_answer)}.{why}"
         else:
-            text = (f"✗ Not quite: you said {html.escape(prediction.shown(given))}; the answer is "
-                    f"{html.escape(prediction.right_answer)}.{why}")
+            text = (f"✗ Not quite: you said {_escape(prediction.shown(given))}; the answer is "
+                    f"{_escape(prediction.right_answer)}.{why}")
         self.result.setStyleSheet(RIGHT_STYLE if right else WRONG_STYLE)
         self.result.setText(text)
 
@@ -150,16 +154,16 @@ class TaskBox(QGroupBox):
         layout.addLayout(buttons)
 
     def show_task(self, step, state: dict) -> None:
-        self.goal.setText(html.escape(step.goal))
+        self.goal.setText(_escape(step.goal))
         self.show_state(step, state)
 
     def show_state(self, step, state: dict) -> None:
         hints = step.hints[: state.get("hints", 0)]
         solution, after = step.solution
-        shown = [f"Hint: {html.escape(h)}" for h in hints]
+        shown = [f"Hint: {_escape(h)}" for h in hints]
         if solution and (state.get("solution") or state.get("attempts", 0) - int(state.get("passed", 0))
                          >= after):
-            shown.append(f"Solution: {html.escape(solution)}")
+            shown.append(f"Solution: {_escape(solution)}")
         self.hint.setText("<br>".join(shown))
         self.hint.setVisible(bool(shown))
         self.hint_button.setEnabled(state.get("hints", 0) < len(step.hints))

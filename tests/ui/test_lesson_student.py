@@ -9,10 +9,11 @@ The lessons whose opening or task trains for more than a few seconds are marked 
 
 from __future__ import annotations
 
+import html
 import json
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QRadioButton, QToolButton
 
 from explorer.lessons.format import builtin_lessons, read_lesson
@@ -101,10 +102,13 @@ def answer(dock, qtbot, prediction, right: bool) -> None:
     box = dock.predict_box
     if prediction.choices:
         number = int(prediction.answer) if right else int(prediction.answer) % len(prediction.choices) + 1
-        qtbot.mouseClick(box.findChild(QRadioButton, f"choice_{number}"), Qt.MouseButton.LeftButton)
+        button = box.findChild(QRadioButton, f"choice_{number}")  # on its circle, as a student does
+        qtbot.mouseClick(button, Qt.MouseButton.LeftButton, pos=QPoint(6, button.height() // 2))
     else:
         value = prediction.answer if right else prediction.answer * 10 + 1
-        type_into(qtbot, box.number, f"{value:g}")
+        box.number.selectAll()
+        qtbot.keyClick(box.number, Qt.Key.Key_Delete)
+        qtbot.keyClicks(box.number, f"{value:g}")
     qtbot.mouseClick(box.submit, Qt.MouseButton.LeftButton)
 
 
@@ -123,13 +127,14 @@ def drive(window, qtbot, stem: str) -> None:
         go_to(dock, qtbot, index)
         if step.prediction is not None:
             predicted += 1
-            assert dock.predict_box.isVisible() and step.prediction.question in dock.predict_box.question.text()
+            assert dock.predict_box.isVisible()
+            assert step.prediction.question in html.unescape(dock.predict_box.question.text())
             assert not step.reveal or step.reveal.split()[0] not in dock.text.toPlainText().split(
                 "Answer the question below")[-1]  # the reveal waits for the answer
             assert not dock.do_button.isEnabled()
             answer(dock, qtbot, step.prediction, right=False)
             assert dock.predict_box.result.text().startswith("✗ Not quite")
-            assert step.prediction.right_answer in dock.predict_box.result.text()
+            assert step.prediction.right_answer in html.unescape(dock.predict_box.result.text())
             if step.reveal:
                 assert step.reveal.splitlines()[0][:30] in dock.text.toPlainText()
             answer(dock, qtbot, step.prediction, right=True)
@@ -141,7 +146,8 @@ def drive(window, qtbot, stem: str) -> None:
             # the lesson's own set-up alone does not reach the goal: the check reads the student's
             first = press_check(dock, qtbot, index)
             assert not all(r.passed for r in first), [r.line for r in first]
-            assert dock.task_box.hint.isVisible() and step.hints[0] in dock.task_box.hint.text()
+            assert dock.task_box.hint.isVisible() and step.hints[0] in html.unescape(
+                dock.task_box.hint.text())
             failed = [dock.checks.item(i).text() for i in range(dock.checks.count())
                       if dock.checks.item(i).text().startswith("✗")]
             assert failed and all("measured on" in row for row in failed)
@@ -210,7 +216,7 @@ def test_progress_outlives_the_window_and_is_in_the_handout(make_main_window, qt
     go_to(dock, qtbot, task)
     assert "(with the solution)" in dock.task_box.status.text()
     written = dock.export_handout(tmp_path)
-    page = (tmp_path / "handout.html").read_text(encoding="utf-8")
+    page = html.unescape((tmp_path / "handout.html").read_text(encoding="utf-8"))
     chosen = lesson.steps[predict].prediction
     wrong = chosen.choices[int(chosen.answer) % len(chosen.choices)]
     assert f"Your prediction: {wrong} — not right" in page
