@@ -196,6 +196,18 @@ def _grad_norm_at(session, t, layer=None, relative=False):
     return value / float(norms.max()) if relative else value
 
 
+@check("bptt_reach", "tokens of `text` (text=@probe: the probe box's) that the last token's output "
+       "sends gradient to when training truncates back-propagation every `bptt` tokens (rnn-lm)",
+       required=("text", "bptt"), look="the window boundaries: the state is carried across them, "
+                                        "the gradient is not")
+def _bptt_reach(session, text, bptt):
+    from explorer.analysis.truncation import gradient_reach
+
+    if not hasattr(session.workspace.model, "embedding") or session.workspace.family != "rnn-lm":
+        raise UserError("bptt_reach measures a recurrent language model (family rnn-lm)")
+    return int((gradient_reach(session.workspace, str(text), int(bptt)) > 0).sum())
+
+
 @check("cell_gradient", "‖∂ℓ_T/∂h_t‖ / ‖∂ℓ_T/∂h_T‖ at step t for a fresh cell (rnn, gru, lstm, "
        "ugrnn) on the probe text, as the panel's cell comparison draws it", required=("cell",),
        optional=("t",),
@@ -245,6 +257,46 @@ def _bleu(session, model="main"):
     if metrics.bleu is None:
         raise UserError("this model has no BLEU (only sequence-to-sequence models do)")
     return metrics.bleu
+
+
+@check("token_accuracy", "share of validation target tokens the model predicts right when it is "
+       "fed the reference's previous tokens (teacher forcing, as it is trained)", optional=("model",),
+       look="the curves panel's accuracy: train longer")
+def _token_accuracy(session, model="main"):
+    return session.evaluation(model).token_accuracy
+
+
+def free_running_accuracy(workspace, pairs) -> float:
+    """Share of reference tokens that the greedy output has at the same position, the model fed
+    its own previous outputs (no teacher forcing)."""
+    from explorer.decoding import greedy
+    from explorer.decoding.scoring import encode_context
+
+    tokenizer, right, total = workspace.tokenizer, 0, 0
+    for source, target in pairs:
+        reference = tokenizer.tokens(tokenizer.encode(target))
+        output = greedy(workspace.model, encode_context(workspace, source),
+                        max_len=len(reference) + 5, tokenizer=tokenizer).tokens
+        right += sum(a == b for a, b in zip(output, reference))
+        total += len(reference)
+    return right / max(total, 1)
+
+
+@check("free_running_accuracy", "share of validation target tokens greedy decoding gets right at "
+       "their position, the model fed its own outputs (no teacher forcing)",
+       optional=("examples", "model"), look="the examples panel: where the outputs go wrong, "
+                                            "everything after the first mistake tends to go wrong")
+def _free_running_accuracy(session, examples=100, model="main"):
+    workspace = session.workspace_named(model)
+    return session._cached(("free", model, workspace.step, int(examples)), lambda: free_running_accuracy(
+        workspace, workspace.data.val[: int(examples)]))
+
+
+@check("exposure_gap", "teacher-forced token accuracy minus free-running token accuracy on the "
+       "validation data: what feeding the model its own mistakes costs", optional=("examples",),
+       look="the examples panel: a first wrong token makes the rest of the output drift")
+def _exposure_gap(session, examples=100):
+    return _token_accuracy(session) - _free_running_accuracy(session, examples)
 
 
 @check("bleu_gain", "BLEU of the lesson's model minus BLEU of its `compare.` variant")
@@ -311,6 +363,29 @@ def _distinct_samples(session, n=8, temperature=1.0, max_len=40):
                             max_len=int(max_len), tokenizer=workspace.tokenizer).hypothesis.token_ids)
                for seed in range(int(n))}
     return len(outputs)
+
+
+# -- tokenisation ----------------------------------------------------------------------------
+
+@check("bpe_tokens", "tokens of `text` after `merges` byte-pair merges (explorer.analysis.bpe_steps; "
+       "text=@probe: the probe box's text)", required=("text", "merges"),
+       look="the merges listed in the step: each one joins the most frequent adjacent pair")
+def _bpe_tokens(session, text, merges):
+    from explorer.analysis.bpe_steps import bpe_merges
+
+    steps = bpe_merges(str(text), int(merges))
+    return steps[-1].num_tokens if steps else len("".join(str(text).split()))
+
+
+@check("bpe_merge_count", "how often the pair chosen by merge number `merge` occurred in `text`",
+       required=("text", "merge"), look="the pair counts: the most frequent pair is merged first")
+def _bpe_merge_count(session, text, merge):
+    from explorer.analysis.bpe_steps import bpe_merges
+
+    steps = bpe_merges(str(text), int(merge))
+    if len(steps) < int(merge):
+        raise UserError(f"{text!r} has only {len(steps)} merges: every word is one token by then")
+    return steps[-1].count
 
 
 # -- attention -------------------------------------------------------------------------------
