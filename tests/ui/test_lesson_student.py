@@ -47,9 +47,10 @@ def press_train(window, qtbot, steps: int) -> None:
                     and not window.controller.is_training(), timeout=TIMEOUT)
 
 
-def probe_box(window, qtbot, source: str, target: str = "") -> None:
-    panel = window.panels["attention"]
-    window.show_panel("attention")
+def probe_box(window, qtbot, source: str, target: str = "", panel_id: str = "attention") -> None:
+    """The probe boxes above a panel (the attention or hidden-states panel's)."""
+    panel = window.panels[panel_id]
+    window.show_panel(panel_id)
     type_into(qtbot, panel.source_edit, source)
     if target:
         type_into(qtbot, panel.target_edit, target)
@@ -82,8 +83,12 @@ SOLVE = {
     "10": lambda w, qtbot: press_train(w, qtbot, 30),
     "11": lambda w, qtbot: w.panels["embeddings"].set_box.setCurrentIndex(
         w.panels["embeddings"].set_box.findData("adjectives")),
+    "12": lambda w, qtbot: press_train(w, qtbot, 100),
+    "13": lambda w, qtbot: probe_box(w, qtbot, "(a)(c)(d)(e)(ff)", panel_id="hidden"),
+    "15": lambda w, qtbot: press_train(w, qtbot, 100),
+    "16": lambda w, qtbot: probe_box(w, qtbot, "the other brother bathes there"),
 }
-QUICK = ("01", "04", "05", "06", "08", "11")  # demo checkpoints or no training
+QUICK = ("01", "04", "05", "06", "08", "11", "13", "16")  # demo checkpoints or little training
 
 
 def open_lesson(window, qtbot, stem: str):
@@ -180,10 +185,7 @@ def test_every_builtin_lesson_has_a_prediction_a_task_and_a_way_to_solve_it():
         steps = lesson.steps
         assert any(s.prediction for s in steps) and any(s.is_task for s in steps), lesson.path.name
         assert all(s.hints and s.solution[0] for s in steps if s.is_task), lesson.path.name
-    assert {p.stem[:2] for p in builtin_lessons()} <= set(SOLVE) | set(NEW_LESSONS)
-
-
-NEW_LESSONS: set[str] = set()
+    assert {p.stem[:2] for p in builtin_lessons()} == set(SOLVE)
 
 
 def test_progress_outlives_the_window_and_is_in_the_handout(make_main_window, qtbot, tmp_path):
