@@ -61,7 +61,7 @@ def test_the_cli_says_one_line_and_exits_2(tmp_path):
 
 def test_every_builtin_lesson_parses_and_names_the_lecture():
     lessons = [read_lesson(path) for path in builtin_lessons()]
-    assert len(lessons) == 15
+    assert len(lessons) == 16
     for lesson in lessons:
         assert lesson.settings.get("cites") and all(step.text or step.reveal for step in lesson.steps)
 
@@ -105,7 +105,7 @@ def test_gradients_lesson_gives_13781(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stem", ["02", "03", "04", "05", "06", "07", "09", "10", "11", "12",
-                                  "13", "15", "16"])
+                                  "13", "14", "15", "16"])
 def test_builtin_lesson_runs_headless(stem, tmp_path):
     run_builtin(stem, tmp_path)
 
@@ -224,6 +224,17 @@ def test_bptt_reach_is_the_last_window(length, bptt):
     assert (reach > 0).sum() == (length - 1) % bptt + 1
     assert (reach[length - ((length - 1) % bptt + 1):] > 0).all()  # the last window, not another
     assert (gradient_reach(workspace, text, None) > 0).sum() == length
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_encoder_context_is_every_later_token_when_bidirectional(bidirectional):
+    from explorer.analysis.truncation import encoder_dependence
+    from explorer.training import DataSpec, build_workspace
+
+    workspace = build_workspace(DataSpec(task="reverse"), "seq2seq", "tiny", 0,
+                                bidirectional_encoder=bidirectional)
+    for t in (1, 4, 10):
+        assert encoder_dependence(workspace, "abcdefghij", t) == (10 - t if bidirectional else 0)
 
 
 def test_every_lesson_probe_uses_only_tokens_its_model_knows():

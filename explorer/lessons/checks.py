@@ -208,6 +208,18 @@ def _bptt_reach(session, text, bptt):
     return int((gradient_reach(session.workspace, str(text), int(bptt)) > 0).sum())
 
 
+@check("encoder_context", "source tokens after position t (1 = first) whose embedding the encoder's "
+       "output h_t depends on (a seq2seq RNN encoder; bidirectional: all of them, else none)",
+       optional=("t", "model"), look="the architecture panel's encoder: one direction or two")
+def _encoder_context(session, t=1, model="main"):
+    from explorer.analysis.truncation import encoder_dependence
+
+    workspace = session.workspace_named(model)
+    if workspace.family != "seq2seq":
+        raise UserError("encoder_context measures a seq2seq RNN encoder")
+    return encoder_dependence(workspace, session.probe[0], int(t))
+
+
 @check("cell_gradient", "‖∂ℓ_T/∂h_t‖ / ‖∂ℓ_T/∂h_T‖ at step t for a fresh cell (rnn, gru, lstm, "
        "ugrnn) on the probe text, as the panel's cell comparison draws it", required=("cell",),
        optional=("t",),

@@ -85,10 +85,11 @@ SOLVE = {
         w.panels["embeddings"].set_box.findData("adjectives")),
     "12": lambda w, qtbot: press_train(w, qtbot, 100),
     "13": lambda w, qtbot: probe_box(w, qtbot, "(a)(c)(d)(e)(ff)", panel_id="hidden"),
+    "14": lambda w, qtbot: probe_box(w, qtbot, "abcdefghijklmnopq", "qponmlkjihgfedcba"),
     "15": lambda w, qtbot: press_train(w, qtbot, 100),
     "16": lambda w, qtbot: probe_box(w, qtbot, "the other brother bathes there"),
 }
-QUICK = ("01", "04", "05", "06", "08", "11", "13", "16")  # demo checkpoints or little training
+QUICK = ("01", "04", "05", "06", "08", "11", "13", "14", "16")  # demo checkpoints or little training
 
 
 def open_lesson(window, qtbot, stem: str):
