@@ -256,3 +256,13 @@ def test_every_lesson_probe_uses_only_tokens_its_model_knows():
         unknown += [t for t, i in zip(workspace.tokenizer.tokens(workspace.tokenizer.encode(target)),
                                       workspace.tokenizer.encode(target)) if i == UNK_ID]
         assert source and not unknown, (path.name, source, target)
+
+
+def test_the_readme_maps_the_seventeen_seed_concepts_to_lessons():
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| seed concept | lesson |"):].split("\n\n")[0].splitlines()[2:]
+    concepts = {row.split("|")[1].strip(): row.split("|")[2].strip() for row in table}
+    stems = {path.stem for path in builtin_lessons()}
+    assert len(concepts) == 17 and set(concepts.values()) == stems
