@@ -21,6 +21,9 @@ def export_figure(session: LessonSession, index: int, folder: Path, formats=("pn
                          controls=panel_controls(session.lesson, index, panel))
 
 
+PDF_FIGURE_WIDTH = 520  # px at 96 dpi: an A4 page inside 15 mm margins is 180 mm, about 680 px
+
+
 def write_pdf(page: Path) -> Path:
     """handout.pdf beside `page` (handout.html), with its figures: Qt's QTextDocument printed by
     a QPrinter to PDF (no dependency beyond Qt)."""
@@ -33,7 +36,8 @@ def write_pdf(page: Path) -> Path:
     page = Path(page)
     document = QTextDocument()
     document.setBaseUrl(QUrl.fromLocalFile(str(page.parent.resolve()) + "/"))  # figures: relative
-    document.setHtml(page.read_text(encoding="utf-8"))
+    # QTextDocument ignores CSS max-width: a figure's width attribute keeps it on the page
+    document.setHtml(page.read_text(encoding="utf-8").replace("<img ", f"<img width='{PDF_FIGURE_WIDTH}' "))
     printer = QPrinter(QPrinter.PrinterMode.HighResolution)
     printer.setOutputFormat(QPrinter.OutputFormat.PdfFormat)
     printer.setPageLayout(QPageLayout(QPageSize(QPageSize.PageSizeId.A4), QPageLayout.Orientation.Portrait,
