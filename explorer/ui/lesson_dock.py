@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QPushButton,
+    QScrollArea,
     QTextBrowser,
     QToolButton,
     QVBoxLayout,
@@ -121,13 +122,14 @@ class LessonDock(QDockWidget):
         self.fold_button.setChecked(True)
         self.fold_button.setToolTip("Show or fold the course's lessons (and your progress in each)")
         self.fold_button.toggled.connect(self._fold)
+        self.fold_button.setText("▾ Course")
         self.fold_button.hide()
         self.title = QLabel()
         self.title.setWordWrap(True)
         self.title.setStyleSheet("font-weight: bold;")
         self.text = QTextBrowser()
         self.text.setOpenExternalLinks(True)
-        self.text.setMinimumHeight(140)
+        self.text.setMinimumHeight(90)
         self.predict_box = PredictBox()
         self.predict_box.answered.connect(self.answer)
         self.task_box = TaskBox()
@@ -170,7 +172,13 @@ class LessonDock(QDockWidget):
         layout.addWidget(self.checks, stretch=1)
         layout.addLayout(buttons)
         layout.addWidget(self.handout_button)
-        self.setWidget(body)
+        # on a short screen the step scrolls rather than pushing the window past the screen
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(body)
+        self.setWidget(scroll)
         self.back_button.clicked.connect(lambda: self.go(self.index - 1))
         self.next_button.clicked.connect(self.next)
         self.do_button.clicked.connect(self.do_step)
