@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 from explorer.errors import UserError
 from explorer.lessons.checks import LIVE_CHECKS
 from explorer.lessons.format import course, read_lesson
-from explorer.lessons.progress import Progress
+from explorer.lessons.progress import Progress, course_file
 from explorer.lessons.runner import panel_controls, step_figure
 from explorer.lessons.session import LessonSession
 from explorer.ui.lesson_question import PredictBox, TaskBox
@@ -214,9 +214,8 @@ class LessonDock(QDockWidget):
         from explorer.ui.lesson_figures import progress_folder
 
         folder = progress_folder(self.window_.settings)
-        if self.progress is None or self.progress.path.parent != folder or \
-                self.progress.path != Progress(folder, lesson.path).path:
-            self.progress = Progress(folder, lesson.path)
+        if self.progress is None or self.progress.path != course_file(folder, lesson.path):
+            self.progress = Progress(folder, lesson.path)  # another course's file
         return self.progress
 
     def _show_course(self) -> None:
