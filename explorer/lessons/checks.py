@@ -203,7 +203,10 @@ def _grad_norm_at(session, t, layer=None, relative=False):
 def _bptt_reach(session, text, bptt):
     from explorer.analysis.truncation import gradient_reach
 
-    if not hasattr(session.workspace.model, "embedding") or session.workspace.family != "rnn-lm":
+    from explorer.families import family_of
+
+    family = family_of(session.workspace.model)
+    if family.has_source or not family.recurrent or not hasattr(session.workspace.model, "embedding"):
         raise UserError("bptt_reach measures a recurrent language model (family rnn-lm)")
     return int((gradient_reach(session.workspace, str(text), int(bptt)) > 0).sum())
 
@@ -214,8 +217,11 @@ def _bptt_reach(session, text, bptt):
 def _encoder_context(session, t=1, model="main"):
     from explorer.analysis.truncation import encoder_dependence
 
+    from explorer.families import family_of
+
     workspace = session.workspace_named(model)
-    if workspace.family != "seq2seq":
+    family = family_of(workspace.model)
+    if not (family.has_source and family.recurrent and hasattr(workspace.model, "src_embedding")):
         raise UserError("encoder_context measures a seq2seq RNN encoder")
     return encoder_dependence(workspace, session.probe[0], int(t))
 
