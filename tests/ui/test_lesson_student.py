@@ -226,3 +226,25 @@ def test_progress_outlives_the_window_and_is_in_the_handout(make_main_window, qt
     assert "Reached with the solution" in page and lesson.steps[task].goal in page
     pdf = tmp_path / "handout.pdf"
     assert pdf in written and pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 5000
+
+
+def test_a_task_is_checked_live_while_the_student_trains(make_main_window, qtbot):
+    """Lesson 1's task, not reached yet (a_h still 1.1): while the student trains, its checks run
+    on the trainer's snapshots (rows marked "live:"); when the training stops, Check runs by
+    itself."""
+    window = make_main_window()
+    window.show()
+    dock = open_lesson(window, qtbot, "01")
+    task = next(i for i, step in enumerate(dock.session.lesson.steps) if step.is_task)
+    go_to(dock, qtbot, task)
+    window.controls_dock.raise_()
+    window.controls.steps.setValue(window.controller.workspace.step + 100_000)
+    window.actions.train.trigger()
+    live = lambda: any(dock.checks.item(i).text().startswith("live: ")  # noqa: E731
+                       for i in range(dock.checks.count()))
+    qtbot.waitUntil(live, timeout=TIMEOUT)
+    assert window.controller.is_training() and task not in dock.results  # not an attempt
+    window.actions.stop.trigger()
+    qtbot.waitUntil(lambda: task in dock.results, timeout=TIMEOUT)
+    assert not all(r.passed for r in dock.results[task])  # 1.1^100: not reached
+    assert dock.progress.task_state(dock.session.lesson, task)["attempts"] == 1
