@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from itertools import pairwise
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ def pair_counts(words: list[tuple[str, ...]]) -> Counter:
     """Adjacent pairs inside each word, in the order they first occur."""
     counts: Counter = Counter()
     for word in words:
-        for pair in zip(word, word[1:]):
+        for pair in pairwise(word):
             counts[pair] += 1
     return counts
 

@@ -202,7 +202,6 @@ def _grad_norm_at(session, t, layer=None, relative=False):
                                         "the gradient is not")
 def _bptt_reach(session, text, bptt):
     from explorer.analysis.truncation import gradient_reach
-
     from explorer.families import family_of
 
     family = family_of(session.workspace.model)
@@ -216,7 +215,6 @@ def _bptt_reach(session, text, bptt):
        optional=("t", "model"), look="the architecture panel's encoder: one direction or two")
 def _encoder_context(session, t=1, model="main"):
     from explorer.analysis.truncation import encoder_dependence
-
     from explorer.families import family_of
 
     workspace = session.workspace_named(model)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+
 def _escape(text: str) -> str:
     return html.escape(text, quote=False)  # a label's rich text: apostrophes stay as they are
 

@@ -240,7 +240,7 @@ def test_a_task_is_checked_live_while_the_student_trains(make_main_window, qtbot
     window.controls_dock.raise_()
     window.controls.steps.setValue(window.controller.workspace.step + 100_000)
     window.actions.train.trigger()
-    live = lambda: any(dock.checks.item(i).text().startswith("live: ")  # noqa: E731
+    live = lambda: any(dock.checks.item(i).text().startswith("live: ")
                        for i in range(dock.checks.count()))
     qtbot.waitUntil(live, timeout=TIMEOUT)
     assert window.controller.is_training() and task not in dock.results  # not an attempt
