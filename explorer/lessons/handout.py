@@ -92,14 +92,10 @@ def write_handout(lesson: Lesson, folder: Path, figures: dict[int, list[Path]],
                 md += ["", f"[SVG]({name})"]
                 page.append(f"<p><a href='{html.escape(name)}'>SVG</a></p>")
         md.append("")
-    markdown = write_text_file(folder / "handout.md", "
-".join(md))  # a link there: replaced
+    markdown = write_text_file(folder / "handout.md", "\n".join(md))  # a link there: replaced
     style = ("body{font-family:sans-serif;max-width:60em;margin:auto}img{max-width:100%}"
              "blockquote.work{background:#eef4ff;border-left:4px solid #3b6fd6;padding:4px 8px}")
     page_file = write_text_file(
         folder / "handout.html", f"<!doctype html><meta charset='utf-8'><title>"
-        f"{html.escape(lesson.title)}</title><style>{style}</style>
-" + "
-".join(page) + "
-")
+        f"{html.escape(lesson.title)}</title><style>{style}</style>\n" + "\n".join(page) + "\n")
     return [markdown, page_file]
