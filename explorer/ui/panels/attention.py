@@ -36,6 +36,7 @@ from explorer.ui.export import install_export_menu, run_export_dialog
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.model_view import ModelViewWidget
 from explorer.ui.panels.base import Panel, elide
+from explorer.ui.panels.decoding_widgets import show_text
 from seqmodels.scores import SCORES
 
 KIND_TITLES = {
@@ -139,8 +140,8 @@ class AttentionPanel(Panel):
         self.target_edit.setEnabled(workspace.is_seq2seq)
 
     def _on_probe_input(self, source: str, target: str) -> None:
-        self.source_edit.setText(source)
-        self.target_edit.setText(target)
+        show_text(self.source_edit, source)
+        show_text(self.target_edit, target)
 
     def request_probe(self) -> None:
         """Ask for the typed input to be probed (the Probe button)."""

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 from superqt.utils import qdebounced
 
+from explorer.analysis.beam_text import log_p
 from explorer.decoding.jobs import SEARCH_LIMIT, run_compare, run_find_example
 from explorer.export.compare import compare_tables, opening_pair
 from explorer.ui.empty_state import EmptyState
@@ -256,7 +257,7 @@ class ComparePanel(Panel):
             hyp = output.hypothesis
             text = highlight_matches(output.bleu_tokens, output.matched) or "<i>(empty)</i>"
             lines = [f"<b>{STRATEGY_TITLES[key]}</b>", f"<span style='font-size:11pt'>{text}</span>",
-                     f"log p = {hyp.score:.3f}" + (" <b>(most probable)</b>"
+                     f"log p = {log_p(hyp.score)}" + (" <b>(most probable)</b>"
                                                    if best is not None and hyp.score >= best - 1e-6
                                                    else ""),
                      f"length-normalised = {hyp.normalized_score:.3f}"
