@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMessageBox
 
@@ -30,7 +30,7 @@ from explorer.ui.training_controls import TrainingControls
 
 # saved layouts of an older version give way to the default (3: the tabs of 1280 x 800 read whole)
 LAYOUT_VERSION = 3
-DEFAULT_WINDOW = (1600, 1000)  # at most: on a smaller screen, its available area
+MIN_WINDOW = (800, 600)
 MAX_RECENT = 10
 
 
@@ -54,6 +54,7 @@ class MainWindow(QMainWindow):
         self._closing = False
         self._sized = False
         self._layout_restored = False  # a saved layout of this LAYOUT_VERSION was restored
+        self._geometry_restored = False
 
         self.setDockNestingEnabled(True)
         self.setDockOptions(
@@ -93,15 +94,27 @@ class MainWindow(QMainWindow):
     # -- construction ----------------------------------------------------------------------------
 
     def _fit_to_screen(self) -> None:
-        """DEFAULT_WINDOW, or the screen's available area where that is smaller (1280 x 800
-        laptops): a window larger than its screen hides its own status bar."""
-        width, height = DEFAULT_WINDOW
+        """The screen's available area (a saved geometry replaces it): any less left black
+        borders around the window at 1920 x 1080 without a window manager, and any more hides
+        the window's own status bar. The frame a window manager adds comes off at the first show
+        (_fit_frame)."""
         screen = self.screen()
-        if screen is not None:
-            available = screen.availableGeometry()
-            width = min(width, available.width())
-            height = min(height, available.height())
-        self.resize(max(width, 800), max(height, 600))
+        if screen is None:
+            self.resize(*MIN_WINDOW)
+            return
+        available = screen.availableGeometry()
+        self.resize(max(available.width(), MIN_WINDOW[0]), max(available.height(), MIN_WINDOW[1]))
+        self.move(available.topLeft())
+
+    def _fit_frame(self) -> None:
+        """A window manager's title bar and borders, taken off the size: the whole frame on the
+        screen."""
+        screen = self.screen()
+        frame = self.frameGeometry().size() - self.geometry().size()
+        if screen is None or self._geometry_restored or frame == QSize(0, 0):
+            return
+        available = screen.availableGeometry().size() - frame
+        self.resize(max(available.width(), MIN_WINDOW[0]), max(available.height(), MIN_WINDOW[1]))
 
     def create_panels(self) -> None:
         """Import and build every panel into its dock (once). Panel modules import torch, so the
@@ -190,6 +203,7 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._sized:  # first show: the default proportions, unless a saved layout exists
             self._sized = True
+            self._fit_frame()
             if not self._layout_restored:
                 self.apply_default_sizes()
         # a window whose docks cover it may never get a paintEvent of its own: do not wait forever
@@ -493,7 +507,7 @@ class MainWindow(QMainWindow):
         geometry = self.settings.value(f"{key}/geometry")
         state = self.settings.value(f"{key}/window_state")
         if isinstance(geometry, QByteArray):
-            self.restoreGeometry(geometry)
+            self._geometry_restored = self.restoreGeometry(geometry)
         if isinstance(state, QByteArray):
             # a layout saved for an older arrangement of the docks is not restored: the
             # default one replaces it

@@ -39,6 +39,18 @@ from explorer.ui.panels.base import Panel, elide
 from explorer.ui.panels.decoding_widgets import show_text
 from seqmodels.scores import SCORES
 
+# The height a heatmap's rows need, which the panel keeps before the dock below takes it: a readable
+# row of tokens each (up to MAX_KEPT_ROWS; more rows share that height), and its title, key labels
+# and margins.
+ROW_PX = 18
+HEADER_PX = 100
+MAX_KEPT_ROWS = 24
+
+
+def heatmap_height(rows: int) -> int:
+    return HEADER_PX + ROW_PX * min(rows, MAX_KEPT_ROWS)
+
+
 KIND_TITLES = {
     "encoder": "encoder self-attention",
     "decoder": "decoder masked self-attention",
@@ -242,6 +254,7 @@ class AttentionPanel(Panel):
         if attention is None:
             return
         self.heatmap.set_matrix(matrix, attention.rows, attention.cols)
+        self.heatmap.setMinimumHeight(heatmap_height(len(attention.rows)))
         title = self.kind_box.currentText()
         if attention.weights.shape[0] > 1 or self.layer_box.count() > 1:  # an RNN has one alignment
             title += f", {layer_label(attention.layer)}, {self.head_box.currentText()}"
