@@ -138,13 +138,8 @@ def apply_default_sizes(window: QMainWindow, docks: dict[str, QDockWidget], layo
     window.resizeDocks(columns, [left_width, width - left_width], Qt.Orientation.Horizontal)
     for _, rows, shares in layout:
         if len(rows) > 1:
-            firsts = [docks[group[0]] for group in rows]
-            # the shares of the height the rows have between them: the window's height also holds
-            # the menu, the toolbar, the status bar and the tab bars
-            shared = sum(dock.height() for dock in firsts) if all(
-                dock.isVisible() for dock in firsts) else height
-            window.resizeDocks(firsts, [round(shared * share) for share in shares],
-                               Qt.Orientation.Vertical)
+            window.resizeDocks([docks[group[0]] for group in rows],
+                               [round(height * share) for share in shares], Qt.Orientation.Vertical)
 
 
 class CompactTabs(QProxyStyle):

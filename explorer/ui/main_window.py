@@ -54,7 +54,7 @@ class MainWindow(QMainWindow):
         self._closing = False
         self._sized = False
         self._layout_restored = False  # a saved layout of this LAYOUT_VERSION was restored
-        self._geometry_restored = False
+        self._screen_fit = QSize()  # the size _fit_to_screen gave the window
 
         self.setDockNestingEnabled(True)
         self.setDockOptions(
@@ -84,6 +84,7 @@ class MainWindow(QMainWindow):
         # a model of the user's: `explorer gui --model` (build, weights, tokenizer), or the
         # Workspace `explorer.show` made
         self.startup_model = None
+        self.startup_probe: tuple[str, str] | None = None  # `explorer gui --probe TEXT`
         self._startup_lesson = lesson
         self._load_demo = load_demo and lesson is None
         self.lesson_dock = None  # explorer/ui/lesson_dock.py, made when a lesson opens
@@ -105,13 +106,14 @@ class MainWindow(QMainWindow):
         available = screen.availableGeometry()
         self.resize(max(available.width(), MIN_WINDOW[0]), max(available.height(), MIN_WINDOW[1]))
         self.move(available.topLeft())
+        self._screen_fit = self.size()
 
     def _fit_frame(self) -> None:
         """A window manager's title bar and borders, taken off the size: the whole frame on the
-        screen."""
+        screen. A size set since (a saved geometry, the caller's resize) is kept."""
         screen = self.screen()
         frame = self.frameGeometry().size() - self.geometry().size()
-        if screen is None or self._geometry_restored or frame == QSize(0, 0):
+        if screen is None or self.size() != self._screen_fit or frame == QSize(0, 0):
             return
         available = screen.availableGeometry().size() - frame
         self.resize(max(available.width(), MIN_WINDOW[0]), max(available.height(), MIN_WINDOW[1]))
@@ -219,6 +221,8 @@ class MainWindow(QMainWindow):
         if self._closing:
             return
         self.create_panels()
+        if self.startup_probe is not None:  # what the first model opened is probed on
+            self.bus.workspace_changed.connect(self._probe_startup)
         if self._startup_lesson:
             self.open_lesson(self._startup_lesson)
         elif self._startup_checkpoint:
@@ -231,6 +235,12 @@ class MainWindow(QMainWindow):
             from explorer.demo import first_demo
 
             self.controller.run_job(first_demo, on_done=self._open_demo, label="opening the demo")
+
+    def _probe_startup(self, workspace) -> None:
+        if workspace is None:
+            return
+        self.bus.workspace_changed.disconnect(self._probe_startup)
+        self.bus.state.set_probe_input(*self.startup_probe)
 
     def _open_demo(self, demo) -> None:
         """A demo checkpoint folder, or (none installed) a fresh tiny model on a built-in task."""
@@ -507,7 +517,7 @@ class MainWindow(QMainWindow):
         geometry = self.settings.value(f"{key}/geometry")
         state = self.settings.value(f"{key}/window_state")
         if isinstance(geometry, QByteArray):
-            self._geometry_restored = self.restoreGeometry(geometry)
+            self.restoreGeometry(geometry)
         if isinstance(state, QByteArray):
             # a layout saved for an older arrangement of the docks is not restored: the
             # default one replaces it
