@@ -32,8 +32,9 @@ def default_probe_input(workspace) -> tuple[str, str]:
         if pairs:
             source, target = pairs[0]
             return source, target
-    from explorer.analysis.vocabulary import probe_text
+    from explorer.analysis.vocabulary import FALLBACK_PHRASE, probe_text
 
-    target = probe_text(workspace.tokenizer)
+    tokenizer = getattr(workspace, "tokenizer", None)
+    target = FALLBACK_PHRASE if tokenizer is None else probe_text(tokenizer)
     source_tokenizer = getattr(workspace, "src_tokenizer", None)
     return (target if source_tokenizer is None else probe_text(source_tokenizer)), target

@@ -35,9 +35,8 @@ class PlotMessage:
         self.text.setText(message or "")
         self.text.setToolTip(message or "")
         self.text.setVisible(shown)
-        for axis in AXES:  # no ticks of an old range, nor a scale of nothing
+        for axis in AXES:  # no ticks of an old range, nor a scale of nothing (nor its grid)
             self.plot.showAxis(axis, not shown)
-        self.plot.getViewBox().setVisible(not shown)
         self._place()
 
     def _place(self) -> None:

@@ -29,9 +29,10 @@ def test_lr_and_grad_plots_say_why_they_are_empty_and_forget_the_old_range(
     lr, grad = panel.plots["lr"], panel.plots["grad_norm"]
     for name, plot in (("lr", lr), ("grad_norm", grad)):
         message = panel.plot_messages[name].message
-        assert message.startswith("No training steps recorded") and "\n" not in message, name
+        assert message.startswith("No steps yet: Train") and "\n" not in message, name
         assert not plot.getAxis("bottom").isVisible() and not plot.getAxis("left").isVisible()
         assert name not in panel.plot_items()  # an export leaves the empty plot out
+    assert not panel.tau_line.isVisible()  # no clipping threshold over no norms
     assert panel.plot_messages["accuracy"].message == ""  # the evaluation drew its point
     assert panel.plots["loss"].getAxis("bottom").isVisible()
 
@@ -39,6 +40,7 @@ def test_lr_and_grad_plots_say_why_they_are_empty_and_forget_the_old_range(
     panel.add_steps(_steps(1, 801))
     panel.redraw(force=True)
     assert not panel.plot_messages["lr"].message and lr.getAxis("bottom").isVisible()
+    assert panel.tau_line.isVisible() == (panel.clip is not None)
     assert lr.getViewBox().viewRange()[0][1] >= 800
     fresh = build_workspace(tiny_task_spec, "seq2seq", preset="tiny", cell="gru",
                             attention="dot", embed_dim=16, hidden_size=16)

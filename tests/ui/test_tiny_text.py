@@ -28,6 +28,11 @@ def test_a_tiny_text_is_fitted_and_a_trained_model_replaced_only_when_asked(
     window.show()
     qtbot.waitExposed(window)
     window.controller.set_workspace(tiny_workspace)
+    # nor the trained model's BLEU breakdown: a language model has no BLEU
+    assert window.panels["bleu"].details.isHidden() and window.panels["bleu"].breakdown is None
+    # nor the trained model's attention map
+    attention = window.panels["attention"]
+    assert attention.view.empty and not attention.heatmap.isVisible()
     qtbot.waitUntil(lambda: not window.controller.jobs.busy, timeout=60_000)
     _train(window, qtbot, 2)
     trained = window.controller.workspace
@@ -69,6 +74,11 @@ def test_a_tiny_text_is_fitted_and_a_trained_model_replaced_only_when_asked(
     curves = window.panels["curves"]
     curves.redraw(force=True)
     assert curves.plot_messages["lr"].message and curves.plot_messages["grad_norm"].message
+    # nor the trained model's BLEU breakdown: a language model has no BLEU
+    assert window.panels["bleu"].details.isHidden() and window.panels["bleu"].breakdown is None
+    # nor the trained model's attention map
+    attention = window.panels["attention"]
+    assert attention.view.empty and not attention.heatmap.isVisible()
     qtbot.waitUntil(lambda: not window.controller.jobs.busy, timeout=60_000)
     _train(window, qtbot, 2)
 

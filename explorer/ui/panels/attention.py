@@ -150,6 +150,9 @@ class AttentionPanel(Panel):
             self.view.show_message(self.status.text())
             return
         self.target_edit.setEnabled(workspace.is_seq2seq)
+        if not self.bus.state.same_model:  # no map of the model before while this one's comes
+            self.status.setText("Probing the model…")
+            self.view.show_message(self.status.text())
 
     def _on_probe_input(self, source: str, target: str) -> None:
         show_text(self.source_edit, source)
@@ -179,8 +182,11 @@ class AttentionPanel(Panel):
             return
         self.snapshot = snapshot
         self.maps = attention_maps(snapshot)
-        if not self.maps:
-            self.status.setText("This model has no attention (seq2seq with attention='none').")
+        if not self.maps:  # and no map of the model before stays on show
+            seq2seq = self.workspace is not None and self.workspace.is_seq2seq
+            self.status.setText("This model has no attention (" + (
+                "seq2seq with attention='none'" if seq2seq else "a recurrent language model") + ").")
+            self._show_map(False)
             return
         kinds = sorted({kind for kind, _ in self.maps}, key=ATTENTION_KINDS.index)
         if [self.kind_box.itemData(i) for i in range(self.kind_box.count())] != kinds:

@@ -41,7 +41,7 @@ MIN_PLOT_PX = 200  # a plot's axis, tick labels and a readable curve
 # which buffers draw in each plot, and what a plot says while they hold nothing (another plot may
 # have points: a model shown with its evaluations but no recorded steps)
 PLOT_SOURCES = {"accuracy": "evals", "lr": "train", "grad_norm": "train"}
-NO_STEPS = "No training steps recorded: Train (Ctrl+T) draws the {} here."
+NO_STEPS = "No steps yet: Train (Ctrl+T) draws the {} here."
 PLOT_EMPTY = {"accuracy": "No evaluation yet: the validation accuracy is drawn here.",
               "lr": NO_STEPS.format("learning rate"),
               "grad_norm": NO_STEPS.format("gradient norm")}
@@ -235,11 +235,16 @@ class TrainingCurvesPanel(Panel):
     def on_train_config(self, train_config) -> None:
         clip = getattr(train_config, "clip", None) if train_config is not None else None
         self.clip = float(clip) if clip else None
-        self.tau_line.setVisible(self.clip is not None)
-        self.plots["grad_norm"].showAxis("right", self.clip is not None)
+        self._show_tau()
         if self.clip is not None:
             self.tau_line.setValue(math.log10(self.clip))  # the axis is in log10 units
             self.tau_axis.setTicks([[(math.log10(self.clip), f"τ = {self.clip:.3g}")], []])
+
+    def _show_tau(self) -> None:
+        """The clipping threshold's line and name, on a plot of norms that has any."""
+        shown = self.clip is not None and not self.plot_messages["grad_norm"].message
+        self.tau_line.setVisible(shown)
+        self.plots["grad_norm"].showAxis("right", shown)
 
     def on_training_state(self, state: str) -> None:
         if state != "running":  # the curves stopped growing: draw the last batches, no headroom
@@ -263,6 +268,7 @@ class TrainingCurvesPanel(Panel):
         sizes = {"train": self.train.size, "evals": self.evals.size}
         for name, message in self.plot_messages.items():
             message.set_message(None if sizes[PLOT_SOURCES[name]] else PLOT_EMPTY[name])
+        self._show_tau()
         if not (force or (self.isVisible() and self.in_sight())):
             return
         started = time.perf_counter()
