@@ -41,10 +41,9 @@ MIN_PLOT_PX = 200  # a plot's axis, tick labels and a readable curve
 # which buffers draw in each plot, and what a plot says while they hold nothing (another plot may
 # have points: a model shown with its evaluations but no recorded steps)
 PLOT_SOURCES = {"accuracy": "evals", "lr": "train", "grad_norm": "train"}
-NO_STEPS = "No steps yet: Train (Ctrl+T) draws the {} here."
-PLOT_EMPTY = {"accuracy": "No evaluation yet: the validation accuracy is drawn here.",
-              "lr": NO_STEPS.format("learning rate"),
-              "grad_norm": NO_STEPS.format("gradient norm")}
+NO_STEPS = "No steps yet: Train (Ctrl+T) draws {}."  # fits a 2-column plot at 1280 x 800
+PLOT_EMPTY = {"accuracy": "No evaluation yet: it draws accuracy.",
+              "lr": NO_STEPS.format("lr"), "grad_norm": NO_STEPS.format("‖g‖")}
 
 # Columns of the per-step buffer and of the per-evaluation buffer.
 def run_rows(curves) -> tuple[np.ndarray, np.ndarray]:
