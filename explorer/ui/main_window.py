@@ -563,7 +563,10 @@ class MainWindow(QMainWindow):
         key = self.layout_key()
         geometry = self.settings.value(f"{key}/geometry")
         state = self.settings.value(f"{key}/window_state")
-        if isinstance(geometry, QByteArray):
+        # a window that filled its screen fills it again: restoreGeometry without a window manager
+        # took a guessed frame off it (1278 x 774 at (1, 25) on a 1280 x 800 Xvfb screen)
+        filled = str(self.settings.value(f"{key}/fills_screen", "false")).lower() == "true"
+        if isinstance(geometry, QByteArray) and not filled:
             self.restoreGeometry(geometry)
         if isinstance(state, QByteArray):
             # a layout saved for an older arrangement of the docks is not restored: the
@@ -574,8 +577,16 @@ class MainWindow(QMainWindow):
     def save_settings(self) -> None:
         key = self.layout_key()
         self.settings.setValue(f"{key}/geometry", self.saveGeometry())
+        self.settings.setValue(f"{key}/fills_screen", self._fills_screen())
         self.settings.setValue(f"{key}/window_state", self.saveState(LAYOUT_VERSION))
         self.settings.sync()
+
+    def _fills_screen(self) -> bool:
+        screen = self.screen()
+        if screen is None:
+            return False
+        frame, available = self.frameGeometry(), screen.availableGeometry()
+        return frame.width() >= available.width() and frame.height() >= available.height()
 
     def dragEnterEvent(self, event) -> None:
         if event.mimeData().hasUrls() and all(u.isLocalFile() for u in event.mimeData().urls()):

@@ -61,3 +61,13 @@ def test_the_heatmap_keeps_the_height_of_its_rows_at_1920x1080(
     assert panel.heatmap.height() >= heatmap_height(rows) >= 18 * ROW_PX
     # the tree below still has room to draw in
     assert window.panels["beam"].height() >= 300
+
+
+def test_a_window_that_filled_its_screen_fills_it_again(make_main_window, full_hd):
+    """Not restoreGeometry's guess: without a window manager it took a frame it never had off the
+    window (1278 x 774 at (1, 25) on a 1280 x 800 screen)."""
+    window = make_main_window(create_panels=False)
+    window.save_settings()
+    assert str(window.settings.value("layout/1920x1080/fills_screen")).lower() == "true"
+    again = make_main_window(create_panels=False)
+    assert (again.x(), again.y(), again.width(), again.height()) == (0, 0, 1920, 1080)
