@@ -1,8 +1,9 @@
-"""One plot of several in a GraphicsLayoutWidget with nothing to show says why, in one line (wrapped
-where the plot is narrower), in place of its axes (explorer/ui/empty_state.py does this for a whole view):
+"""One plot of several in a GraphicsLayoutWidget with nothing to show says why, in one line
+(wrapped where the plot is narrower), in place of its axes (explorer/ui/empty_state.py does this
+for a whole view):
 
     self.lr_message = PlotMessage(self.plots["lr"])
-    self.lr_message.set_message("No learning rate recorded: …")   # axes hidden, the line centred
+    self.lr_message.set_message("No steps yet: …")   # axes hidden, the line centred
     self.lr_message.set_message(None)                              # the axes and curves again
 """
 
@@ -13,6 +14,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextOption
 from PySide6.QtWidgets import QGraphicsTextItem
 
+from explorer.ui.plot_style import theme_text
+
 AXES = ("left", "bottom")
 
 
@@ -21,7 +24,6 @@ class PlotMessage:
         self.plot = plot
         self.text = QGraphicsTextItem()
         self.text.setParentItem(plot)  # in the plot's own pixels, not its data's coordinates
-        self.text.setDefaultTextColor(plot.getAxis("left").textPen().color())
         self.text.document().setDefaultTextOption(QTextOption(Qt.AlignmentFlag.AlignCenter))
         self.text.setVisible(False)
         plot.geometryChanged.connect(self._place)
@@ -35,6 +37,7 @@ class PlotMessage:
         if shown == self.text.isVisible() and (not shown or message == self.text.toPlainText()):
             return
         self.text.setPlainText(message or "")
+        self.text.setDefaultTextColor(pg.mkColor(theme_text()))  # the theme on show now
         self.text.setVisible(shown)
         for axis in AXES:  # no ticks of an old range, nor a scale of nothing (nor its grid)
             self.plot.showAxis(axis, not shown)
