@@ -1,6 +1,6 @@
 """A model with evaluations but no recorded steps (explorer.show, a model just built on new data)
-draws its loss and says in the lr and ‖g‖ plots why they are empty, with no axes of an old range;
-its first steps bring the axes back."""
+draws its loss and says in the lr and ‖g‖ plots why they are empty, with no axes of an old
+range; its first steps bring the axes back."""
 
 from __future__ import annotations
 

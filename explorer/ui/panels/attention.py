@@ -184,8 +184,8 @@ class AttentionPanel(Panel):
         self.maps = attention_maps(snapshot)
         if not self.maps:  # and no map of the model before stays on show
             seq2seq = self.workspace is not None and self.workspace.is_seq2seq
-            self.status.setText("This model has no attention (" + (
-                "seq2seq with attention='none'" if seq2seq else "a recurrent language model") + ").")
+            kind = "seq2seq with attention='none'" if seq2seq else "a recurrent language model"
+            self.status.setText(f"This model has no attention ({kind}).")
             self._show_map(False)
             return
         kinds = sorted({kind for kind, _ in self.maps}, key=ATTENTION_KINDS.index)
