@@ -148,6 +148,19 @@ def _encode_all(workspace, texts, args) -> list[list[int]]:
     return [encode_context(workspace, text, where(i)) for i, text in enumerate(texts)]
 
 
+def _note_unknown(workspace, texts, contexts) -> None:
+    """One line on stderr naming the words the vocabulary read as <unk>: "a z q" decoded as
+    "a <unk> <unk>" without a word would look like the model's doing."""
+    from explorer.analysis.vocabulary import unk_id, unknown_note
+
+    tokenizer = workspace.src_tokenizer or workspace.tokenizer
+    unk = unk_id(tokenizer)
+    with_unk = [text for text, ids in zip(texts, contexts) if unk is not None and unk in ids]
+    note = unknown_note(tokenizer, with_unk)
+    if note:
+        print(f"explorer decode: {note}", file=sys.stderr)
+
+
 def _decode_all(workspace, texts, contexts, args):
     """One record per text, yielded a chunk at a time: hypotheses (best first), the tree, and
     what the best attended to."""
@@ -257,7 +270,9 @@ def run(args) -> int:
     workspace = workspace_from_args(args)
     texts = _read_inputs(args)
     out = sys.stdout
-    records = _decode_all(workspace, texts, _encode_all(workspace, texts, args), args)
+    contexts = _encode_all(workspace, texts, args)
+    _note_unknown(workspace, texts, contexts)
+    records = _decode_all(workspace, texts, contexts, args)
     progress = Progress(len(texts))
     # several JSON records make a list, written an element at a time
     as_list = args.json and len(texts) > 1

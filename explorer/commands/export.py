@@ -24,9 +24,9 @@ def _csv_list(text: str) -> list[str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_source(parser)
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the files")
-    parser.add_argument("--input", metavar="TEXT", type=utf8_text, default=None,
+    parser.add_argument("--input", "--probe", metavar="TEXT", type=utf8_text, default=None,
                         help="probe/decode this source (or LM text), not a validation example")
-    parser.add_argument("--target", metavar="TEXT", type=utf8_text, default="",
+    parser.add_argument("--target", "--probe-target", metavar="TEXT", type=utf8_text, default="",
                         help="seq2seq: the target the attention and gradients are probed with")
     parser.add_argument("--plots", type=_csv_list, default=",".join(DEFAULT_PLOTS),
                         help="comma-separated panels (default: %(default)s); any of "

@@ -6,12 +6,17 @@ import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from explorer.commands.arguments import add_model_source
+    from explorer.commands.arguments import add_model_source, utf8_text
 
     add_model_source(
         parser, required=False,
         checkpoint_help="open this checkpoint folder (or Hugging Face model folder, or model id in "
         "the local HF cache) instead of the built-in demo")
+    parser.add_argument("--probe", metavar="TEXT", type=utf8_text, default=None,
+                        help="probe this source (or LM text) first, not the model's first "
+                        "validation example")
+    parser.add_argument("--probe-target", metavar="TEXT", type=utf8_text, default="",
+                        help="seq2seq: the target the probe is read with")
     parser.add_argument(
         "--smoke", action="store_true",
         help="start, open the demo, train 20 steps, draw and export every panel, print a JSON "
@@ -39,4 +44,5 @@ def run(args: argparse.Namespace) -> int:
 
     ensure_display(args.smoke)  # before Qt loads: no display is a one-line error, not a hang
 
-    return run_app(smoke=args.smoke, checkpoint=args.checkpoint, model=model)
+    probe = None if args.probe is None else (args.probe, args.probe_target)
+    return run_app(smoke=args.smoke, checkpoint=args.checkpoint, model=model, probe=probe)

@@ -142,9 +142,11 @@ def run_app(
     argv: list[str] | None = None, smoke: bool = False, checkpoint: str | None = None,
     model: tuple | None = None,
     lesson: str | None = None,
+    probe: tuple[str, str] | None = None,
 ) -> int:
     """Show the main window (opening `checkpoint`, the user's `model` (build, weights,
-    tokenizer), or the built-in demo) and run the event loop."""
+    tokenizer), or the built-in demo, probed on `probe` (source, target) when given) and run the
+    event loop."""
     ensure_display(smoke)
     if smoke:
         from explorer.ui.smoke import run_smoke
@@ -159,6 +161,7 @@ def run_app(
                         lesson=lesson)
     if model is not None:
         window.startup_model = model
+    window.startup_probe = probe
     window.show()
     try:
         return app.exec()
