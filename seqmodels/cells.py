@@ -46,6 +46,9 @@ _CELLS: dict[str, RecurrentCell] = {
         RecurrentCell("gru-cho", "seqmodels.recurrent:ChoGRUCell",
                       "GRU as Cho et al. (2014) write it: the reset gate scales h before W_hn "
                       "(gru scales W_hn h); no fused kernel", "#8c564b"),
+        RecurrentCell("mgu", "seqmodels.mgu:MGUCell",
+                      "Minimal gated unit: one forget gate f both mixes and resets the state",
+                      "#17becf"),
         RecurrentCell("lstm", "seqmodels.recurrent:LSTMCell",
                       "LSTM: input, forget and output gates around an additive cell state c_t",
                       "#1f77b4"),

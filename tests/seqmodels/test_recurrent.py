@@ -339,3 +339,32 @@ def test_cho_gru_puts_the_reset_gate_before_the_product():
     gru = RNN("gru", 3, H, batch_first=True)
     gru.load_state_dict(layer.state_dict())
     assert not torch.allclose(gru(x)[0], out, atol=1e-4)
+
+
+def test_mgu_is_the_papers_formula_unrolled():
+    """The registered mgu against a hand loop of Zhou et al. (2016): f = σ(W_f x + U_f h + b_f),
+    h̃ = tanh(W_h x + U_h (f ⊙ h) + b_h), h = (1 - f) ⊙ h + f ⊙ h̃; both directions, and its
+    gates in the trace."""
+    torch.manual_seed(13)
+    H = 4
+    layer = RNN("mgu", 3, H, bidirectional=True, batch_first=True)
+    x = torch.randn(2, 5, 3)
+
+    def unrolled(suffix, positions):
+        W, U = getattr(layer, f"weight_ih_l0{suffix}"), getattr(layer, f"weight_hh_l0{suffix}")
+        b = getattr(layer, f"bias_ih_l0{suffix}") + getattr(layer, f"bias_hh_l0{suffix}")
+        W_f, W_h, U_f, U_h, b_f, b_h = W[:H], W[H:], U[:H], U[H:], b[:H], b[H:]
+        h, states, forget = torch.zeros(2, H), [None] * 5, [None] * 5
+        for t in positions:
+            f = torch.sigmoid(x[:, t] @ W_f.T + h @ U_f.T + b_f)
+            candidate = torch.tanh(x[:, t] @ W_h.T + (f * h) @ U_h.T + b_h)
+            h = (1 - f) * h + f * candidate
+            states[t], forget[t] = h, f
+        return torch.stack(states, 1), forget
+
+    forward, forget = unrolled("", range(5))
+    backward, _ = unrolled("_reverse", reversed(range(5)))
+    out, h_n, trace = layer(x, trace=True)
+    torch.testing.assert_close(out, torch.cat([forward, backward], -1))
+    torch.testing.assert_close(h_n, torch.stack([forward[:, -1], backward[:, 0]]))
+    torch.testing.assert_close(torch.stack(trace.gates["l0"]["f"], 1), torch.stack(forget, 1))
