@@ -75,6 +75,9 @@ class ProbeSnapshot:
     # explorer.analysis.explain.LiveExplanation: attribution or rollout computed by a training
     # probe when the attribution view asked for it (ProbeInput.explanation); else None
     explanation: object | None = None
+    # panel id -> what that panel's live function (its panel registry entry's `live`) returned on
+    # this probe: plain data, for the panels in sight only (ProbeInput.live)
+    live: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from explorer.analysis.token_pick import pick_token
 from explorer.errors import UserError
 from explorer.ui.bus import AppBus
 from explorer.ui.jobs import JobRunner
+from explorer.ui.panels import live_function
 
 EXPORT_FORMATS = ("png", "svg", "csv")
 EXPLAIN_PANEL = "attribution"  # the view a picked output token is explained in
@@ -50,6 +51,10 @@ class Panel(QWidget):
         self._drawing_held = False
         self.setObjectName(f"{self.PANEL_ID}Panel")
         self.setToolTip(self.TOOLTIP)
+        # the data this panel draws live (its registry entry's `live`): every probe computes it
+        # while the panel is in sight, into ProbeSnapshot.live[PANEL_ID]
+        self._live = live_function(self.PANEL_ID)
+        self._ask_live(True)
 
     @property
     def workspace(self):
@@ -169,9 +174,17 @@ class Panel(QWidget):
     def sight_changed(self, in_sight: bool) -> None:
         """The panel came into sight or left it: shown or hidden, or its dock's tab raised or
         covered (the main window calls it then, queued: after the docks' geometry is applied).
-        Default: draw what was held while it was out of sight."""
+        Default: draw what was held while it was out of sight, and ask the probes for the
+        panel's live data only while it is in sight (a probe for it at once if it has none)."""
+        self._ask_live(in_sight)
         if in_sight:
             self.draw_held()
+            if self._live is not None and not self.has_content() and not self.training and any(self.probe_text):
+                self.bus.probe_requested.emit(*self.probe_text)
+
+    def _ask_live(self, wanted: bool) -> None:
+        if self._live is not None:
+            self.bus.state.probe.want_live(self.PANEL_ID, self._live if wanted else None)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -187,6 +200,7 @@ class Panel(QWidget):
         self.close()
 
     def closeEvent(self, event) -> None:
+        self._ask_live(False)
         for runner in self.runners:
             runner.shutdown()
         super().closeEvent(event)
