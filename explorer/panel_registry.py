@@ -66,6 +66,8 @@ PANELS = (
                tables=_HEADLESS + "hidden_panel_tables"),
     PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect", "Embeddings",
                tables=_HEADLESS + "embeddings_tables"),
+    PanelEntry("embedding_norms", "explorer.ui.panels.embedding_norms:EmbeddingNormsPanel", "inspect",
+               "Norms", live="explorer.ui.panels.embedding_norms:token_norms"),
     PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", "Runs", False,  # Compare runs
                tables=_HEADLESS + "runs_tables"),
     PanelEntry("examples", "explorer.ui.panels.examples:ExamplesPanel", "decoding", "Examples", False),
