@@ -52,9 +52,14 @@ class Panel(QWidget):
         self.setObjectName(f"{self.PANEL_ID}Panel")
         self.setToolTip(self.TOOLTIP)
         # the data this panel draws live (its registry entry's `live`): every probe computes it
-        # while the panel is in sight, into ProbeSnapshot.live[PANEL_ID]
+        # into ProbeSnapshot.live[PANEL_ID] while the panel is in sight, and once for a new model
+        # while it is not (what it holds is then drawn when it comes into sight, or for an export)
         self._live = live_function(self.PANEL_ID)
-        self._ask_live(True)
+        self._live_got = False  # a probe of this model brought the panel its data
+        if self._live is not None:
+            bus.probe.connect(self._on_live_probe)
+            bus.workspace_changed.connect(self._on_live_workspace)
+            self._ask_live(True)
 
     @property
     def workspace(self):
@@ -175,16 +180,24 @@ class Panel(QWidget):
         """The panel came into sight or left it: shown or hidden, or its dock's tab raised or
         covered (the main window calls it then, queued: after the docks' geometry is applied).
         Default: draw what was held while it was out of sight, and ask the probes for the
-        panel's live data only while it is in sight (a probe for it at once if it has none)."""
-        self._ask_live(in_sight)
+        panel's live data only while it is in sight."""
+        self._ask_live(in_sight or not self._live_got)
         if in_sight:
             self.draw_held()
-            if self._live is not None and not self.has_content() and not self.training and any(self.probe_text):
-                self.bus.probe_requested.emit(*self.probe_text)
 
     def _ask_live(self, wanted: bool) -> None:
         if self._live is not None:
             self.bus.state.probe.want_live(self.PANEL_ID, self._live if wanted else None)
+
+    def _on_live_probe(self, snapshot) -> None:
+        if self.PANEL_ID in snapshot.live:
+            self._live_got = True
+            self._ask_live(self.in_sight())
+
+    def _on_live_workspace(self, _workspace) -> None:
+        if not self.bus.state.same_model:
+            self._live_got = False
+            self._ask_live(True)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)

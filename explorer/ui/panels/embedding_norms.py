@@ -20,6 +20,7 @@ from explorer.ui.panels.base import Panel
 from explorer.ui.panels.decoding_widgets import BarChart
 
 WAITING = "The norm of each probe token's input embedding appears with the next probe."
+NO_MODEL = "Open or create a model: the norm of each probe token's embedding is drawn here."
 
 
 def token_norms(model, encoded, step: int) -> dict:
@@ -46,18 +47,18 @@ class EmbeddingNormsPanel(Panel):
         self.plot_widget = pg.GraphicsLayoutWidget()
         self.plot = self.plot_widget.addPlot()
         self.chart = BarChart(self.plot, "‖e‖")
-        self.view = EmptyState(self.plot_widget, WAITING)
+        self.view = EmptyState(self.plot_widget, NO_MODEL)
         layout = QVBoxLayout(self)
         layout.addWidget(self.view)
         bus.probe.connect(self.show_snapshot)
         bus.workspace_changed.connect(self._clear)
         install_export_menu(self)
 
-    def _clear(self, _workspace) -> None:
+    def _clear(self, workspace) -> None:
         if not self.bus.state.same_model:
             self.data = None
             self.chart.clear()
-            self.view.show_message(WAITING)
+            self.view.show_message(WAITING if workspace is not None else NO_MODEL)
 
     def show_snapshot(self, snapshot) -> None:
         data = snapshot.live.get(self.PANEL_ID)
@@ -72,7 +73,7 @@ class EmbeddingNormsPanel(Panel):
         return self.data is not None
 
     def plot_items(self) -> dict[str, object]:
-        return {"norms": self.plot}
+        return {"norms": self.plot} if self.data is not None else {}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         if self.data is None:
