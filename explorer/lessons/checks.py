@@ -120,8 +120,8 @@ def _grad_norm_at(session, t, layer=None, relative=False):
     return value / float(norms.max()) if relative else value
 
 
-@check("cell_gradient", "‖∂ℓ_T/∂h_t‖ / ‖∂ℓ_T/∂h_T‖ at step t for a fresh cell (rnn, gru, lstm, "
-       "ugrnn) on the probe text, as the panel's cell comparison draws it", required=("cell",),
+@check("cell_gradient", "‖∂ℓ_T/∂h_t‖ / ‖∂ℓ_T/∂h_T‖ at step t for a fresh cell (any of "
+       "seqmodels.cells) on the probe text, as the panel's cell comparison draws it", required=("cell",),
        optional=("t",))
 def _cell_gradient(session, cell, t=1):
     curves = session.cell_curves()
