@@ -65,7 +65,7 @@ PANELS = (
     PanelEntry("hidden", "explorer.ui.panels.hidden:HiddenPanel", "inspect", "Hidden",  # its dock shows gates too
                tables=_HEADLESS + "hidden_panel_tables"),
     PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect", "Embeddings",
-               tables=_HEADLESS + "embeddings_tables"),
+               tables=_HEADLESS + "embeddings_tables", live="explorer.ui.panels.embeddings:live_matrices"),
     PanelEntry("embedding_norms", "explorer.ui.panels.embedding_norms:EmbeddingNormsPanel", "inspect",
                "Norms", live="explorer.ui.panels.embedding_norms:token_norms"),
     PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", "Runs", False,  # Compare runs

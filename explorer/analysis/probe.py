@@ -221,8 +221,7 @@ def _gradient_norms(model, encoded: Encoded, inputs: tuple, snapshot: ProbeSnaps
 
 def make_probe_fn(workspace, probe_input):
     """A `Trainer.probe_fn`: probe `workspace` on whatever `probe_input.text` (a (source, target)
-    tuple, e.g. the attention panel's `ProbeInput`) holds at call time, with a copy of the token
-    embeddings for the embeddings panel and, when the attribution view asks
+    tuple, e.g. the attention panel's `ProbeInput`) holds at call time, and, when the attribution view asks
     (`probe_input.explanation`), its attribution every few seconds (explorer.analysis.explain).
     The panels in sight get what their live functions return (`probe_input.live`).
     A probe input the model cannot read (e.g. an LM text of one token) is skipped, not fatal."""
@@ -232,8 +231,6 @@ def make_probe_fn(workspace, probe_input):
     live_explanation = LiveSchedule()
 
     def probe_fn(model, step: int) -> ProbeSnapshot | None:
-        from explorer.analysis.embeddings import embedding_matrices
-
         source, target = probe_input.text
         if not (source or target):
             return None
@@ -241,7 +238,6 @@ def make_probe_fn(workspace, probe_input):
             snapshot = probe(workspace, source, target, step, getattr(probe_input, "live", None))
         except ValueError:
             return None
-        snapshot.embeddings = embedding_matrices(workspace.model)  # copied between steps, here
         snapshot.explanation = live_explanation(workspace, probe_input, source, target)
         return snapshot
 
