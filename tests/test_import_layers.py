@@ -5,8 +5,9 @@ inside functions count: they are dependencies too, and so do modules named in st
 dependency like an import statement), and Hugging Face plugs into the core through the registries,
 imported by the app's entry points and the package root only.
 
-The package root (explorer/__init__.py) is the composition root: it loads the plug-ins, so it is
-no node of the graph, and no module imports anything from it but `__version__`.
+The package root (explorer/__init__.py) is the composition root: it hands the family registries
+the loader of the plug-ins (run on their first lookup), so it is no node of the graph, and no
+module imports anything from it but `__version__`.
 """
 
 import ast
