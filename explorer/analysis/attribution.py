@@ -290,8 +290,13 @@ class _Run:
                 output = torch.stack([values[r] for r in part])  # (R', B)
                 cotangent = torch.eye(len(part), dtype=output.dtype, device=output.device)[:, :, None]
                 cotangent = cotangent.expand(-1, -1, batch)  # (R', R', B)
-            grads = torch.autograd.grad(output, points, grad_outputs=cotangent, retain_graph=not last,
-                                        allow_unused=True, is_grads_batched=True)
+            if len(part) == 1:  # one row: a plain backward pass (vmap's batching costs more)
+                grads = torch.autograd.grad(output, points, grad_outputs=cotangent[0],
+                                            retain_graph=not last, allow_unused=True)
+                grads = tuple(None if g is None else g.unsqueeze(0) for g in grads)
+            else:
+                grads = torch.autograd.grad(output, points, grad_outputs=cotangent, retain_graph=not last,
+                                            allow_unused=True, is_grads_batched=True)
             for k, (point, grad) in enumerate(zip(points, grads)):
                 out[k].append(point.new_zeros((len(part), *point.shape)) if grad is None else grad)
         return [torch.cat(parts) for parts in out]
@@ -380,7 +385,8 @@ class _Run:
                 evaluated[0] += count
                 self.progress(evaluated[0] / len(alphas))
 
-            values = self.path_gradients(np.array(alphas), rows, baselines, deltas, settings.batch_size, done)  # (S, R, C)
+            values = self.path_gradients(np.array(alphas), rows, baselines, deltas, settings.batch_size,
+                                         done)  # (S, R, C)
             attributions = np.einsum("s,src->rc", np.array(weights), values)
             steps = np.full(len(rows), settings.steps)
         else:
