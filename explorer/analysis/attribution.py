@@ -86,6 +86,11 @@ class AttributionSettings:
                             f"(got {self.max_steps})")
 
 
+# what the app's attribution panel opens with (and `explorer export` computes headless as it):
+# integrated gradients to a 1% completeness gap
+APP_SETTINGS = AttributionSettings(tolerance=0.01)
+
+
 @dataclass
 class AttributionResult:
     """Plain data for the panel, the CLI and the export."""

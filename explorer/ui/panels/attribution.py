@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox, QSpinBox, QStackedWidget, QVBoxLayout,
 )
 
-from explorer.analysis.attribution import AttributionResult, AttributionSettings
+from explorer.analysis.attribution import APP_SETTINGS, AttributionResult, AttributionSettings
 from explorer.analysis.explain import ExplainRequest, explain
 from explorer.analysis.rollout import RolloutResult
 from explorer.export.attribution import attribution_tables, column_labels
@@ -42,8 +42,8 @@ METHOD_LABELS = {
     "rollout": "Attention rollout",
     "flow": "Attention flow",
 }
-# the settings the panel opens with: integrated gradients to a 1% completeness gap
-DEFAULTS = AttributionSettings(tolerance=0.01)
+# the settings the panel opens with (what `explorer export --format csv` computes headless)
+DEFAULTS = APP_SETTINGS
 TO_TOLERANCE = 0  # the steps box's "to gap" value: the step count is found, not fixed
 ATTENTION_METHODS = ("rollout", "flow")  # drawn on the attention-graph map, with a head fusion
 METHOD_TIPS = {
