@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from explorer.cli import main
 
@@ -35,6 +36,34 @@ def test_ig_json_matches_the_core_and_carries_the_gap(reverse_checkpoint, capsys
                                    expected.scores[r][~np.isnan(expected.scores[r])], atol=1e-6)
         total = sum(entry["source"]) + sum(entry["prefix"])
         assert entry["gap"] == pytest.approx(total - (entry["target"] - entry["baseline_target"]), abs=1e-6)
+
+
+def test_ig_tolerance_reports_each_token_s_steps_beside_its_gap(reverse_checkpoint, capsys):
+    from explorer.analysis.attribution_input import attribution_input
+    from explorer.commands.decode import load_workspace
+    from seqmodels.config import PAD_ID
+    from tests.attribution_reference import embedding_forward
+
+    code, out, _ = _run(capsys, "--checkpoint", str(reverse_checkpoint), "--source", "abc",
+                        "--target", "cba", "--method", "ig", "--tolerance", "0.01", "--json")
+    assert code == 0
+    document = json.loads(out)
+    assert document["tolerance"] == 0.01
+    workspace = load_workspace(str(reverse_checkpoint))
+    model = workspace.model.eval()
+    modules = [model.src_embed.token, model.tgt_embed.token]
+    item = attribution_input(workspace, "abc", "cba")
+    for entry, row in zip(document["outputs"], item.rows, strict=True):
+        assert entry["steps"] in (5, 9, 17, 33, 65, 129)
+        forward = embedding_forward(model, item.inputs, modules, row.position, row.token_id)
+        with torch.no_grad():  # f(x) and f(<pad> embeddings) from the model itself
+            change = (forward(*[m(t) for m, t in zip(modules, item.inputs)])
+                      - forward(*[m(torch.full_like(t, PAD_ID)) for m, t in zip(modules, item.inputs)])).item()
+        total = sum(entry["source"]) + sum(entry["prefix"])
+        assert abs(total - change) <= 0.01 * abs(change)
+    code, out, _ = _run(capsys, "--checkpoint", str(reverse_checkpoint), "--source", "abc",
+                        "--target", "cba", "--method", "ig", "--tolerance", "0.01")
+    assert code == 0 and " steps)" in out.splitlines()[0]
 
 
 @pytest.mark.parametrize("method", ["saliency", "grad-input", "occlusion"])
@@ -76,6 +105,8 @@ def test_flow_json_and_text_match_the_core(reverse_checkpoint, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--steps", "0"], "at least 1 step"),
     (["--contrast", "no-such-token"], "not in the model's vocabulary"),
+    (["--steps", "20", "--tolerance", "0.01"], "give one of them"),
+    (["--tolerance", "1.5"], "between 0 and 1"),
 ])
 def test_bad_input_is_one_line(reverse_checkpoint, capsys, argv, message):
     code, out, err = _run(capsys, "--checkpoint", str(reverse_checkpoint), "--source", "abc", *argv)

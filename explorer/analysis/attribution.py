@@ -14,7 +14,10 @@ code path serves every family):
 * `grad-input`: sum_d e_jd * df/de_jd;
 * `ig`: integrated gradients from a baseline b (zero, <pad> or <unk> embeddings) on a straight path,
   Gauss-Legendre nodes as Captum's default, the interpolation steps run `batch_size` at a time;
-  the completeness gap sum(attr) - (f(x) - f(b)) measures the integral's error;
+  the completeness gap sum(attr) - (f(x) - f(b)) measures the integral's error. With a
+  `tolerance` the step count is not chosen but found: nested Clenshaw-Curtis rules (4, 8, 16, ...
+  intervals; each doubling keeps every node evaluated so far and adds the midpoints) until each
+  output token's gap is within tolerance * |f(x) - f(b)|, or `max_steps` (ig_tolerance.py);
 * `occlusion`: f(x) - f(x with token j replaced by the baseline embedding, or dropped).
 
 Gradients come from torch.autograd.grad: parameters' .grad (the trainer's) are never touched, and
@@ -33,6 +36,7 @@ import torch
 
 from explorer.analysis.activations import provider_for
 from explorer.analysis.attribution_input import AttributionInput, Row, attribution_input, token_id
+from explorer.analysis.ig_tolerance import FIRST_LEVEL, MAX_STEPS, clenshaw_curtis, levels, new_nodes
 from explorer.errors import UserError
 
 METHODS = ("ig", "saliency", "grad-input", "occlusion")
@@ -41,6 +45,9 @@ OCCLUSIONS = ("replace", "drop")
 # a completeness gap above this share of |f(x) - f(baseline)| is flagged: more steps are needed
 GAP_WARNING = 0.05
 ALTERNATIVES = 8  # the most probable other tokens offered as contrasts, per output token
+# rows x batch entries one batched vector-Jacobian product carries: its activations' gradients
+# are that many copies of one forward pass's
+_VJP_ROWS = 512
 
 
 class Cancelled(UserError):
@@ -55,6 +62,10 @@ class AttributionSettings:
     batch_size: int = 16  # interpolation steps (or occluded copies) per forward pass
     contrast: str | None = None  # explain log p(token) - log p(contrast)
     occlusion: str = "replace"  # replace a token by the baseline, or drop it
+    # integrated gradients until each row's |gap| <= tolerance * |f(x) - f(baseline)| (steps then
+    # unused); None: exactly `steps` Gauss-Legendre nodes
+    tolerance: float | None = None
+    max_steps: int = MAX_STEPS  # the tolerance mode's cap on the points evaluated
 
     def check(self) -> None:
         if self.method not in METHODS:
@@ -67,6 +78,17 @@ class AttributionSettings:
             raise UserError(f"integrated gradients needs at least 1 step (got {self.steps})")
         if self.batch_size < 1:
             raise UserError(f"the batch size must be at least 1 (got {self.batch_size})")
+        if self.tolerance is not None and not 0 < self.tolerance < 1:
+            raise UserError(f"the tolerance is a share of |f(x) - f(baseline)| between 0 and 1 "
+                            f"(got {self.tolerance})")
+        if self.max_steps < FIRST_LEVEL + 1:
+            raise UserError(f"the tolerance mode's cap must be at least {FIRST_LEVEL + 1} steps "
+                            f"(got {self.max_steps})")
+
+
+# what the app's attribution panel opens with (and `explorer export` computes headless as it):
+# integrated gradients to a 1% completeness gap
+APP_SETTINGS = AttributionSettings(tolerance=0.01)
 
 
 @dataclass
@@ -84,6 +106,8 @@ class AttributionResult:
     target: np.ndarray  # (R,) f(x)
     baseline_target: np.ndarray | None = None  # (R,) f(baseline), integrated gradients only
     gap: np.ndarray | None = None  # (R,) sum of the row's attributions - (f(x) - f(baseline))
+    row_steps: np.ndarray | None = None  # (R,) integrated gradients' points used per row
+    tolerance: float | None = None  # the gap sought (tolerance mode); None: fixed steps
     notes: list[str] = field(default_factory=list)
     # per row the model's most probable other tokens there, best first: contrasts to choose from
     alternative_ids: list[list[int]] = field(default_factory=list)
@@ -103,11 +127,14 @@ class AttributionResult:
     @property
     def warning(self) -> str | None:
         relative = self.relative_gap
-        if relative is None or not len(relative) or relative.max() <= GAP_WARNING:
+        limit = GAP_WARNING if self.tolerance is None else self.tolerance
+        if relative is None or not len(relative) or relative.max() <= limit:
             return None
         worst = int(relative.argmax())
+        advice = ("use more steps" if self.tolerance is None else
+                  f"the tolerance {100 * self.tolerance:g}% was not reached in {self.row_steps[worst]} steps")
         return (f"completeness gap {100 * relative[worst]:.1f}% of |f(x) - f(baseline)| at "
-                f"{self.rows[worst]!r}: use more steps")
+                f"{self.rows[worst]!r}: {advice}")
 
     def to_dict(self) -> dict:
         """JSON-ready: per output token its attributions over each side (`explorer attribute`)."""
@@ -120,9 +147,10 @@ class AttributionResult:
                 entry["alternatives"] = self.alternatives[r]
             if self.gap is not None:
                 entry.update(gap=float(self.gap[r]), relative_gap=float(relative[r]),
-                             baseline_target=float(self.baseline_target[r]))
+                             baseline_target=float(self.baseline_target[r]), steps=int(self.row_steps[r]))
             outputs.append(entry)
         return {"method": self.method, "baseline": self.baseline, "steps": self.steps,
+                "tolerance": self.tolerance,
                 "contrast": self.contrast, "sides": [name for name, _ in self.sides],
                 **{name: labels for name, labels in self.sides}, "outputs": outputs,
                 "warning": self.warning}
@@ -239,24 +267,44 @@ class _Run:
         return torch.cat(padded, dim=-1)
 
     def row_gradients(self, logits: torch.Tensor, hidden: list, points: list[torch.Tensor],
-                      weight: torch.Tensor | None = None):
-        """For each row in turn: d (sum over the batch of weight * f_row) / d points. Each row's f
-        reads only its own column of the output layer's input, so one backward through the output
-        layer serves every row; then one backward per row through the network below it."""
-        rows = self.item.rows
-        values = [self.quantity(logits, row) * (1.0 if weight is None else weight) for row in rows]
-        if len(hidden) != 1 or len(rows) != len(self.positions):  # the output layer not sliced
-            for r, value in enumerate(values):
-                yield torch.autograd.grad(value.sum(), points, retain_graph=r < len(rows) - 1,
-                                          allow_unused=True)
-            return
-        (shared,) = torch.autograd.grad(sum(v.sum() for v in values), hidden[0], retain_graph=True)
-        for r, row in enumerate(rows):
-            column = self.positions.index(row.position)
-            own = torch.zeros_like(shared)
-            own[:, column] = shared[:, column]  # (B, P, D): this row's part only
-            yield torch.autograd.grad(hidden[0], points, grad_outputs=own, retain_graph=r < len(rows) - 1,
-                                      allow_unused=True)
+                      rows: list[int]) -> list[torch.Tensor]:
+        """Per point (R', B, T, D): d f_row / d points for each row index in `rows`, batch entry by
+        batch entry, all from the one graph of this forward pass: the rows' vector-Jacobian
+        products run batched (is_grads_batched), a few rows at a time to bound the memory. When
+        the output layer ran at the explained positions only, each row's f reads its own column of
+        that layer's input: one backward through the output layer serves every row, and the
+        batched products start below it."""
+        chosen = [self.item.rows[r] for r in rows]
+        values = [self.quantity(logits, row) for row in chosen]  # each (B,)
+        batch = values[0].size(0)
+        sliced = len(hidden) == 1 and len({row.position for row in self.item.rows}) == len(self.item.rows)
+        if sliced:
+            (shared,) = torch.autograd.grad(sum(v.sum() for v in values), hidden[0], retain_graph=True)
+        group = max(1, _VJP_ROWS // batch)
+        out: list[list[torch.Tensor]] = [[] for _ in points]
+        for first in range(0, len(chosen), group):
+            part = range(first, min(first + group, len(chosen)))
+            last = part.stop == len(chosen)
+            if sliced:
+                own = shared.new_zeros((len(part), *shared.shape))  # (R', B, P, D)
+                for i, r in enumerate(part):
+                    column = self.positions.index(chosen[r].position)
+                    own[i, :, column] = shared[:, column]  # this row's part only
+                output, cotangent = hidden[0], own
+            else:  # the output layer not sliced: one-hot cotangents on the rows' values
+                output = torch.stack([values[r] for r in part])  # (R', B)
+                cotangent = torch.eye(len(part), dtype=output.dtype, device=output.device)[:, :, None]
+                cotangent = cotangent.expand(-1, -1, batch)  # (R', R', B)
+            if len(part) == 1:  # one row: a plain backward pass (vmap's batching costs more)
+                grads = torch.autograd.grad(output, points, grad_outputs=cotangent[0],
+                                            retain_graph=not last, allow_unused=True)
+                grads = tuple(None if g is None else g.unsqueeze(0) for g in grads)
+            else:
+                grads = torch.autograd.grad(output, points, grad_outputs=cotangent, retain_graph=not last,
+                                            allow_unused=True, is_grads_batched=True)
+            for k, (point, grad) in enumerate(zip(points, grads)):
+                out[k].append(point.new_zeros((len(part), *point.shape)) if grad is None else grad)
+        return [torch.cat(parts) for parts in out]
 
     def check_stop(self) -> None:
         if self.should_stop is not None and self.should_stop():
@@ -300,48 +348,98 @@ class _Run:
         leaves = [e.clone().requires_grad_() for e in self.embedded]
         hidden: list[torch.Tensor] = []
         logits = self.forward(leaves, hidden)
-        rows = []
-        for r, grads in enumerate(self.row_gradients(logits, hidden, leaves)):
-            self.check_stop()
-            per_side = []
-            for leaf, grad in zip(leaves, grads):
-                grad = torch.zeros_like(leaf) if grad is None else grad
-                per_side.append(grad.norm(dim=-1) if settings.method == "saliency" else (grad * leaf).sum(-1))
-            rows.append(self.in_text_order(per_side)[0].detach().cpu().numpy())  # (C,)
-            self.progress((r + 1) / len(self.item.rows))
-        return self.result(settings, np.stack(rows).astype(np.float64))
+        self.check_stop()
+        grads = self.row_gradients(logits, hidden, leaves, list(range(len(self.item.rows))))  # (R, 1, T, D)
+        per_side = [grad.norm(dim=-1) if settings.method == "saliency" else (grad * leaf).sum(-1)
+                    for leaf, grad in zip(leaves, grads)]  # (R, 1, T)
+        self.progress(1.0)
+        scores = self.in_text_order(per_side)[:, 0].detach().cpu().numpy()  # (R, C)
+        return self.result(settings, scores.astype(np.float64))
 
-    def integrated_gradients(self, settings) -> AttributionResult:
-        alphas, weights = gauss_legendre(settings.steps)
-        baselines = self.baseline(settings.baseline)
-        deltas = [e - b for e, b in zip(self.embedded, baselines)]  # (1, T, D)
-        n_rows = len(self.item.rows)
-        totals = [torch.zeros((n_rows, *e.shape[1:]), dtype=torch.float64, device=e.device)
-                  for e in self.embedded]  # per side (R, T, D): the weighted sum of gradients
-        chunks = [range(i, min(i + settings.batch_size, len(alphas)))
-                  for i in range(0, len(alphas), settings.batch_size)]
-        for c, chunk in enumerate(chunks):
+    def path_gradients(self, alphas: np.ndarray, rows: list[int], baselines, deltas, batch: int,
+                       done: Callable[[int], None]) -> np.ndarray:
+        """(len(alphas), len(rows), C) float64: at each point b + alpha (x - b) of the path, each
+        row's gradient dotted with x - b per token, in text order. `batch` points a pass."""
+        out = []
+        for start in range(0, len(alphas), batch):
             self.check_stop()
-            alpha = torch.tensor(alphas[chunk.start:chunk.stop], dtype=self.embedded[0].dtype,
+            alpha = torch.tensor(alphas[start:start + batch], dtype=self.embedded[0].dtype,
                                  device=self.embedded[0].device)[:, None, None]  # (k, 1, 1)
-            weight = torch.tensor(weights[chunk.start:chunk.stop], device=alpha.device)
             points = [(b + alpha * d).requires_grad_() for b, d in zip(baselines, deltas)]  # (k, T, D)
             hidden: list[torch.Tensor] = []
             logits = self.forward(points, hidden)
-            for r, grads in enumerate(self.row_gradients(logits, hidden, points, weight)):
-                self.check_stop()
-                for total, grad in zip(totals, grads):
-                    if grad is not None:
-                        total[r] += grad.sum(0).double()
-            self.progress((c + 1) / len(chunks))
-        attributions = self.in_text_order([(total * d.double()).sum(-1)
-                                           for total, d in zip(totals, deltas)]).cpu().numpy()  # (R, C)
+            grads = self.row_gradients(logits, hidden, points, rows)  # per side (R', k, T, D)
+            per_side = [(grad.double() * d.double()).sum(-1) for grad, d in zip(grads, deltas)]  # (R', k, T)
+            out.append(self.in_text_order(per_side).transpose(0, 1).cpu().numpy())  # (k, R', C)
+            done(len(alpha))
+        return np.concatenate(out)
+
+    def integrated_gradients(self, settings) -> AttributionResult:
+        baselines = self.baseline(settings.baseline)
+        deltas = [e - b for e, b in zip(self.embedded, baselines)]  # (1, T, D)
         with torch.no_grad():
             base_logits = self.forward(baselines)
         baseline_target = np.array([self.quantity(base_logits, row).item() for row in self.item.rows])
+        target = np.array([self.quantity(self.logits, row).item() for row in self.item.rows])
+        rows = list(range(len(self.item.rows)))
+        if settings.tolerance is None:
+            alphas, weights = gauss_legendre(settings.steps)
+            evaluated = [0]
+
+            def done(count: int) -> None:
+                evaluated[0] += count
+                self.progress(evaluated[0] / len(alphas))
+
+            values = self.path_gradients(np.array(alphas), rows, baselines, deltas, settings.batch_size,
+                                         done)  # (S, R, C)
+            attributions = np.einsum("s,src->rc", np.array(weights), values)
+            steps = np.full(len(rows), settings.steps)
+        else:
+            attributions, steps = self.to_tolerance(settings, baselines, deltas, target - baseline_target)
         result = self.result(settings, attributions, baseline_target=baseline_target)
-        result.gap = attributions.sum(1) - (result.target - baseline_target)
+        result.gap = attributions.sum(1) - (target - baseline_target)
+        result.row_steps = steps
+        result.steps = int(steps.max())
+        result.tolerance = settings.tolerance
         return result
+
+    def to_tolerance(self, settings, baselines, deltas, change: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Nested Clenshaw-Curtis rules, doubled until each row's |gap| <= tolerance * |change|
+        (or the cap). A row that has converged gets no more backward passes; every evaluated
+        point is kept. Returns the (R, C) attributions and each row's points used."""
+        n_rows = len(self.item.rows)
+        attributions = np.zeros((n_rows, sum(len(side.labels) for side in self.item.sides)))
+        steps = np.zeros(n_rows, dtype=int)
+        open_rows = list(range(n_rows))
+        values: np.ndarray | None = None  # (nodes of the current rule, open rows, C)
+        schedule = levels(settings.max_steps)
+        evaluated = [0]
+
+        def done(count: int) -> None:
+            evaluated[0] += count
+            self.progress(min(evaluated[0] / (schedule[-1] + 1), 1.0))
+
+        for intervals in schedule:
+            nodes, weights = clenshaw_curtis(intervals)
+            fresh = new_nodes(intervals)
+            new = self.path_gradients(nodes[fresh], open_rows, baselines, deltas, settings.batch_size, done)
+            if values is None:
+                values = new
+            else:  # the previous rule's nodes are the even ones of this rule
+                merged = np.empty((intervals + 1, *new.shape[1:]))
+                merged[0::2], merged[1::2] = values, new
+                values = merged
+            estimate = np.einsum("s,src->rc", weights, values)  # (open rows, C)
+            gap = np.abs(estimate.sum(1) - change[open_rows])
+            finished = (gap <= settings.tolerance * np.abs(change[open_rows])) | (intervals == schedule[-1])
+            for i in np.flatnonzero(finished):
+                attributions[open_rows[i]] = estimate[i]
+                steps[open_rows[i]] = intervals + 1
+            open_rows = [r for r, f in zip(open_rows, finished) if not f]
+            values = values[:, ~finished]
+            if not open_rows:
+                break
+        return attributions, steps
 
     def occlusion(self, settings) -> AttributionResult:
         baselines = self.baseline(settings.baseline)

@@ -15,10 +15,10 @@ its job runner when training pauses.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from explorer.analysis.attention_flow import attention_flow
-from explorer.analysis.attribution import AttributionSettings, attribute
+from explorer.analysis.attribution import APP_SETTINGS, AttributionSettings, attribute
 from explorer.analysis.probe import _PROBE_LOCK
 from explorer.analysis.rollout import rollout
 from explorer.errors import UserError
@@ -30,7 +30,7 @@ FLOW_NOT_LIVE = "attention flow is too slow to follow training: it is computed w
 @dataclass(frozen=True)
 class ExplainRequest:
     method: str = "ig"  # an attribution method (attribution.METHODS), "rollout" or "flow"
-    settings: AttributionSettings = field(default_factory=AttributionSettings)
+    settings: AttributionSettings = APP_SETTINGS  # the panel's opening settings (frozen)
     fusion: str = "mean"  # rollout's and flow's head fusion
     rows: tuple[int, ...] | None = None  # output tokens to explain (indices); None: every one
 

@@ -21,8 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", choices=METHODS, default="ig",
                         help="ig (integrated gradients, default), saliency (gradient norm), grad-input, "
                              "occlusion, rollout (attention rollout) or flow (attention flow)")
-    parser.add_argument("--steps", type=int, default=50, metavar="N",
-                        help="integrated gradients' interpolation steps (default 50)")
+    parser.add_argument("--steps", type=int, default=None, metavar="N",
+                        help="integrated gradients' interpolation steps, fixed (default 50)")
+    parser.add_argument("--tolerance", type=float, default=None, metavar="SHARE",
+                        help="integrated gradients: add steps until each token's completeness gap is "
+                             "within SHARE of |f(x) - f(baseline)| (e.g. 0.01), instead of --steps")
     parser.add_argument("--baseline", choices=("pad", "zero", "unk"), default="pad",
                         help="ig's path start and occlusion's replacement embeddings (default pad)")
     parser.add_argument("--batch-size", type=int, default=16, metavar="N",
@@ -51,9 +54,14 @@ def run(args) -> int:
         return 0
     from explorer.analysis.attribution import AttributionSettings, attribute
 
-    settings = AttributionSettings(method=args.method, steps=args.steps, baseline=args.baseline,
-                                   batch_size=args.batch_size, contrast=args.contrast,
-                                   occlusion=args.occlusion)
+    from explorer.errors import UserError
+
+    if args.steps is not None and args.tolerance is not None:
+        raise UserError("--steps fixes the step count and --tolerance finds it: give one of them")
+    settings = AttributionSettings(method=args.method, steps=50 if args.steps is None else args.steps,
+                                   baseline=args.baseline, batch_size=args.batch_size,
+                                   contrast=args.contrast, occlusion=args.occlusion,
+                                   tolerance=args.tolerance)
     document = attribute(workspace, args.source, args.target, settings).to_dict()
     print(json.dumps(document) if args.json else attribution_text(document))
     return 0
@@ -64,7 +72,7 @@ def attribution_text(document: dict) -> str:
     for entry in document["outputs"]:
         head = f"{entry['token']!r} (position {entry['position']}): f = {entry['target']:.4f}"
         if "gap" in entry:
-            head += f", completeness gap {entry['gap']:+.2e}"
+            head += f", completeness gap {entry['gap']:+.2e} ({entry['steps']} steps)"
         lines.append(head)
         for side in document["sides"]:
             pairs = "  ".join(f"{label}:{value:+.3f}" for label, value in zip(document[side], entry[side]))

@@ -267,7 +267,8 @@ class SteadyViewBox(pg.ViewBox):
     the cost of a redraw, and a jittery read. Here the auto-range keeps its bounds while the data
     fit inside them and fill at least MIN_FILL of them; when the data leave them, the side that
     grew gets HEADROOM of the data's span to spare, and the other side fits the data again.
-    `refit()` drops the headroom once the data stop growing."""
+    `plan_x()` holds x bounds the data are known to grow into; `refit()` drops the headroom and
+    the plan once the data stop growing."""
 
     HEADROOM = 0.25
     MIN_FILL = 0.5
@@ -276,10 +277,18 @@ class SteadyViewBox(pg.ViewBox):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._held: list[list[float] | None] = [None, None]  # per axis: the bounds handed out
+        self._planned: list[float] | None = None  # x bounds the data will fill (a run's steps)
 
     def refit(self) -> None:
-        """Fit the data exactly again (when they stop growing), headroom gone."""
+        """Fit the data exactly again (when they stop growing), headroom and plan gone."""
         self._held = [None, None]
+        self._planned = None
+        self.queueUpdateAutoRange()
+
+    def plan_x(self, low: float, high: float) -> None:
+        """The x bounds the data will grow into (a training run: its first to its last step):
+        held from now on, so the x axis is laid out once for the run, not at every headroom."""
+        self._planned = [float(low), float(high)]
         self.queueUpdateAutoRange()
 
     def childrenBounds(self, frac=None, orthoRange=(None, None), items=None):
@@ -294,14 +303,18 @@ class SteadyViewBox(pg.ViewBox):
             self._held[axis] = None
             return None
         low, high = data
+        # the bounds include the symbols' padding in pixels, which grows with the range: a few
+        # pixels past the held (or planned) bounds is not data leaving them
+        slack = self.PIXEL_SLACK * self.viewPixelSize()[axis]
+        planned = self._planned
+        if axis == 0 and planned is not None and planned[0] - slack <= low and high <= planned[1] + slack:
+            self._held[axis] = list(planned)
+            return list(planned)
         if high - low <= 1e-9 * abs(low) and low != 0:
             # a constant (a fixed learning rate): ±10% around its value, where pyqtgraph's ±0.5
             # drew 0.001 as a flat line on an axis whose only tick read "0"
             low, high = low - 0.1 * abs(low), high + 0.1 * abs(high)
         span = high - low
-        # the bounds include the symbols' padding in pixels, which grows with the range: a few
-        # pixels past the held bounds is not data leaving them
-        slack = self.PIXEL_SLACK * self.viewPixelSize()[axis]
         below = held is not None and low < held[0] - slack
         above = held is not None and high > held[1] + slack
         if held is not None and not below and not above \

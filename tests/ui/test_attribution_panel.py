@@ -28,13 +28,16 @@ def test_the_probe_is_explained_with_the_cores_numbers(qtbot, tmp_path):
     source, target = panel.probe_text
     result = panel.result
     assert isinstance(result, AttributionResult) and result.method == "ig"
-    expected = explain(workspace, source, target, ExplainRequest("ig", AttributionSettings()))
+    # by default integrated gradients runs to a 1% completeness gap
+    expected = explain(workspace, source, target, ExplainRequest("ig", AttributionSettings(tolerance=0.01)))
     np.testing.assert_allclose(result.scores, expected.scores, atol=1e-6)
+    assert result.tolerance == 0.01 and panel.steps_box.text() == "to gap"
+    assert " steps to reach 1%" in panel.status.text()
     drawn = panel.scores_map.matrix
     np.testing.assert_allclose(drawn, result.scores.astype(np.float32), atol=1e-6)
     assert panel.scores_map.row_labels == result.rows
     assert "completeness gap" in panel.status.text()
-    for widget in (panel.method_box, panel.baseline_box, panel.steps_box, panel.batch_box,
+    for widget in (panel.method_box, panel.baseline_box, panel.steps_box, panel.tolerance_box, panel.batch_box,
                    panel.contrast_box, panel.fusion_box, panel.explain_button, panel.stop_button):
         assert widget.toolTip()
 

@@ -318,3 +318,38 @@ def test_step_axes_are_ticked_at_whole_steps_around_a_single_point(qtbot, bus):
         assert low < 0 < high < 2  # the case at issue: the point and less than two steps in view
         values = [v for _, level in axis.tickValues(low, high, axis.width()) for v in level]
         assert 0.0 in values and all(v == round(v) for v in values), (low, high, values)
+
+
+def _step_axes_laid_out(panel, bus, first: int, count: int, batch: int = 10) -> int:
+    """Feed `count` more steps in batches, each redrawn; how many times a plot's step axis got a
+    new range, each one a regeneration of its ticks and labels at the next paint (pyqtgraph's
+    AxisItem drops its picture on every range change)."""
+    axes = [plot.getAxis("bottom") for plot in panel.plots.values()]
+    ranges = [list(axis.range) for axis in axes]
+    changes = 0
+    for start in range(first, first + count, batch):
+        bus.step_metrics.emit(steps(start, batch))
+        panel.redraw(force=True)
+        for k, axis in enumerate(axes):
+            if list(axis.range) != ranges[k]:
+                changes += 1
+                ranges[k] = list(axis.range)
+    return changes
+
+
+def test_a_run_lays_out_its_step_axes_once_and_repaints_only_the_data(qtbot, bus):
+    panel = TrainingCurvesPanel(bus)
+    qtbot.addWidget(panel)
+    panel.resize(900, 500)
+    panel.show()
+    qtbot.waitExposed(panel)
+    bus.step_metrics.emit(steps(1, 10))
+    panel.redraw(force=True)
+    # open-ended (no target): the step axes follow the data, laid out again at each headroom
+    assert _step_axes_laid_out(panel, bus, 11, 490) > 2 * len(panel.plots)
+    bus.state.set_training("running", target_steps=2000)  # a run to step 2000
+    panel.redraw(force=True)
+    low, high = panel.plots["loss"].getViewBox().viewRange()[0]
+    assert low <= 1 and high >= 2000
+    assert _step_axes_laid_out(panel, bus, 501, 1500) == 0  # new points: the data alone change
+    assert len(panel.curves["train_loss"].xData) == 2000

@@ -18,10 +18,10 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy,
-    QSpinBox, QStackedWidget, QVBoxLayout,
+    QDoubleSpinBox, QSpinBox, QStackedWidget, QVBoxLayout,
 )
 
-from explorer.analysis.attribution import AttributionResult, AttributionSettings
+from explorer.analysis.attribution import APP_SETTINGS, AttributionResult, AttributionSettings
 from explorer.analysis.explain import ExplainRequest, explain
 from explorer.analysis.rollout import RolloutResult
 from explorer.export.attribution import attribution_tables, column_labels
@@ -43,7 +43,8 @@ METHOD_LABELS = {
     "flow": "Attention flow",
 }
 # the settings the panel opens with (what `explorer export --format csv` computes headless)
-DEFAULTS = AttributionSettings()
+DEFAULTS = APP_SETTINGS
+TO_TOLERANCE = 0  # the steps box's "to gap" value: the step count is found, not fixed
 ATTENTION_METHODS = ("rollout", "flow")  # drawn on the attention-graph map, with a head fusion
 METHOD_TIPS = {
     "ig": "Integrated gradients: the gradient averaged along a straight path from the baseline "
@@ -92,10 +93,19 @@ class AttributionPanel(StoppableJob, Panel):
         self.baseline_box.setToolTip("Integrated gradients' path start, and what occlusion puts in "
                                      "a token's place")
         self.steps_box = QSpinBox()
-        self.steps_box.setRange(1, 2000)
-        self.steps_box.setValue(DEFAULTS.steps)
+        self.steps_box.setRange(TO_TOLERANCE, 2000)
+        self.steps_box.setSpecialValueText("to gap")
+        self.steps_box.setValue(TO_TOLERANCE if DEFAULTS.tolerance is not None else DEFAULTS.steps)
         self.steps_box.setToolTip("Integrated gradients' interpolation steps: more steps, smaller "
-                                  "completeness gap")
+                                  "completeness gap. \"to gap\": steps are added (every point kept) "
+                                  "until each token's gap is within the tolerance beside it")
+        self.tolerance_box = QDoubleSpinBox()
+        self.tolerance_box.setRange(0.01, 50.0)
+        self.tolerance_box.setDecimals(2)
+        self.tolerance_box.setSuffix(" %")
+        self.tolerance_box.setValue(100 * (DEFAULTS.tolerance or 0.01))
+        self.tolerance_box.setToolTip("The completeness gap sought, as a share of |f(x) − f(baseline)| "
+                                      f"(at most {DEFAULTS.max_steps} steps)")
         self.batch_box = QSpinBox()
         self.batch_box.setRange(1, 1024)
         self.batch_box.setValue(DEFAULTS.batch_size)
@@ -145,16 +155,17 @@ class AttributionPanel(StoppableJob, Panel):
         controls.addWidget(self.baseline_box, 0, 3)
         controls.addWidget(QLabel("Steps"), 0, 4)
         controls.addWidget(self.steps_box, 0, 5)
-        controls.addWidget(QLabel("Batch"), 0, 6)
-        controls.addWidget(self.batch_box, 0, 7)
+        controls.addWidget(self.tolerance_box, 0, 6)
+        controls.addWidget(QLabel("Batch"), 0, 7)
+        controls.addWidget(self.batch_box, 0, 8)
         controls.addWidget(QLabel("Contrast"), 1, 0)
         controls.addWidget(self.contrast_box, 1, 1)
         controls.addWidget(QLabel("Heads"), 1, 2)
         controls.addWidget(self.fusion_box, 1, 3)
         controls.addWidget(self.map_box, 1, 4, 1, 2)
         controls.addWidget(self.follow_box, 1, 6, 1, 2)
-        controls.addWidget(self.explain_button, 0, 8)
-        controls.addWidget(self.stop_button, 1, 8)
+        controls.addWidget(self.explain_button, 0, 9)
+        controls.addWidget(self.stop_button, 1, 9)
 
         self.scores_map = HeatmapWidget("CET-D1", levels=None, symmetric=True,
                                         row_title="output token", col_title="source | prefix",
@@ -184,6 +195,7 @@ class AttributionPanel(StoppableJob, Panel):
         self.baseline_box.currentIndexChanged.connect(self._on_settings_changed)
         self.fusion_box.currentIndexChanged.connect(self._on_settings_changed)
         self.steps_box.editingFinished.connect(self._on_settings_changed)
+        self.tolerance_box.editingFinished.connect(self._on_settings_changed)
         self.batch_box.editingFinished.connect(self._on_settings_changed)
         self.contrast_box.lineEdit().editingFinished.connect(self._on_settings_changed)
         self.contrast_box.activated.connect(lambda _index: self._on_settings_changed())
@@ -205,7 +217,10 @@ class AttributionPanel(StoppableJob, Panel):
 
     def request(self) -> ExplainRequest:
         contrast = self.contrast_box.currentText().strip() or None
-        settings = AttributionSettings(steps=self.steps_box.value(), baseline=self.baseline_box.currentData(),
+        to_gap = self.steps_box.value() == TO_TOLERANCE
+        settings = AttributionSettings(steps=DEFAULTS.steps if to_gap else self.steps_box.value(),
+                                       tolerance=self.tolerance_box.value() / 100 if to_gap else None,
+                                       baseline=self.baseline_box.currentData(),
                                        batch_size=self.batch_box.value(), contrast=contrast)
         rows = (self.pick.row,) if self.pick is not None else None
         return ExplainRequest(self.method_box.currentData(), settings, self.fusion_box.currentText(), rows)
@@ -214,6 +229,7 @@ class AttributionPanel(StoppableJob, Panel):
         method = self.method_box.currentData()
         self.baseline_box.setEnabled(method in ("ig", "occlusion"))
         self.steps_box.setEnabled(method == "ig")
+        self.tolerance_box.setEnabled(method == "ig" and self.steps_box.value() == TO_TOLERANCE)
         self.batch_box.setEnabled(method in ("ig", "occlusion"))
         self.contrast_box.setEnabled(method not in ATTENTION_METHODS)
         self.fusion_box.setEnabled(method in ATTENTION_METHODS)
@@ -349,9 +365,17 @@ class AttributionPanel(StoppableJob, Panel):
             return f"{METHOD_LABELS[result.method]}: rows are output tokens, › marks the target prefix"
         relative = result.relative_gap
         worst = int(relative.argmax())
+        steps = f"{result.steps} steps"
+        if result.tolerance is not None:
+            low = int(result.row_steps.min())
+            steps = f"{low}–{result.steps} steps" if low != result.steps else steps
+            steps += f" to reach {100 * result.tolerance:g}%"
         text = (f"completeness gap Σattr − (f(x) − f(baseline)): at most {100 * relative[worst]:.2f}% "
-                f"of |f(x) − f(baseline)| ({result.steps} steps, {result.baseline} baseline)")
-        return text + (f" — large at {result.rows[worst]!r}: use more steps" if result.warning else "")
+                f"of |f(x) − f(baseline)| ({steps}, {result.baseline} baseline)")
+        if not result.warning:
+            return text
+        return text + (f" — large at {result.rows[worst]!r}: use more steps" if result.tolerance is None
+                       else f" — not reached at {result.rows[worst]!r}: {result.steps} steps is the cap")
 
     def _draw_rollout(self) -> None:
         if not isinstance(self.result, RolloutResult) or not self.result.maps:

@@ -246,6 +246,12 @@ class TrainingCurvesPanel(Panel):
         self.plots["grad_norm"].showAxis("right", shown)
 
     def on_training_state(self, state: str) -> None:
+        target = self.bus.state.training.target_steps
+        if state == "running" and target:  # the step axis is laid out once for the run
+            first = self.train.view()[0, 0] if self.train.size else getattr(self.bus.workspace, "step", 0)
+            for plot in self.plots.values():
+                plot.getViewBox().plan_x(min(first, target), target)
+            return
         if state != "running":  # the curves stopped growing: draw the last batches, no headroom
             self.flush_pending_draws()
             for plot in self.plots.values():
