@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from explorer.commands.arguments import add_model_source, check_model_source, model_workspace, utf8_text
+from explorer.commands.arguments import utf8_text
+from explorer.commands.model_args import add_model_source, workspace_from_args
 from explorer.ui.panels import PANELS, export_ids, find_panel  # the registry only: no Qt
 
 DEFAULT_PLOTS = tuple(entry.panel_id for entry in PANELS if entry.exported_by_default)
@@ -100,17 +101,12 @@ def run(args: argparse.Namespace) -> int:
     specs = _check(args)
     from explorer.decoding.limits import check_text
     from explorer.errors import UserError
-    from explorer.training import evaluate, load_checkpoint
-    from explorer.training.checkpoint import warn_history_cut
+    from explorer.training import evaluate
 
-    if args.model is not None:
-        workspace = model_workspace(args)
-    else:
-        check_model_source(args)
-        if not Path(args.checkpoint).is_dir():
-            raise UserError(f"{args.checkpoint}: no such checkpoint directory")
-        workspace = load_checkpoint(args.checkpoint)
-        warn_history_cut(args.checkpoint, workspace)  # the curves end early: said, not hidden
+    if args.checkpoint is not None and not Path(args.checkpoint).is_dir():
+        raise UserError(f"{args.checkpoint}: no such checkpoint directory")
+    # with its data: the BLEU panel evaluates; a cut history is warned about, not hidden
+    workspace = workspace_from_args(args, load_data=True)
     check_text(workspace.model, args.input, "--input")
     check_text(workspace.model, args.target, "--target")
     # what the app's first evaluation shows in the BLEU panel (a Hugging Face folder has no data)
