@@ -80,9 +80,10 @@ class UserTrainFeed:
         if epoch != self._epoch:
             self._epoch, self._batches = epoch, self._length_batches(epoch)
         chosen = [self.examples[i] for i in self._batches[index]]
+        tgt_out = pad([t for _, _, t in chosen], IGNORE_INDEX)  # (B, T)
         return Batch(src=torch.tensor([src for src, _, _ in chosen]),  # (B, S): one length
                      tgt_in=pad([t for _, t, _ in chosen], self.pad_id),  # (B, T)
-                     tgt_out=pad([t for _, _, t in chosen], IGNORE_INDEX))  # (B, T)
+                     tgt_out=tgt_out, tgt_pad_mask=tgt_out == IGNORE_INDEX)
 
     @property
     def pad_id(self) -> int:

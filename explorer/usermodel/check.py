@@ -264,8 +264,9 @@ def _padding(model, seq2seq: bool, inputs) -> tuple[str, bool]:
 
 
 def _looks_like_attention(name: str, module: nn.Module) -> bool:
+    """A module of the user's own class (not torch's layers) named like attention."""
     words = (name.rsplit(".", 1)[-1] + " " + type(module).__name__).lower()
-    return any(w in words for w in ATTENTION_WORDS) and not isinstance(module, nn.MultiheadAttention)
+    return any(w in words for w in ATTENTION_WORDS) and not type(module).__module__.startswith("torch.")
 
 
 def _hidden_attention(inner, ran: set[str], record) -> list[str]:
@@ -273,7 +274,8 @@ def _hidden_attention(inner, ran: set[str], record) -> list[str]:
     seen = {c.name for c in record.attention}
     hidden = []
     for name in sorted(ran):
-        inside = any(s == name or s.startswith(name + ".") for s in seen)
+        inside = any(s == name or s.startswith(name + ".") or name.startswith(s + ".")
+                     for s in seen)
         mha = any(isinstance(m, nn.MultiheadAttention) for m in inner.get_submodule(name).modules())
         outer = any(name.startswith(h + ".") for h in hidden)
         if not inside and not mha and not outer:
