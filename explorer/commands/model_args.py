@@ -47,11 +47,12 @@ def check_model_source(args: argparse.Namespace) -> None:
 
 
 def model_workspace(args: argparse.Namespace):
-    """The workspace of `--model` (weights and tokenizer as given), in eval mode."""
-    from explorer.usermodel.loader import open_model_file
+    """The workspace of `--model` (weights and tokenizer as given), in eval mode, checked by one
+    probe forward (explorer.usermodel.check.open_checked)."""
+    from explorer.usermodel.check import open_checked
 
     check_model_source(args)
-    return open_model_file(args.model, weights=args.weights, tokenizer=args.tokenizer)
+    return open_checked(args.model, weights=args.weights, tokenizer=args.tokenizer)
 
 
 def workspace_from_args(args: argparse.Namespace, load_data: bool = False):

@@ -225,9 +225,8 @@ def _user_workspace(options: dict):
     attached; a model whose vocabulary does not fit the data is one line."""
     from explorer.commands.train_options import extra_fields
     from explorer.errors import UserError
-    from explorer.usermodel.check import fatal
+    from explorer.usermodel.check import open_checked
     from explorer.usermodel.families import LM_FAMILIES
-    from explorer.usermodel.loader import open_model_file
 
     given = [k for k in NOT_WITH_MODEL if options.get(k) is not None]
     given += list(extra_fields(options, "model", handled=flag_fields("model")))
@@ -239,9 +238,8 @@ def _user_workspace(options: dict):
     if not any(options.get(k) for k in ("task", "data", "src", "tgt")):
         raise UserError("no data: give --task NAME, --data FILE, or --src FILE --tgt FILE")
     _choose("task", options.get("task"), TASKS)
-    workspace = open_model_file(options["model"], weights=options.get("weights"))
+    workspace = open_checked(options["model"], weights=options.get("weights"))
     workspace.model.config.args = {}  # build() was called without arguments: a reopen does too
-    fatal(workspace)
     kind = "lm" if workspace.family in LM_FAMILIES else PAIRS
     return family_of(workspace.model).attach_data(workspace, _data_spec(options, kind))
 

@@ -144,7 +144,32 @@ def check_model_file(build: str, weights=None, tokenizer=None) -> Report:
     return check_workspace(open_model_file(build, weights=weights, tokenizer=tokenizer), build)
 
 
+def open_checked(build: str, weights=None, tokenizer=None):
+    """`--model FILE.py:build` as every command and the app open it: the workspace, after one
+    probe forward; a model it cannot use (`fatal`, logits of the wrong shape) is one UserError."""
+    from explorer.usermodel.loader import open_model_file
+
+    workspace = open_model_file(build, weights=weights, tokenizer=tokenizer)
+    validate(workspace)
+    return workspace
+
+
+def validate(workspace) -> None:
+    """`fatal`, then the logits of one probe: (B, T, V) with V the tokenizer's size at least."""
+    fatal(workspace)
+    model = workspace.model
+    inputs = tuple(x.to(_device(model.inner)) for x in _probe_inputs(model, workspace.is_seq2seq))
+    was_training = model.inner.training
+    model.inner.eval()
+    try:
+        with torch.no_grad():
+            expect_logits(model, inputs, "a probe")
+    finally:
+        model.inner.train(was_training)
+
+
 def check_workspace(workspace, build: str = "") -> Report:
+    fatal(workspace)
     model = workspace.model
     inner = model.inner
     seq2seq = workspace.is_seq2seq
@@ -167,7 +192,6 @@ def check_workspace(workspace, build: str = "") -> Report:
         padding, padding_changes = _padding(model, seq2seq, inputs)
     finally:
         inner.train(was_training)
-    fatal(workspace)
     length = inputs[-1].shape[1]
     every_position = logits.shape[1] == length
     attention = [f"{c.name or '(top level)'}: {_attention_what(c, inner)}" for c in _first_calls(record)]

@@ -100,7 +100,22 @@ def call_build(build: str, args: dict | None = None):
         raise UserError(f"{build}: must return (model, tokenizer) or (model, tokenizer, adapter), "
                         f"got {type(result).__name__}")
     model, tokenizer, adapter = (*result, None) if len(result) == 2 else result
+    _check_types(build, model, adapter)
     return model, tokenizer, adapter or Adapter()
+
+
+def _check_types(build: str, model, adapter) -> None:
+    """One line naming each of build()'s results of the wrong type (the tokenizer: as_tokenizer)."""
+    import torch
+
+    from explorer.usermodel.adapter import Adapter
+
+    wrong = [f"{name}: expected {expected}, got {type(value).__name__}" for name, value, kind, expected
+             in (("model", model, torch.nn.Module, "a torch.nn.Module"),
+                 ("adapter", adapter, (Adapter, type(None)), "explorer.Adapter"))
+             if not isinstance(value, kind)]
+    if wrong:
+        raise UserError(f"{build}: returned the wrong types ({'; '.join(wrong)})")
 
 
 def make_workspace(model, tokenizer, adapter=None, build: str = "", args: dict | None = None,
