@@ -1,0 +1,73 @@
+"""A user's model in the app: trained by the app's trainer on a built-in task (the Data dialog's
+path keeps the model), and bad model code leaves the open window with its model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from explorer.training.setup import DataSpec
+from tests.usermodel import bad_models, homework_seq2seq
+
+LOAD_MS = 60_000
+ROOT = Path(__file__).resolve().parents[2]
+TRANSLATOR = f"{ROOT / 'models' / 'gru_translator.py'}:build"
+HOMEWORK = f"{Path(homework_seq2seq.__file__)}:build"
+BAD = Path(bad_models.__file__)
+
+
+def test_the_apps_trainer_trains_a_user_model_on_a_task(make_main_window, qtbot):
+    window = make_main_window(create_panels=False)
+    with qtbot.waitSignal(window.bus.workspace_changed, timeout=LOAD_MS) as opened:
+        window.controller.open_model_code(TRANSLATOR)
+    model = opened.args[0].model.inner
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with qtbot.waitSignal(window.bus.workspace_changed, timeout=LOAD_MS) as attached:
+        window._build_from_dialogs(None, DataSpec(task="reverse"))  # the Data dialog's OK
+    workspace = attached.args[0]
+    assert workspace.model.inner is model and workspace.task == "reverse"  # the same model
+    steps = []
+    window.bus.step_metrics.connect(lambda batch: steps.extend(m.step for m in batch))
+    with qtbot.waitSignal(window.controller.training_finished, timeout=LOAD_MS) as finished:
+        window.controller.train(steps=5)
+    assert finished.args[0].reason == "done" and workspace.step == 5
+    qtbot.waitUntil(lambda: steps[-1:] == [5], timeout=LOAD_MS)
+    assert steps == [1, 2, 3, 4, 5]  # every step reached the live panels
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
+    if window.controller.run_folder is not None:  # recorded as every run
+        assert (window.controller.run_folder / "metrics.jsonl").is_file()
+
+
+def test_data_of_the_wrong_kind_is_one_line_and_the_model_stays(make_main_window, qtbot):
+    window = make_main_window(create_panels=False)
+    with qtbot.waitSignal(window.bus.workspace_changed, timeout=LOAD_MS) as opened:
+        window.controller.open_model_code(TRANSLATOR)
+    with qtbot.waitSignal(window.error_shown, timeout=LOAD_MS) as shown:
+        window._build_from_dialogs(None, DataSpec(task="brackets"))
+    assert shown.args[0] == "your encoder-decoder trains on (source, target) pairs, not lm data"
+    assert window.controller.workspace is opened.args[0]
+
+
+def test_bad_model_code_keeps_the_open_model(make_main_window, qtbot, tmp_path):
+    other = tmp_path / "other.pt"
+    torch.save(homework_seq2seq.build()[0].state_dict(), other)
+    window = make_main_window(create_panels=False)
+    with qtbot.waitSignal(window.bus.workspace_changed, timeout=LOAD_MS) as opened:
+        window.controller.open_model_code(HOMEWORK)
+    kept = opened.args[0]
+    cases = [((f"{BAD}:wrong_shape", None), "the model's forward returned (1, 12) for a probe"),
+             ((f"{BAD}:small_embedding", None), "the tokenizer has 12 tokens but the model's "
+                                                "embedding has 5 rows"),
+             ((f"{BAD}:wrong_types", None), "returned the wrong types (model: expected a "
+                                            "torch.nn.Module, got str"),
+             ((f"{BAD}:right", str(other)), "other.pt: the weights do not fit the model")]
+    for (build, weights), expected in cases:
+        for open_it in (window.controller.open_model_code, window.controller.check_model_code):
+            with qtbot.waitSignal(window.error_shown, timeout=LOAD_MS) as shown:
+                open_it(build, weights)
+            message = shown.args[0]
+            assert expected in message and "\n" not in message, message
+            window.error_boxes[-1].accept()
+            qtbot.waitUntil(lambda: not window.error_boxes)
+            assert window.controller.workspace is kept
