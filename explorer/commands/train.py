@@ -239,7 +239,6 @@ def _user_workspace(options: dict):
         raise UserError("no data: give --task NAME, --data FILE, or --src FILE --tgt FILE")
     _choose("task", options.get("task"), TASKS)
     workspace = open_checked(options["model"], weights=options.get("weights"))
-    workspace.model.config.args = {}  # build() was called without arguments: a reopen does too
     kind = "lm" if workspace.family in LM_FAMILIES else PAIRS
     return family_of(workspace.model).attach_data(workspace, _data_spec(options, kind))
 

@@ -150,6 +150,7 @@ def open_checked(build: str, weights=None, tokenizer=None):
     from explorer.usermodel.loader import open_model_file
 
     workspace = open_model_file(build, weights=weights, tokenizer=tokenizer)
+    workspace.model.config.args = {}  # build() was called without arguments: a run reopens so
     validate(workspace)
     return workspace
 

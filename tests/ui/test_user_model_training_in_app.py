@@ -3,6 +3,7 @@ path keeps the model), and bad model code leaves the open window with its model.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
@@ -35,8 +36,12 @@ def test_the_apps_trainer_trains_a_user_model_on_a_task(make_main_window, qtbot)
     qtbot.waitUntil(lambda: steps[-1:] == [5], timeout=LOAD_MS)
     assert steps == [1, 2, 3, 4, 5]  # every step reached the live panels
     assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
-    if window.controller.run_folder is not None:  # recorded as every run
-        assert (window.controller.run_folder / "metrics.jsonl").is_file()
+    folder = window.controller.run_folder  # recorded as every run: config, metrics, weights
+    rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows if "event" not in r] == [1, 2, 3, 4, 5]
+    config = json.loads((folder / "config.json").read_text())
+    assert config["model"]["build"] == f"{(ROOT / 'models' / 'gru_translator.py').resolve()}:build"
+    assert config["model"]["args"] == {}  # `explorer decode --checkpoint` reopens it
 
 
 def test_data_of_the_wrong_kind_is_one_line_and_the_model_stays(make_main_window, qtbot):
