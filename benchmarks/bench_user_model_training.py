@@ -3,6 +3,7 @@ of models/ (opened as `--model FILE.py:build`, behind the adapter) against a pla
 the same module, batches and threads, in alternating rounds so machine load affects both alike.
 
     python benchmarks/bench_user_model_training.py [--rounds 6] [--steps 20] [--threads 1] [--app]
+                                                   [--reference]
 
 headless: the engine's `Trainer.run()` against the plain loop (draw the batch, the user's own
 forward, cross-entropy, zero_grad, backward, clip_grad_norm_, optimizer step, loss.item()).
@@ -44,10 +45,21 @@ CASES = {
     "gru_translator.py 64, reverse, batch 32": dict(
         build="gru_translator.py:build", data=DataSpec(task="reverse"), train=dict(batch_size=32)),
 }
+# --reference: the project's own gpt of the same size, measured the same way (what the app costs
+# any model on this machine, beside what it costs a user's)
+REFERENCE = {
+    "built-in gpt 4x128, context 64, batch 12": dict(
+        family="gpt", data=DataSpec(task="brackets"), train=dict(batch_size=12, context=64),
+        model=dict(d_model=128, num_heads=4, num_layers=4, d_ff=512, dropout=0.0, max_len=64)),
+}
 
 
 def user_workspace(case: dict):
     torch.manual_seed(0)
+    if "family" in case:
+        from explorer.training import build_workspace
+
+        return build_workspace(case["data"], case["family"], **case["model"])
     workspace = open_checked(str(ROOT / "models" / case["build"]))
     if case["build"].startswith("char_gpt"):  # the CPU recipe's depth: 4 layers of 128
         from explorer.usermodel.loader import make_workspace
@@ -80,7 +92,7 @@ def plain_steps(model, optimizer, feed, first: int, steps: int, clip: float) -> 
 
 
 def plain_side(workspace, config):
-    model = copy.deepcopy(workspace.model.inner).train()
+    model = copy.deepcopy(getattr(workspace.model, "inner", workspace.model)).train()
     return model, make_optimizer(model, config), make_feed(workspace, config)
 
 
@@ -180,6 +192,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="steps per round and side")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--app", action="store_true", help="also train inside the real window")
+    parser.add_argument("--reference", action="store_true",
+                        help="also the project's own gpt of the same size")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"| model | where | explorer tok/s | plain tok/s | ratio |  ({args.rounds} rounds x "
@@ -187,7 +201,7 @@ def main() -> None:
           f"load {os.getloadavg()[0]:.2f})")
     print("|---|---|---:|---:|---:|")
     worst = float("inf")
-    for name, case in CASES.items():
+    for name, case in {**CASES, **(REFERENCE if args.reference else {})}.items():
         sides = [("headless", headless)] + ([("in the app", in_app)] if args.app else [])
         for where, measure in sides:
             explorer_rate, plain_rate = measure(case, args.rounds, args.steps, args.threads)

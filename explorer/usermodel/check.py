@@ -181,15 +181,17 @@ def check_workspace(workspace, build: str = "") -> Report:
     inner.eval()
     try:
         ran: set[str] = set()
+        outputs: list = []  # what the user's own forward returned, as written
         hooks = [m.register_forward_hook(lambda *_, name=name: ran.add(name))
                  for name, m in inner.named_modules() if name and _looks_like_attention(name, m)]
+        hooks.append(inner.register_forward_hook(lambda _m, _a, output: outputs.append(output)))
         try:
             with torch.no_grad(), capture(inner) as record:
                 logits = expect_logits(model, inputs, "a probe")
         finally:
             for hook in hooks:
                 hook.remove()
-        raw = _raw_output(inner, inputs)
+        raw = _raw_output(outputs)
         padding, padding_changes = _padding(model, seq2seq, inputs)
     finally:
         inner.train(was_training)
@@ -245,13 +247,11 @@ def _device(module: nn.Module) -> torch.device:
     return parameter.device if parameter is not None else torch.device("cpu")
 
 
-def _raw_output(inner, inputs) -> str:
-    """What the user's own forward returned, as the user wrote it."""
-    try:
-        with torch.no_grad():
-            output = inner(*inputs)
-    except Exception:  # noqa: BLE001 - the adapter's own entry point is what the explorer uses
-        return "its forward does not take these inputs as they are; the adapter supplies the logits"
+def _raw_output(outputs: list) -> str:
+    """What the user's own forward returned in the probe (its first call), as written."""
+    if not outputs:
+        return "nothing from forward: the adapter's encode/step give the logits"
+    output = outputs[0]
     if isinstance(output, torch.Tensor):
         return f"a tensor {tuple(output.shape)}"
     if isinstance(output, (tuple, list)):
