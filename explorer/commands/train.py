@@ -233,8 +233,6 @@ def _user_workspace(options: dict):
     if given:
         flag = given[0].replace("_", "-")
         raise UserError(f"--model trains your model as its build() makes it; drop --{flag}")
-    if options.get("weights") and not options.get("model"):
-        raise UserError("--weights goes with --model FILE.py:build")
     if not any(options.get(k) for k in ("task", "data", "src", "tgt")):
         raise UserError("no data: give --task NAME, --data FILE, or --src FILE --tgt FILE")
     _choose("task", options.get("task"), TASKS)
@@ -400,11 +398,13 @@ def _train(options: dict, out, parallel, writer) -> int:
     from explorer.training.autosave import Autosave
     from explorer.training.checkpoint import check_resumable
 
+    if options.get("weights") and not options.get("model"):
+        raise UserError("--weights goes with --model FILE.py:build")
     if options.get("resume"):
         from explorer.commands.model_args import allow_recorded_build
 
-        if options.get("model") or options.get("weights"):
-            raise UserError("--resume keeps the checkpoint's model; drop --model and --weights")
+        if options.get("model"):
+            raise UserError("--resume keeps the checkpoint's model; drop --model")
         allow_recorded_build(options["resume"])  # a run of your own model: you named it here
         model_flags = flag_fields("model")
         given = [k for k in (*DATA_FLAGS, *model_flags, "arch", "preset") if k in options]

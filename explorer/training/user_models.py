@@ -170,7 +170,12 @@ def check_forward(workspace, batch: Batch) -> None:
     inputs = (batch.src[:2], batch.tgt_in[:2]) if batch.src is not None else (batch.tokens[:2],)
     device = next(iter(model.parameters()), torch.zeros(0)).device
     with torch.no_grad():
-        expect_logits(model, tuple(x.to(device) for x in inputs), "a training batch")
+        logits = expect_logits(model, tuple(x.to(device) for x in inputs), "a training batch")
+    given, length = logits.shape[1], inputs[-1].shape[1]
+    if given != length:
+        raise UserError(f"the model's forward gives logits at {given} of {length} positions; "
+                        "training needs every position: return them all (as nanoGPT's "
+                        "forward(idx, targets) does), or give Adapter(forward=...) that does")
 
 
 def attach_data(workspace, spec):
@@ -184,5 +189,17 @@ def attach_data(workspace, spec):
         raise UserError(f"your {'encoder-decoder' if kind == PAIRS else 'language model'} trains "
                         f"on {needs}, not {spec.kind} data")
     splits = read_data(spec)
-    check_fits(workspace, list(splits.train))
+    pairs = list(splits.train)
+    check_fits(workspace, pairs)
+    check_forward(workspace, _first_example(workspace, pairs))  # before any run folder is made
     return dataclasses.replace(workspace, data=splits, data_spec=spec, task=spec.task)
+
+
+def _first_example(workspace, pairs) -> Batch:
+    """A batch of one training example (an LM: its first 8 tokens), as the feed makes them."""
+    if workspace.is_seq2seq:
+        src, tgt_in, tgt_out = encode_pairs(workspace, pairs[:50])[0]
+        return Batch(src=torch.tensor([src]), tgt_in=torch.tensor([tgt_in]),
+                     tgt_out=torch.tensor([tgt_out]))
+    stream = token_stream(workspace, pairs[:50])[:9]  # (≤ 9,)
+    return Batch(tokens=stream[None, :-1], targets=stream[None, 1:])  # (1, ≤ 8)

@@ -18,6 +18,13 @@ class LastOnly(nn.Module):
         return self.out(self.embed(ids))[:, -1]  # (B, V)
 
 
+class LastPosition(LastOnly):
+    """nanoGPT at inference: logits (B, 1, V) of the last position only."""
+
+    def forward(self, ids):
+        return self.out(self.embed(ids))[:, -1:]  # (B, 1, V)
+
+
 class Small(nn.Module):
     def __init__(self, rows):
         super().__init__()
@@ -30,6 +37,10 @@ class Small(nn.Module):
 
 def wrong_shape():
     return LastOnly(), VOCAB
+
+
+def last_position():
+    return LastPosition(), VOCAB
 
 
 def small_embedding():

@@ -97,3 +97,23 @@ def test_data_that_does_not_fit_the_vocabulary_is_one_line(tmp_path, capsys):
     assert main(["train", "--model", HOMEWORK, "--task", "brackets", "--steps", "2",
                  "--out", str(tmp_path / "run")]) == 2
     assert "trains on (source, target) pairs, not lm data" in capsys.readouterr().err
+
+
+def test_last_position_logits_cannot_train_and_check_says_how_to_fix_it(tmp_path, capsys):
+    """nanoGPT-style logits of the last position only: decoding works, training is one line,
+    and check marks what needs every position."""
+    data = tmp_path / "text.txt"
+    data.write_text("abc abd\nbad cab\n" * 20)
+    assert main(["train", "--model", f"{BAD}:last_position", "--data", str(data), "--context", "8",
+                 "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert not (tmp_path / "run").exists()  # refused before a run folder is made
+    assert err == ("explorer train: error: the model's forward gives logits at 1 of 8 positions; "
+                   "training needs every position: return them all (as nanoGPT's "
+                   "forward(idx, targets) does), or give Adapter(forward=...) that does")
+    assert main(["check", "--model", f"{BAD}:last_position"]) == 1
+    out = capsys.readouterr().out
+    assert "(1, 1, 12) for inputs (1, 5) (1 of 5 positions)" in out
+    for command in ("score", "evaluate", "train", "attribute"):
+        line = next(line for line in out.splitlines() if line.split()[1:2] == [command])
+        assert line.split()[0] == "fix" and "Adapter(forward=...)" in line
