@@ -34,7 +34,7 @@ from explorer.events import StepMetrics  # noqa: E402
 from explorer.training import DataSpec, TrainConfig, Trainer  # noqa: E402
 from explorer.training.engine import make_optimizer  # noqa: E402
 from explorer.training.feeds import make_feed  # noqa: E402
-from explorer.training.user_models import attach_data  # noqa: E402
+from explorer.usermodel.training import attach_data  # noqa: E402
 from explorer.usermodel.check import open_checked  # noqa: E402
 
 CASES = {

@@ -2,7 +2,7 @@
 feed and loss of the user families.
 
 The user's forward takes no padding masks, so every validation batch holds one example (no
-padding at all). Training batches come from explorer/training/user_models.py, which wraps this.
+padding at all). Training batches come from explorer/usermodel/training.py, which wraps this.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def test_the_first_loss_is_the_models_own_cross_entropy(trained):
     """Step 1's recorded loss, recomputed here: the untrained weights (snapshot 0) on the first
     batch, its sources of one length, the loss the model's own teacher-forced cross-entropy."""
     from explorer.training.config import TrainConfig
-    from explorer.training.user_models import UserTrainFeed
+    from explorer.usermodel.training import UserTrainFeed
     from explorer.usermodel.loader import allow, load_user_checkpoint
 
     allow(f"{TRANSLATOR}:build")
