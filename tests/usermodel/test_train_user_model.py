@@ -79,7 +79,7 @@ def test_the_first_loss_is_the_models_own_cross_entropy(trained):
     first = next(r for r in rows if r.get("step") == 1 and "event" not in r)
     assert first["loss"] == pytest.approx(float(expected.detach()), rel=1e-5)
     # targets: padding only at the end, never read as a target
-    for row, out in zip(batch.tgt_in, batch.tgt_out):
+    for out in batch.tgt_out:
         ignored = (out == IGNORE_INDEX).nonzero()
         if len(ignored):
             assert (out[int(ignored[0]):] == IGNORE_INDEX).all()
