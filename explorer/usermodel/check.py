@@ -159,7 +159,7 @@ def validate(workspace) -> None:
     """`fatal`, then the logits of one probe: (B, T, V) with V the tokenizer's size at least."""
     fatal(workspace)
     model = workspace.model
-    inputs = tuple(x.to(_device(model.inner)) for x in _probe_inputs(model, workspace.is_seq2seq))
+    inputs = tuple(x.to(_device(model.inner)) for x in _probe_inputs(workspace))
     was_training = model.inner.training
     model.inner.eval()
     try:
@@ -174,7 +174,7 @@ def check_workspace(workspace, build: str = "") -> Report:
     model = workspace.model
     inner = model.inner
     seq2seq = workspace.is_seq2seq
-    inputs = _probe_inputs(model, seq2seq)
+    inputs = _probe_inputs(workspace)
     device = _device(inner)
     inputs = tuple(x.to(device) for x in inputs)
     was_training = inner.training
@@ -230,14 +230,15 @@ def fatal(workspace) -> None:
                         "built for, or size the embedding by it)")
 
 
-def _probe_inputs(model, seq2seq: bool) -> tuple:
-    """A few of the tokenizer's ordinary ids (no special ones): (src (1, S), tgt_in (1, T)) or
-    (ids (1, T),)."""
-    config = model.config
-    specials = {config.start_id, config.eos_id, config.pad_id}
+def _probe_inputs(workspace) -> tuple:
+    """A few of the tokenizer's ordinary ids (no special ones, no <unk>): (src (1, S), tgt_in
+    (1, T)) or (ids (1, T),)."""
+    config, tokenizer = workspace.model.config, workspace.tokenizer
+    unk = tokenizer.special_id("unk") if hasattr(tokenizer, "special_id") else None
+    specials = {config.start_id, config.eos_id, config.pad_id, unk}
     ordinary = [i for i in range(min(config.vocab_size, 64)) if i not in specials] or [0]
     ids = [ordinary[i % len(ordinary)] for i in range(5)]
-    if not seq2seq:
+    if not workspace.is_seq2seq:
         return (torch.tensor([[config.start_id, *ids[:4]]]),)
     return torch.tensor([ids[:3] + [config.eos_id]]), torch.tensor([[config.start_id, *ids[2::-1]]])
 
