@@ -76,3 +76,20 @@ def test_bad_model_code_keeps_the_open_model(make_main_window, qtbot, tmp_path):
             window.error_boxes[-1].accept()
             qtbot.waitUntil(lambda: not window.error_boxes)
             assert window.controller.workspace is kept
+
+
+def test_a_model_given_to_explorer_show_trains_on_its_data(make_main_window, qtbot, monkeypatch):
+    import explorer
+    from explorer.ui import show_window
+
+    monkeypatch.setattr(show_window, "new_window", lambda: make_main_window(create_panels=False))
+    monkeypatch.setattr(show_window, "_window", None)
+    model, vocab = homework_seq2seq.build()
+    pairs = [("a b c", "c b a"), ("d e", "e d"), ("f g h", "h g f"), ("b a", "a b")]
+    window = explorer.show(model, vocab, data=pairs, block=False)
+    qtbot.waitUntil(lambda: window.controller.workspace is not None, timeout=LOAD_MS)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with qtbot.waitSignal(window.controller.training_finished, timeout=LOAD_MS) as finished:
+        window.controller.train(steps=3)
+    assert finished.args[0].reason == "done" and window.controller.workspace.step == 3
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
