@@ -192,7 +192,11 @@ def check_workspace(workspace, build: str = "") -> Report:
             for hook in hooks:
                 hook.remove()
         raw = _raw_output(outputs)
-        padding, padding_changes = _padding(model, seq2seq, inputs)
+        try:
+            padding, padding_changes = _padding(model, seq2seq, inputs)
+        except Exception as exc:  # noqa: BLE001 - the user's forward on a padded batch
+            padding, padding_changes = (f"not tried: the model failed on a padded batch "
+                                        f"({type(exc).__name__}: {_line(exc)})"), False
     finally:
         inner.train(was_training)
     length = inputs[-1].shape[1]
