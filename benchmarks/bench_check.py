@@ -42,7 +42,8 @@ def main() -> None:
     model_file.write_text((ROOT / "models" / "char_gpt.py").read_text() + BUILD)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("OMP_NUM_THREADS", None)  # the command's own choice of threads, as a user runs it
-    command = [sys.executable, "-m", "explorer", "check", "--model", f"{model_file}:build_gpt2_small"]
+    command = [sys.executable, "-m", "explorer", "check", "--model",
+               f"{model_file}:build_gpt2_small"]
     seconds, cpu, loads = [], [], []
     for _ in range(args.rounds):
         loads.append(os.getloadavg()[0])
