@@ -8,8 +8,10 @@ Each sub-command lives in `explorer/commands/<name>.py` and provides `add_argume
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
+import re
 import sys
 
 from explorer import __version__
@@ -33,8 +35,38 @@ COMMANDS = {
 }
 
 
+# argparse's words for a value its type refused, and ours
+_TYPE_WORDS = {"int": "is not a whole number", "float": "is not a number"}
+
+
+def one_line_error(message: str) -> str:
+    """argparse's message without its jargon: "argument --lr: invalid float value: 'abc'" ->
+    "--lr: 'abc' is not a number"."""
+    message = re.sub(r"^argument ", "", message).replace(" with argument ", " with ")
+    return re.sub(r"invalid (int|float) value: ('.*')$",
+                  lambda m: f"{m.group(2)} {_TYPE_WORDS[m.group(1)]}", message)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An error is one line naming the command (`explorer train: --lr: 'abc' is not a number`),
+    exit 2, without the usage that `--help` shows; every sub-command's parser is one too."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {one_line_error(message)}\n")
+
+
+def unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    """"unrecognized arguments: --bogus-flag 3 (did you mean --batch-size?)": the nearest of the
+    command's own flags to the first unknown one, where one is near."""
+    flags = [flag for action in parser._actions for flag in action.option_strings]
+    unknown = next((e.split("=", 1)[0] for e in extras if e.startswith("-")), None)
+    near = difflib.get_close_matches(unknown, flags, n=1) if unknown else []
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    return f"unrecognized arguments: {' '.join(extras)}{hint}"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="explorer",
         description="Sequence Model Explorer: train small sequence models and watch how they work.",
     )
@@ -44,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"explorer.commands.{name}")
         command_parser = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(command_parser)
-        command_parser.set_defaults(_module=module)
+        command_parser.set_defaults(_module=module, _parser=command_parser)
     return parser
 
 
@@ -53,7 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version"):
         argv = ["gui", *argv]
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # named by the sub-command that did not know them, not by `explorer`
+        command_parser = getattr(args, "_parser", parser)
+        command_parser.error(unrecognized(command_parser, extras))
     tune_allocator()
     try:
         return int(args._module.run(args) or 0)

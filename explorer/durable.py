@@ -8,10 +8,15 @@
 * `FolderLock(folder)`: one writer per folder, across processes. The kernel holds the lock
   (flock / msvcrt.locking), so a process that dies, however it dies, frees it; the pid written in
   the lock file only names the holder in the error message.
+* `replace_file(path, write)` / `write_text_file`: an output file (an export, `evaluate --out`, a
+  handout) is written as a new file beside its name and renamed over it, so a symlink planted at
+  the name is replaced, never followed (nothing outside the folder is written), and a failure
+  leaves what was there.
 * `append_jsonl` / `JsonlAppender` / `read_jsonl` / `parse_jsonl`: one JSON object per line, each
   append one write() of whole lines (fsynced on request); every reader (RunReader too) parses with
   `parse_jsonl`, which skips a last line without its newline (a write cut short), and
-  `repair_jsonl` trims it before appending goes on.
+  `repair_jsonl` trims it before appending goes on. `read_jsonl_skipping` leaves out a damaged
+  line elsewhere too, and numbers it (a checkpoint's history: the caller says so).
 
 Standard library only: checkpoints, run folders and the app's autosave all build on this.
 """
@@ -157,6 +162,56 @@ def replace_folder(target: str | Path, write: Callable[[Path], None]) -> Path:
     return target
 
 
+# -- files replaced by name ------------------------------------------------------------------------
+
+
+def _default_file_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def replace_file(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Write `path` by replacing its name in its folder: `write(temporary)` fills a new file
+    beside it, which is then renamed over the name (os.replace). Whatever the name held, a file or
+    a symlink to anywhere, is replaced itself; no link is followed. A failure removes the new file
+    and leaves what was there; an OSError is a one-line UserError naming `path`."""
+    path = Path(path)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    os.close(fd)
+    temporary = Path(name)
+    try:
+        write(temporary)
+        temporary.chmod(_default_file_mode())  # mkstemp's file is private; an output is not
+        os.replace(temporary, path)
+    except BaseException as exc:
+        temporary.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise UserError(f"{path}: cannot write ({exc.strerror or exc})") from None
+        raise
+    return path
+
+
+def write_text_file(path: str | Path, text: str) -> Path:
+    """`path` holding `text` (UTF-8), written by `replace_file`."""
+    return replace_file(path, lambda temporary: temporary.write_text(text, encoding="utf-8"))
+
+
+def replaced_note(paths: Iterable[Path], before: set[str]) -> str | None:
+    """"replaced 3 existing files in FOLDER" for the `paths` written whose names were among
+    `before` (the folder's names before writing); None when none was."""
+    paths = list(paths)
+    replaced = [p for p in paths if p.name in before]
+    if not replaced:
+        return None
+    where = replaced[0].parent
+    files = "file" if len(replaced) == 1 else "files"
+    return f"replaced {len(replaced)} existing {files} in {where}"
+
+
 # -- one writer per folder -------------------------------------------------------------------------
 
 _held: dict[str, list] = {}  # lock path -> [FolderLock, depth]: re-entrant within a process
@@ -297,7 +352,15 @@ class JsonlAppender:
     at all: a last line without its newline is skipped by `read_jsonl` and `parse_jsonl`."""
 
     def __init__(self, path: Path) -> None:
-        self.fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # a symlink planted at the name is refused, not followed out of the folder
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            self.fd: int | None = os.open(path, flags, 0o644)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise UserError(f"{path}: is a symbolic link; rows are appended to a file of the "
+                            "folder's own, never through a link") from None
 
     def append(self, rows: Iterable[dict[str, Any]], sync: bool = False) -> None:
         """fsync too when `sync` (readers see the rows at once either way; only a power cut may
@@ -365,16 +428,22 @@ def parse_jsonl(block: bytes) -> tuple[list[dict[str, Any]], list[int]]:
     return rows, bad
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every complete row of a JSON-lines file; a torn last line is left out, any other bad line
-    is a UserError naming it."""
+def read_jsonl_skipping(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
+    """(every complete row of a JSON-lines file, the 1-based numbers of its other lines, which
+    are left out); a torn last line is left out unnumbered, a missing file has no rows."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
-        return []
+        return [], []
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    rows, bad = parse_jsonl(data)
+    return parse_jsonl(data)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every complete row of a JSON-lines file; a torn last line is left out, any other bad line
+    is a UserError naming it."""
+    rows, bad = read_jsonl_skipping(path)
     if bad:
         raise UserError(f"{path}:{bad[0]}: not a JSON object")
     return rows

@@ -11,6 +11,17 @@ class UserError(Exception):
     """Bad input or a request that cannot be met. The message is one line and names the culprit."""
 
 
+class SettingsError(UserError):
+    """A request smaller training settings would meet: `settings` names the TrainConfig fields
+    ("batch_size", "context"). The message names them as the CLI's flags; the app names its
+    Training dock's fields instead (explorer/ui/training_controls.py)."""
+
+    def __init__(self, problem: str, settings: tuple[str, ...]) -> None:
+        self.problem, self.settings = problem, settings
+        flags = " or ".join("--" + name.replace("_", "-") for name in settings)
+        super().__init__(f"{problem} (use a smaller {flags})")
+
+
 def first_line(exc: BaseException, default: str | None = None) -> str:
     """The first line of an exception's message (tracebacks and details below it left out); for
     an empty message `default`, or the exception's type name."""

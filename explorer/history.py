@@ -24,6 +24,19 @@ def is_run_folder(folder: str | Path) -> bool:
     return isinstance(config, dict) and "run" in config
 
 
+def bad_lines_note(numbers) -> str | None:
+    """"line 21 is not a JSON object, skipped" for the damaged lines of a metrics.jsonl (what
+    decode, score, export, train --resume and the app's curves say); None for none."""
+    numbers = list(numbers)
+    if not numbers:
+        return None
+    named = ", ".join(map(str, numbers[:5])) + (
+        f" and {len(numbers) - 5} more" if len(numbers) > 5 else "")
+    if len(numbers) == 1:
+        return f"line {named} is not a JSON object, skipped"
+    return f"lines {named} are not JSON objects, skipped"
+
+
 def live_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     """(step rows, evaluation rows) as they stand after every resume: a training resumed at
     step s replaces whatever an earlier one wrote after s."""

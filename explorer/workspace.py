@@ -19,6 +19,8 @@ class Workspace:
     # optimizer (and RNN-LM carried state) to resume exactly; a checkpoint's optimizer.pt
     training_state: dict | None = None
     data_spec: Any | None = None  # explorer.training.setup.DataSpec the data was built from
+    # the lines of the checkpoint's metrics.jsonl that were not JSON objects, left out of history
+    history_bad_lines: tuple[int, ...] = ()
 
     @property
     def family(self) -> str:

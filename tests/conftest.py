@@ -30,6 +30,39 @@ for _name, _sub in (("XDG_DATA_HOME", ".local/share"), ("XDG_CONFIG_HOME", ".con
     os.environ[_name] = os.path.join(_SESSION_HOME, _sub)
 
 
+# How long a test waits for the signal or state it needs before it fails. A wait is never a speed
+# budget: at a load of 10 the 1920x1080 layout test's panels took over 60 s to fill (19 s alone),
+# and a limit a busy machine breaks fails a correct program. Speed is measured in benchmarks/.
+WAIT_MS = 300_000
+QTBOT_WAITS = ("waitUntil", "waitSignal", "waitSignals", "waitExposed", "waitActive",
+               "waitCallback")
+
+
+class GenerousQtBot:
+    """pytest-qt's qtbot whose every wait (waitUntil, waitSignal, ...) lasts up to at least
+    WAIT_MS: the `timeout=` a test gives (or pytest-qt's 5 s default) is raised to it. A wait
+    still returns the moment its condition holds; only a failing test waits the whole limit."""
+
+    def __init__(self, bot) -> None:
+        self._bot = bot
+
+    def __getattr__(self, name: str):
+        attribute = getattr(self._bot, name)
+        if name not in QTBOT_WAITS:
+            return attribute
+
+        def wait(*args, timeout: int = 0, **kwargs):
+            return attribute(*args, timeout=max(timeout, WAIT_MS), **kwargs)
+
+        return wait
+
+
+@pytest.fixture
+def qtbot(qtbot):
+    """pytest-qt's qtbot with generous waits (GenerousQtBot)."""
+    return GenerousQtBot(qtbot)
+
+
 @pytest.fixture(scope="session")
 def reverse_checkpoint(tmp_path_factory):
     """A one-layer Transformer on the `reverse` task, saved without optimizer state: the CLI

@@ -60,3 +60,24 @@ def test_gui_and_decode_word_a_missing_checkpoint_alike(tmp_path, capsys):
             assert main(command) == 2
             errors.append(capsys.readouterr().err.split(": error: ", 1)[1])
         assert errors[0] == errors[1] == f"{folder}: {says}\n"
+
+
+def unused_x_display() -> str:
+    """A local DISPLAY no X server answers at."""
+    number = 97
+    while Path(f"/tmp/.X11-unix/X{number}").exists():
+        number += 1
+    return f":{number}"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="displays are an X11/Wayland matter")
+def test_a_display_that_does_not_answer_is_no_display_in_one_line_exit_2():
+    """A stale DISPLAY (an ssh session's, an Xvfb gone) made Qt abort (exit 134) with a page of
+    plugin advice."""
+    display = unused_x_display()
+    result = subprocess.run([sys.executable, "-m", "explorer"], capture_output=True, text=True,
+                            timeout=60, env=headless_env(DISPLAY=display))
+    assert result.returncode == 2, result.stderr[-2000:]
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"explorer gui: error: no display: DISPLAY={display} does not answer")
+    assert "--smoke" in line

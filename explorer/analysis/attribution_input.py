@@ -104,6 +104,11 @@ def attribution_input(workspace, source: str, target: str = "") -> AttributionIn
     (every position when there is none)."""
     model = workspace.model
     family = family_of(model)
+    reading = getattr(model, "reading", None)  # a user's model (explorer.usermodel.call)
+    if reading is not None and reading.stepped:
+        raise UserError("attribution needs the tokens embedded in one forward pass, and this model "
+                        "embeds one token per step (its Adapter's step): give "
+                        "explorer.Adapter(forward=lambda model, *inputs: ...) returning (B, T, V)")
     if family.has_source and not target.strip():
         target = _greedy_text(workspace, source)
     try:

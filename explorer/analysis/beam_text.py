@@ -7,6 +7,14 @@ import math
 from explorer.decoding.types import BeamResult, length_penalty
 
 
+def log_p(value: float) -> str:
+    """A log-probability to 3 decimals, or, where that would keep one digit or none ("-0.000":
+    a token the model is all but sure of), to 2 significant digits: "-4.2e-06"; 0 is "0"."""
+    if value == 0:
+        return "0"
+    return f"{value:.3f}" if abs(value) >= 0.005 else f"{value:.2g}"
+
+
 def describe_node(result: BeamResult, node_id: int, compact: bool = False) -> str:
     """The node's scores: one per line for a hover tip, two to a line (`compact`) for the detail
     pane, whose height goes to its charts."""
@@ -18,8 +26,8 @@ def describe_node(result: BeamResult, node_id: int, compact: bool = False) -> st
     prefix = " ".join(n.token for n in result.path(node_id))
     lines = [f"{node.token!r} at step {node.step} ({node.status})",
              f"rank at this step = {node.rank + 1}",
-             f"token log p = {node.logprob:.3f}  (p = {math.exp(node.logprob):.3f})",
-             f"cumulative log p = {node.score:.3f}",
+             f"token log p = {log_p(node.logprob)}  (p = {math.exp(node.logprob):.3f})",
+             f"cumulative log p = {log_p(node.score)}",
              f"length-normalised = {normalized:.3f}  (α = {result.alpha:g}, |Y| = {length})",
              f"prefix: {prefix}"]
     if compact:
@@ -31,8 +39,8 @@ def describe_greedy_token(result: BeamResult, position: int) -> str:
     """A greedy token drawn outside the tree: beam search pruned the greedy prefix it ends."""
     greedy = result.greedy
     return (f"greedy token {greedy.tokens[position]!r} at step {position}\n"
-            f"token log p = {greedy.token_logprobs[position]:.3f}\n"
-            f"cumulative log p = {sum(greedy.token_logprobs[: position + 1]):.3f}\n"
+            f"token log p = {log_p(greedy.token_logprobs[position])}\n"
+            f"cumulative log p = {log_p(sum(greedy.token_logprobs[: position + 1]))}\n"
             "beam search pruned this prefix")
 
 
@@ -46,9 +54,9 @@ def summarize_result(result: BeamResult) -> str:
     greedy = result.greedy
     text = f"{len(result.nodes) - 1} candidates ranked, width {result.beam_size}, α {result.alpha:g}."
     if best is not None:
-        text += f" Best: “{best.text}” (log p = {best.score:.3f})."
+        text += f" Best: “{best.text}” (log p = {log_p(best.score)})."
     if greedy is not None:
-        text += f" Greedy: “{greedy.text}” (log p = {greedy.score:.3f})."
+        text += f" Greedy: “{greedy.text}” (log p = {log_p(greedy.score)})."
         if best is not None and best.score > greedy.score + SCORE_TOLERANCE:
             text += " Beam found a more probable output than greedy."
     return text

@@ -24,6 +24,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from explorer.analysis.example_filters import JoinedTexts, SliceFilter, ignores_case, matches  # noqa: F401
+from explorer.durable import replace_file
 from explorer.errors import UserError
 
 BATCH_SIZE = 64
@@ -129,18 +130,21 @@ class ExampleTable:
         if suffix not in (".csv", ".jsonl", ".json"):
             raise UserError(f"{path}: write examples to a .csv, .jsonl or .json file")
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="") as out:
-            if suffix == ".csv":
-                writer = csv.writer(out)
-                writer.writerow(self.names)
-                for row in self.rows():
-                    writer.writerow(row.values())
-            elif suffix == ".jsonl":
-                for row in self.rows():
-                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
-            else:
-                json.dump(list(self.rows()), out, ensure_ascii=False, indent=1)
-        return path
+
+        def write(temporary: Path) -> None:
+            with open(temporary, "w", encoding="utf-8", newline="") as out:
+                if suffix == ".csv":
+                    writer = csv.writer(out)
+                    writer.writerow(self.names)
+                    for row in self.rows():
+                        writer.writerow(row.values())
+                elif suffix == ".jsonl":
+                    for row in self.rows():
+                        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                else:
+                    json.dump(list(self.rows()), out, ensure_ascii=False, indent=1)
+
+        return replace_file(path, write)  # a symlink at the name is replaced, not followed
 
 
 def _plain(value):
@@ -204,11 +208,16 @@ def evaluate_batches(workspace, pairs: Sequence[tuple[str, str]], *, batch_size:
     """(table of one batch, the indices of its pairs) per batch; stop iterating to cancel.
     Batches group pairs of similar reference length, so that a batch's greedy decoding stops
     near its rows' own limits. A language model's long line may give several rows (windows)."""
+    from explorer.decoding.batching import handles_padding
+
     if not pairs:
         raise UserError("there are no examples to evaluate")
     if beam < 1:
         raise UserError(f"--beam must be at least 1, got {beam}")
     order = np.argsort([len(reference) for _, reference in pairs], kind="stable")
+    if workspace.is_seq2seq and not handles_padding(workspace.model):  # batches of one length
+        encode = (workspace.src_tokenizer or workspace.tokenizer).encode
+        order = np.lexsort(([len(r) for _, r in pairs], [len(encode(s)) for s, _ in pairs]))
     for start in range(0, len(pairs), batch_size):
         rows = order[start : start + batch_size]
         chunk = [pairs[i] for i in rows]
@@ -273,6 +282,14 @@ def teacher_forced(model, contexts: list[list[int]], targets: list[list[int]]):
 
     from explorer.decoding.incremental import inference, is_language_model, special_ids
 
+    from explorer.decoding.batching import by_length, handles_padding
+
+    if not is_language_model(model) and not handles_padding(model) and len(
+            {len(c) for c in contexts}) > 1:  # pads would change an answer: one length at a time
+        rows = by_length(model, contexts,
+                         lambda part: list(zip(*teacher_forced(model, *map(list, zip(*part))))),
+                         items=list(zip(contexts, targets)))
+        return [p for p, _ in rows], [h for _, h in rows]
     start_id, _, pad_id = special_ids(model)
     device = next(model.parameters()).device
     with inference(model):

@@ -127,8 +127,15 @@ def format_gradient(value: float) -> str:
 
 def cell_comparison_ids(tokenizer, text: str, length: int = CELL_TOKENS) -> list[int]:
     """The probe text's token ids repeated to `length` tokens: long enough for a plain RNN's
-    gradient to fade. A text with no tokens falls back to two ordinary ids."""
-    ids = tokenizer.encode(text) or [5, 6]  # 0-4 are the reserved ids
+    gradient to fade. A text with no tokens (or none the tokenizer knows: a user's vocabulary
+    without <unk>) falls back to two ordinary ids."""
+    from explorer.errors import UserError
+
+    try:
+        ids = tokenizer.encode(text)
+    except UserError:
+        ids = []
+    ids = ids or [5, 6]  # 0-4 are the reserved ids
     return (ids * (length // len(ids) + 1))[:length]
 
 

@@ -24,11 +24,17 @@ class ProbeInput:
 
 
 def default_probe_input(workspace) -> tuple[str, str]:
-    """A validation example of the workspace's data (or training example), else a fixed phrase."""
+    """A validation example of the workspace's data (or training example), else a text in the
+    model's vocabulary (a user's model of five letters would read a fixed phrase as all <unk>)."""
     data = getattr(workspace, "data", None)
     for split in ("val", "train", "test"):
         pairs = getattr(data, split, None) if data is not None else None
         if pairs:
             source, target = pairs[0]
             return source, target
-    return "the quick brown fox", "the quick brown fox"
+    from explorer.analysis.vocabulary import FALLBACK_PHRASE, probe_text
+
+    tokenizer = getattr(workspace, "tokenizer", None)
+    target = FALLBACK_PHRASE if tokenizer is None else probe_text(tokenizer)
+    source_tokenizer = getattr(workspace, "src_tokenizer", None)
+    return (target if source_tokenizer is None else probe_text(source_tokenizer)), target

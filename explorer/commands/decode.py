@@ -124,21 +124,36 @@ def _encode_all(workspace, texts, args) -> list[list[int]]:
     return [encode_context(workspace, text, where(i)) for i, text in enumerate(texts)]
 
 
+def _note_unknown(workspace, texts, contexts) -> None:
+    """One line on stderr naming the words the vocabulary read as <unk>: "a z q" decoded as
+    "a <unk> <unk>" without a word would look like the model's doing."""
+    from explorer.analysis.vocabulary import unk_id, unknown_note
+
+    tokenizer = workspace.src_tokenizer or workspace.tokenizer
+    unk = unk_id(tokenizer)
+    with_unk = [text for text, ids in zip(texts, contexts) if unk is not None and unk in ids]
+    note = unknown_note(tokenizer, with_unk)
+    if note:
+        print(f"explorer decode: {note}", file=sys.stderr)
+
+
 def _decode_all(workspace, texts, contexts, args):
     """One record per text, yielded a chunk at a time: hypotheses (best first), the tree, and
     what the best attended to."""
     import torch
 
     from explorer.decoding import beam_search_batch, greedy_batch, sample
+    from explorer.decoding.batching import WINDOW, in_order
     from explorer.decoding.scoring import context_labels
     from explorer.decoding.search import is_language_model
 
     model, tokenizer = workspace.model, workspace.tokenizer
-    # prompts of different lengths cannot share a batch, so language models go one by one
+    # prompts of different lengths cannot share a batch, so language models go one by one;
+    # sources of a model that pads unsafely share batches of one length (decoding.batching)
     chunk = 1 if is_language_model(model) else SEQ2SEQ_CHUNK
     generator = torch.Generator().manual_seed(args.seed)
-    for start in range(0, len(contexts), chunk):
-        batch = contexts[start : start + chunk]
+
+    def decode(batch):
         records = []
         if args.beam is not None:
             results = beam_search_batch(model, batch, beam_size=args.beam, alpha=args.length_penalty,
@@ -159,15 +174,20 @@ def _decode_all(workspace, texts, contexts, args):
                                            alpha=args.length_penalty):
                 records.append({"strategy": "greedy", "hypotheses": [hypothesis.to_dict()],
                                 "_best": hypothesis})
-        for text, context, record in zip(texts[start:], batch, records):
-            best = record.pop("_best")
-            record["source"] = text
-            if "tree" not in record:
-                root = "<bos>" if not is_language_model(model) or not context else text
-                record["tree"] = _chain_tree(best, root)
-            if args.json:
-                record["attention"] = _attention_entries(workspace, context, best)
-            yield record
+        return records
+
+    # samples are drawn in the sources' order, so that a seed gives the same draws
+    size = 1 if args.sample else chunk
+    for row, record in in_order(model, contexts, size, decode, window=1 if args.sample else WINDOW):
+        text, context = texts[row], contexts[row]
+        best = record.pop("_best")
+        record["source"] = text
+        if "tree" not in record:
+            root = "<bos>" if not is_language_model(model) or not context else text
+            record["tree"] = _chain_tree(best, root)
+        if args.json:
+            record["attention"] = _attention_entries(workspace, context, best)
+        yield record
 
 
 def _sample_step(step, tokenizer) -> dict:
@@ -226,7 +246,9 @@ def run(args) -> int:
     workspace = workspace_from_args(args)
     texts = _read_inputs(args)
     out = sys.stdout
-    records = _decode_all(workspace, texts, _encode_all(workspace, texts, args), args)
+    contexts = _encode_all(workspace, texts, args)
+    _note_unknown(workspace, texts, contexts)
+    records = _decode_all(workspace, texts, contexts, args)
     progress = Progress(len(texts))
     # several JSON records make a list, written an element at a time
     as_list = args.json and len(texts) > 1

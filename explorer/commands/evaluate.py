@@ -65,8 +65,12 @@ def run(args) -> int:
     finally:
         progress.close()
     if args.out:
+        import os
+
+        existed = os.path.lexists(args.out)
         table.write(args.out)
-        print(f"wrote {len(table)} rows to {args.out}", file=sys.stderr)
+        print(f"wrote {len(table)} rows to {args.out}" + (
+            " (replaced 1 existing file)" if existed else ""), file=sys.stderr)
     print(summarize(table).format())
     if args.by_length:
         metric = "BLEU" if table.seq2seq else "loss/token"

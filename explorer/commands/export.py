@@ -7,6 +7,7 @@ the arguments and loads the checkpoint.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from explorer.commands.arguments import utf8_text
@@ -24,9 +25,9 @@ def _csv_list(text: str) -> list[str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_source(parser)
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the files")
-    parser.add_argument("--input", metavar="TEXT", type=utf8_text, default=None,
+    parser.add_argument("--input", "--probe", metavar="TEXT", type=utf8_text, default=None,
                         help="probe/decode this source (or LM text), not a validation example")
-    parser.add_argument("--target", metavar="TEXT", type=utf8_text, default="",
+    parser.add_argument("--target", "--probe-target", metavar="TEXT", type=utf8_text, default="",
                         help="seq2seq: the target the attention and gradients are probed with")
     parser.add_argument("--plots", type=_csv_list, default=",".join(DEFAULT_PLOTS),
                         help="comma-separated panels (default: %(default)s); any of "
@@ -58,6 +59,8 @@ def _check(args) -> list:
         raise UserError(f"--width {args.width} is out of range (16 to 20000 pixels)")
     if args.dpi is not None and not 10 <= args.dpi <= 2400:
         raise UserError(f"--dpi {args.dpi} is out of range (10 to 2400)")
+    if os.path.lexists(args.out) and not os.path.isdir(args.out):
+        raise UserError(f"--out {args.out}: is a file; give a folder for the files")
     return [find_panel(p) for p in args.plots]
 
 
@@ -100,11 +103,13 @@ def run(args: argparse.Namespace) -> int:
 
     specs = _check(args)
     from explorer.decoding.limits import check_text
+    from explorer.durable import replaced_note
     from explorer.errors import UserError
     from explorer.training import evaluate
+    from explorer.training.checkpoint import check_folder
 
-    if args.checkpoint is not None and not Path(args.checkpoint).is_dir():
-        raise UserError(f"{args.checkpoint}: no such checkpoint directory")
+    if args.checkpoint is not None:
+        check_folder(Path(args.checkpoint))  # a file named instead of a folder says so
     # with its data: the BLEU panel evaluates; a cut history is warned about, not hidden
     workspace = workspace_from_args(args, load_data=True)
     check_text(workspace.model, args.input, "--input")
@@ -117,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         target = _greedy_target(workspace, args.input)
         print(f"explorer export: no --target: probing with the model's greedy output {target!r}",
               file=sys.stderr)
+    before = set(os.listdir(args.out)) if os.path.isdir(args.out) else set()
     if args.formats == ["csv"] and all(spec.tables for spec in specs):
         from explorer.export.headless import HeadlessInput
 
@@ -132,4 +138,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"nothing to export: none of {', '.join(args.plots)} applies to this model")
     for path in written:
         print(path)
+    replaced = replaced_note(written, before)
+    if replaced:  # an earlier export's files, say: not replaced silently
+        print(f"explorer export: {replaced}", file=sys.stderr)
     return 0

@@ -52,7 +52,10 @@ def model_workspace(args: argparse.Namespace):
     from explorer.usermodel.check import open_checked
 
     check_model_source(args)
-    return open_checked(args.model, weights=args.weights, tokenizer=args.tokenizer)
+    workspace = open_checked(args.model, weights=args.weights, tokenizer=args.tokenizer)
+    for note in workspace.model.notes:  # how the model was read, one line each
+        print(f"explorer: note: {note}", file=sys.stderr)
+    return workspace
 
 
 def workspace_from_args(args: argparse.Namespace, load_data: bool = False):

@@ -41,29 +41,31 @@ def greedy_bleu(workspace, pairs, batch_size: int, max_len: int | None = None,
                 hypotheses: list | None = None):
     """Corpus BLEU of greedy decodes of `pairs` (source, reference), and one example sentence.
     The decoded texts are appended to `hypotheses` when it is given."""
+    from explorer.decoding.batching import length_batches
     from explorer.decoding.search import greedy_batch
     from explorer.decoding.scoring import encode_context
     from explorer.metrics.bleu import IncrementalBleu, sentence_example
 
     tokenize = bleu_tokenization(workspace)
     bleu = IncrementalBleu(tokenize=tokenize)
-    example = None
-    for start in range(0, len(pairs), batch_size):
-        chunk = pairs[start : start + batch_size]
-        contexts = [encode_context(workspace, src) for src, _ in chunk]  # HF: the tokenizer's own
-        longest = max(len(workspace.tokenizer.encode(ref)) for _, ref in chunk)
+    contexts = [encode_context(workspace, src) for src, _ in pairs]  # HF: the tokenizer's own
+    texts: list[str] = [""] * len(pairs)
+    # in order, or of one source length each for a model that pads unsafely (decoding.batching)
+    for batch in length_batches(workspace.model, contexts, batch_size):
+        longest = max(len(workspace.tokenizer.encode(pairs[i][1])) for i in batch)
         hyps = greedy_batch(
-            workspace.model, contexts, max_len=max_len or 2 * longest + 10,
+            workspace.model, [contexts[i] for i in batch], max_len=max_len or 2 * longest + 10,
             tokenizer=workspace.tokenizer,
         )
-        texts = [h.text for h in hyps]
-        if hypotheses is not None:
-            hypotheses.extend(texts)
-        refs = [ref for _, ref in chunk]
-        bleu.add(texts, refs)
-        if example is None:
-            example = sentence_example(texts[0], refs[0], tokenize=tokenize)
-    return bleu.result(), example
+        for row, hypothesis in zip(batch, hyps):
+            texts[row] = hypothesis.text
+    if hypotheses is not None:
+        hypotheses.extend(texts)
+    refs = [ref for _, ref in pairs]
+    if not pairs:
+        return bleu.result(), None
+    bleu.add(texts, refs)
+    return bleu.result(), sentence_example(texts[0], refs[0], tokenize=tokenize)
 
 
 def parallel_file_bleu(workspace, path: str | Path, limit: int = MAX_PAIRS,

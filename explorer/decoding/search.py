@@ -16,6 +16,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from explorer.decoding.batching import by_length, length_groups
 from explorer.decoding.incremental import (
     advance_model,
     attention_row,
@@ -334,11 +335,15 @@ class BeamSearch:
 
 
 def greedy_batch(model, contexts, *, max_len=64, tokenizer=None, alpha=0.0) -> list[Hypothesis]:
-    """Greedy decoding of a batch; `alpha` only sets the hypotheses' normalized_score."""
-    decoder = TokenByToken(model, contexts, max_len=max_len, tokenizer=tokenizer)
-    while decoder.advance():
-        pass
-    return [decoder.hypothesis(row, alpha) for row in range(len(contexts))]
+    """Greedy decoding of a batch (of equal lengths when pads would change an answer:
+    explorer.decoding.batching); `alpha` only sets the hypotheses' normalized_score."""
+    def run(batch):
+        decoder = TokenByToken(model, batch, max_len=max_len, tokenizer=tokenizer)
+        while decoder.advance():
+            pass
+        return [decoder.hypothesis(row, alpha) for row in range(len(batch))]
+
+    return by_length(model, contexts, run)
 
 
 def greedy_ids(model, contexts, limits: list[int]) -> list[tuple[list[int], bool]]:
@@ -349,6 +354,9 @@ def greedy_ids(model, contexts, limits: list[int]) -> list[tuple[list[int], bool
     (the argmax of the logits is the argmax of their log-softmax)."""
     contexts = [list(c) for c in contexts]
     limits = [effective_max_len(model, c, limit) for c, limit in zip(contexts, limits)]
+    if len(length_groups(model, contexts)) > 1:  # pads would change an answer
+        return by_length(model, contexts, lambda part: greedy_ids(model, *map(list, zip(*part))),
+                         items=list(zip(contexts, limits)))
     _, eos_id, _ = special_ids(model)
     reorder = getattr(model, "reorder_state", reorder_state)  # HF: the model's own cache
     ids: list[list[int]] = [[] for _ in contexts]
@@ -397,16 +405,20 @@ def sample(model, context, *, temperature=1.0, top_k=0, top_p=1.0, seed=None, ge
 
 def beam_search_batch(model, contexts, *, beam_size=5, alpha=0.0, max_len=64, nbest=None,
                       tokenizer=None, with_greedy=True) -> list[BeamResult]:
-    """Beam search on a batch of contexts, all hypotheses of all sources in one step per token."""
-    search = BeamSearch(model, contexts, beam_size=beam_size, alpha=alpha, max_len=max_len,
-                        tokenizer=tokenizer)
-    while search.advance():
-        pass
-    greedy_paths = (
-        greedy_batch(model, contexts, max_len=max_len, tokenizer=tokenizer, alpha=alpha)
-        if with_greedy else [None] * len(contexts)
-    )
-    return [search.result(i, nbest=nbest, greedy=greedy_paths[i]) for i in range(len(contexts))]
+    """Beam search on a batch of contexts, all hypotheses of all sources in one step per token
+    (of equal lengths when pads would change an answer: explorer.decoding.batching)."""
+    def run(batch):
+        search = BeamSearch(model, batch, beam_size=beam_size, alpha=alpha, max_len=max_len,
+                            tokenizer=tokenizer)
+        while search.advance():
+            pass
+        greedy_paths = (
+            greedy_batch(model, batch, max_len=max_len, tokenizer=tokenizer, alpha=alpha)
+            if with_greedy else [None] * len(batch)
+        )
+        return [search.result(i, nbest=nbest, greedy=greedy_paths[i]) for i in range(len(batch))]
+
+    return by_length(model, contexts, run)
 
 
 def beam_search(model, context, *, beam_size=5, alpha=0.0, max_len=64, nbest=None,

@@ -11,6 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
+from explorer.durable import replace_file, write_text_file
+
 Table = tuple[list[str], list[list]]
 
 
@@ -31,14 +33,16 @@ def _cell(value):
 
 
 def write_csv(path: str | Path, header: Sequence[str], rows: Sequence[Sequence]) -> Path:
-    """Write one table; the parent folder must exist. Returns the path written."""
-    path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(list(header))
-        for row in rows:
-            writer.writerow([_cell(v) for v in row])
-    return path
+    """Write one table (explorer.durable.replace_file: a symlink at the name is replaced, not
+    followed); the parent folder must exist. Returns the path written."""
+    def write(temporary: Path) -> None:
+        with temporary.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(list(header))
+            for row in rows:
+                writer.writerow([_cell(v) for v in row])
+
+    return replace_file(path, write)
 
 
 def matrix_table(
@@ -69,6 +73,4 @@ def _jsonable(value):
 
 def write_json(path: str | Path, data) -> Path:
     """Write `data` (dicts, lists, numbers, numpy arrays) as indented JSON."""
-    path = Path(path)
-    path.write_text(json.dumps(_jsonable(data), indent=2) + "\n", encoding="utf-8")
-    return path
+    return write_text_file(path, json.dumps(_jsonable(data), indent=2) + "\n")

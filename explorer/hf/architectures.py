@@ -167,6 +167,7 @@ def architecture_from_file(path) -> tuple[str, dict[str, Any]]:
     """(family, config fields) of a Hugging Face config.json: its sizes, and its text as
     `hf_config`. One-line UserErrors for a file that is no such config."""
     from explorer.errors import read_json
+    from explorer.hf.detect import check_sizes
     from explorer.hf.loader import import_transformers
 
     data = read_json(path)
@@ -178,6 +179,7 @@ def architecture_from_file(path) -> tuple[str, dict[str, Any]]:
     if data.get("auto_map"):
         raise UserError(f"{path}: the architecture needs trust_remote_code (auto_map); the "
                         "explorer only builds transformers' own model classes")
+    check_sizes(data, path)
     family = by_type[data["model_type"]]
     transformers = import_transformers(str(path))
     settings = {k: v for k, v in data.items() if k not in _NOT_SETTINGS}

@@ -73,8 +73,30 @@ def weight_files(folder: Path) -> tuple[list[Path], list[Path]]:
     return sorted(folder.glob("*.safetensors")), sorted(folder.glob("pytorch_model*.bin"))
 
 
+# the sizes of Hugging Face configs that count something: transformers accepts any integer in
+# them, builds a model with no layers from n_layer: -1 and fails only when it runs ("__len__()
+# should return >= 0")
+SIZE_FIELDS = frozenset((
+    "n_layer", "n_layers", "num_layers", "num_hidden_layers", "num_decoder_layers",
+    "encoder_layers", "decoder_layers", "n_head", "n_heads", "num_heads", "num_attention_heads",
+    "encoder_attention_heads", "decoder_attention_heads", "n_embd", "dim", "d_model",
+    "hidden_size", "d_ff", "d_kv", "ffn_dim", "hidden_dim", "intermediate_size",
+    "encoder_ffn_dim", "decoder_ffn_dim", "vocab_size", "n_positions", "n_ctx",
+    "max_position_embeddings"))
+
+
+def check_sizes(config: dict, path) -> None:
+    """A one-line UserError naming the file and the field for a size below 1."""
+    for field, value in config.items():
+        if field in SIZE_FIELDS and isinstance(value, int) and not isinstance(value, bool) \
+                and value < 1:
+            raise UserError(f"{path}: '{field}' must be a whole number >= 1, got {value}")
+
+
 def check_folder(folder: Path, config: dict, name: str) -> None:
-    """One-line UserErrors for what no loader should try: remote code, no weights, no tokenizer."""
+    """One-line UserErrors for what no loader should try: remote code, no weights, no tokenizer,
+    a size below 1."""
+    check_sizes(config, folder / "config.json")
     if config.get("auto_map"):
         raise UserError(f"{name}: the model needs trust_remote_code (its config.json has auto_map); "
                         "the explorer only runs transformers' own model classes")

@@ -173,6 +173,11 @@ def open_hf_model(path):
             attn_implementation="eager",  # weights available; the adapter picks sdpa where it can
         )
     except Exception as exc:  # noqa: BLE001 - wrong shapes, a pickle that is not plain tensors
+        if "weights_only" in str(exc):  # torch's refusal: its advice to lift it is not passed on
+            from explorer.tensor_file import refusal
+
+            _, bins = weight_files(folder)
+            raise refusal(bins[0] if bins else folder, exc) from None
         raise UserError(f"{name}: cannot load the model ({first_line(exc)})") from None
     hf_model.eval()
     freeze_unsaved_parameters(hf_model)

@@ -3,6 +3,10 @@
 A check measures one number on what the user's model shows (`quantity(session, **options)`) and
 compares it: `below=`, `above=`, `at_most=`, `at_least=`, or `approx=` with a relative `tol=`
 (default 0.001). `@check recurrence_gradient a_h=1.1 steps=100 approx=13781 tol=0.0001`.
+
+An option written `@PANEL.CONTROL` takes the value the student set in that control
+(`recurrence_gradient a_h=@gradients.slider`): the check measures what the student made. A
+result says what was measured, against what, and where to look (`CheckResult.feedback`).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ class Check:
     quantity: Callable[..., float]  # (session, **options) -> the measured number
     required: tuple[str, ...] = ()
     optional: tuple[str, ...] = ()
+    look: str = ""  # where the student sees this number in the app, and what changes it
 
 
 @dataclass
@@ -38,16 +43,41 @@ class CheckResult:
     passed: bool
     value: float
     line: str  # one line: "grad_norm_at = 2.1e-05 (below 0.001): passed"
+    measured_on: str = ""  # what the number was measured on ("your model at step 120, probe …")
+    look: str = ""
+
+    @property
+    def feedback(self) -> str:
+        """The line, what it was measured on and, when not passed, where to look."""
+        text = self.line + (f" — measured on {self.measured_on}" if self.measured_on else "")
+        return text if self.passed or not self.look else f"{text}. Look at {self.look}"
 
 
 CHECKS: dict[str, Check] = {}
+# Checks that read only the probe snapshot, the student's controls or plain numbers: they run live
+# on the trainer's snapshots while the app trains (the others wait for the training to stop).
+LIVE_CHECKS = {"recurrence_gradient", "grad_norm_at", "depth_gradient_spread", "attention_heads",
+               "attention_layers", "attention_future", "attention_row_sum_error",
+               "attention_alignment", "residual_growth", "gates", "control", "probe_tokens",
+               "own_probe", "trained_steps", "max_grad_norm", "max_clipped_norm"}
 
 
-def check(name: str, summary: str, required=(), optional=()):
+def check(name: str, summary: str, required=(), optional=(), look=""):
     def register(function):
-        CHECKS[name] = Check(name, summary, function, tuple(required), tuple(optional))
+        CHECKS[name] = Check(name, summary, function, tuple(required), tuple(optional), look)
         return function
     return register
+
+
+def student_value(session, option: str):
+    """`@PANEL.CONTROL`: the value the student set there (the session keeps the controls' values:
+    `@set` headless, the window's widgets in the app); `@probe`: the probe source they typed."""
+    name = option[1:]
+    if name == "probe":
+        return session.probe[0]
+    if name not in session.controls:
+        raise UserError(f"no value of {name} yet: set it in the {name.split('.')[0]} panel")
+    return session.controls[name]
 
 
 def validate_check(options: dict, args: list[str], where: str) -> None:
@@ -74,9 +104,18 @@ def validate_check(options: dict, args: list[str], where: str) -> None:
         raise UserError(f"{where}: {comparisons[0]}= must be a number")
 
 
+def failed_check(session, args: list[str], message: str) -> CheckResult:
+    """A check that could not measure on what the student has (no attention, a set not chosen):
+    not passed, and the reason is what to look at."""
+    entry = CHECKS[args[0]]
+    return CheckResult(entry.name, False, math.nan, f"{entry.name}: {message}: not yet",
+                       session.describe(), entry.look)
+
+
 def evaluate_check(session, args: list[str], options: dict) -> CheckResult:
     entry = CHECKS[args[0]]
-    measure = {k: v for k, v in options.items() if k not in COMPARISONS and k != "tol"}
+    measure = {k: student_value(session, v) if isinstance(v, str) and v.startswith("@") else v
+               for k, v in options.items() if k not in COMPARISONS and k != "tol"}
     value = float(entry.quantity(session, **measure))
     (comparison, bound), = [(k, float(options[k])) for k in COMPARISONS if k in options]
     if comparison == "approx":
@@ -87,14 +126,49 @@ def evaluate_check(session, args: list[str], options: dict) -> CheckResult:
         passed = {"below": value < bound, "above": value > bound, "at_most": value <= bound,
                   "at_least": value >= bound}[comparison]
         wanted = f"{comparison.replace('_', ' ')} {bound:g}"
+    given = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in measure.items()
+                     if isinstance(options[k], str) and options[k].startswith("@"))
     return CheckResult(entry.name, passed, value,
-                       f"{entry.name} = {value:.6g} ({wanted}): {'passed' if passed else 'not yet'}")
+                       f"{entry.name}{' (' + given + ')' if given else ''} = {value:.6g} ({wanted}): "
+                       f"{'passed' if passed else 'not yet'}", session.describe(), entry.look)
+
+
+# -- what the student made -------------------------------------------------------------------
+
+@check("control", "the value the student set in a panel's control (name=PANEL.CONTROL)",
+       required=("name",), look="the control the step names")
+def _control(session, name):
+    value = student_value(session, "@" + str(name).lstrip("@"))
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{name} is {value!r}, not a number") from None
+
+
+@check("probe_tokens", "tokens of the probe source (the probe box) as the model reads them",
+       look="the probe box: type a longer or shorter input")
+def _probe_tokens(session):
+    return len(session.workspace.tokenizer.encode(session.probe[0]))
+
+
+@check("own_probe", "1 when the probe input is the student's own (not the lesson's), else 0",
+       look="the probe box: type an input of your own")
+def _own_probe(session):
+    return float(tuple(session.probe) != tuple(session.start_probe))
+
+
+@check("trained_steps", "training steps the student's model has had", optional=("model",),
+       look="the training controls: Train runs the model further")
+def _trained_steps(session, model="main"):
+    return session.workspace_named(model).step
 
 
 # -- gradients -------------------------------------------------------------------------------
 
 @check("recurrence_gradient", "∂h_k/∂h_0 of h_t = a_h·h_{t-1} (the a_h playground): a_h^k",
-       required=("a_h",), optional=("steps", "tanh"))
+       required=("a_h",), optional=("steps", "tanh"),
+       look="the gradient-flow panel's a_h playground: the value at k under the plot; a_h below 1 "
+            "shrinks it, above 1 blows it up")
 def _recurrence_gradient(session, a_h, steps=100, tanh=False):
     from explorer.analysis.gradients import scalar_recurrence_gradient
 
@@ -113,16 +187,48 @@ def _time_norms(session, layer=None):
 
 @check("grad_norm_at", "‖∂L/∂h_t‖ at time step t (1 = first) of the probe, as the gradient-flow "
        "panel shows it; relative=true divides by the largest over t", required=("t",),
-       optional=("layer", "relative"))
+       optional=("layer", "relative"),
+       look="the gradient-flow panel's curve over t: a model that passes the gradient on keeps it "
+            "level towards t = 1")
 def _grad_norm_at(session, t, layer=None, relative=False):
     norms = _time_norms(session, layer)
     value = float(norms[int(t) - 1])
     return value / float(norms.max()) if relative else value
 
 
+@check("bptt_reach", "tokens of `text` (text=@probe: the probe box's) that the last token's output "
+       "sends gradient to when training truncates back-propagation every `bptt` tokens (rnn-lm)",
+       required=("text", "bptt"), look="the window boundaries: the state is carried across them, "
+                                        "the gradient is not")
+def _bptt_reach(session, text, bptt):
+    from explorer.analysis.truncation import gradient_reach
+    from explorer.families import family_of
+
+    family = family_of(session.workspace.model)
+    if family.has_source or not family.recurrent or not hasattr(session.workspace.model, "embedding"):
+        raise UserError("bptt_reach measures a recurrent language model (family rnn-lm)")
+    return int((gradient_reach(session.workspace, str(text), int(bptt)) > 0).sum())
+
+
+@check("encoder_context", "source tokens after position t (1 = first) whose embedding the encoder's "
+       "output h_t depends on (a seq2seq RNN encoder; bidirectional: all of them, else none)",
+       optional=("t", "model"), look="the architecture panel's encoder: one direction or two")
+def _encoder_context(session, t=1, model="main"):
+    from explorer.analysis.truncation import encoder_dependence
+    from explorer.families import family_of
+
+    workspace = session.workspace_named(model)
+    family = family_of(workspace.model)
+    if not (family.has_source and family.recurrent and hasattr(workspace.model, "src_embedding")):
+        raise UserError("encoder_context measures a seq2seq RNN encoder")
+    return encoder_dependence(workspace, session.probe[0], int(t))
+
+
 @check("cell_gradient", "‖∂ℓ_T/∂h_t‖ / ‖∂ℓ_T/∂h_T‖ at step t for a fresh cell (rnn, gru, lstm, "
        "ugrnn) on the probe text, as the panel's cell comparison draws it", required=("cell",),
-       optional=("t",))
+       optional=("t",),
+       look="the gradient-flow panel's \"Compare cells\" curves: a gated cell keeps the curve "
+            "level towards t = 1")
 def _cell_gradient(session, cell, t=1):
     curves = session.cell_curves()
     if cell not in curves:
@@ -142,7 +248,9 @@ def _max_clipped_norm(session):
 
 
 @check("depth_gradient_spread", "largest / smallest gradient norm over a Transformer's blocks "
-       "(1 = every block gets the same)", optional=("model",))
+       "(1 = every block gets the same)", optional=("model",),
+       look="the gradient-flow panel's bars per block: how far apart the largest and the "
+            "smallest are")
 def _depth_spread(session, model="main"):
     snapshot = session.probe_snapshot(session.workspace_named(model))
     norms = [float(n.max()) if hasattr(n, "max") else float(n) for n in snapshot.grad_depth]
@@ -153,7 +261,8 @@ def _depth_spread(session, model="main"):
 
 # -- training and BLEU -----------------------------------------------------------------------
 
-@check("loss", "the validation loss now", optional=("model",))
+@check("loss", "the validation loss now", optional=("model",),
+       look="the curves panel's validation loss: train longer (Train) or change the learning rate")
 def _loss(session, model="main"):
     return session.evaluation(model).val_loss
 
@@ -164,6 +273,46 @@ def _bleu(session, model="main"):
     if metrics.bleu is None:
         raise UserError("this model has no BLEU (only sequence-to-sequence models do)")
     return metrics.bleu
+
+
+@check("token_accuracy", "share of validation target tokens the model predicts right when it is "
+       "fed the reference's previous tokens (teacher forcing, as it is trained)", optional=("model",),
+       look="the curves panel's accuracy: train longer")
+def _token_accuracy(session, model="main"):
+    return session.evaluation(model).token_accuracy
+
+
+def free_running_accuracy(workspace, pairs) -> float:
+    """Share of reference tokens that the greedy output has at the same position, the model fed
+    its own previous outputs (no teacher forcing)."""
+    from explorer.decoding import greedy
+    from explorer.decoding.scoring import encode_context
+
+    tokenizer, right, total = workspace.tokenizer, 0, 0
+    for source, target in pairs:
+        reference = tokenizer.tokens(tokenizer.encode(target))
+        output = greedy(workspace.model, encode_context(workspace, source),
+                        max_len=len(reference) + 5, tokenizer=tokenizer).tokens
+        right += sum(a == b for a, b in zip(output, reference))
+        total += len(reference)
+    return right / max(total, 1)
+
+
+@check("free_running_accuracy", "share of validation target tokens greedy decoding gets right at "
+       "their position, the model fed its own outputs (no teacher forcing)",
+       optional=("examples", "model"), look="the examples panel: where the outputs go wrong, "
+                                            "everything after the first mistake tends to go wrong")
+def _free_running_accuracy(session, examples=100, model="main"):
+    workspace = session.workspace_named(model)
+    return session._cached(("free", model, workspace.step, int(examples)), lambda: free_running_accuracy(
+        workspace, workspace.data.val[: int(examples)]))
+
+
+@check("exposure_gap", "teacher-forced token accuracy minus free-running token accuracy on the "
+       "validation data: what feeding the model its own mistakes costs", optional=("examples",),
+       look="the examples panel: a first wrong token makes the rest of the output drift")
+def _exposure_gap(session, examples=100):
+    return _token_accuracy(session) - _free_running_accuracy(session, examples)
 
 
 @check("bleu_gain", "BLEU of the lesson's model minus BLEU of its `compare.` variant")
@@ -177,7 +326,9 @@ def _references(refs: str) -> list[str]:
 
 @check("sentence_bleu", "explorer.metrics.bleu on one sentence: part=score|bp|precision (n=1..4, "
        "0-100)|matches|total|c|r; refs separated by |", required=("hyp", "refs"),
-       optional=("part", "n", "order"))
+       optional=("part", "n", "order"),
+       look="the BLEU panel's breakdown: p_1 .. p_4 count the n-grams that match; BP is e^(1 "
+            "− r/c) when the hypothesis is shorter than the reference")
 def _sentence_bleu(session, hyp, refs, part="score", n=1, order=4):
     from explorer.metrics.bleu import corpus_bleu
 
@@ -194,17 +345,21 @@ def _sentence_bleu(session, hyp, refs, part="score", n=1, order=4):
 
 # -- decoding --------------------------------------------------------------------------------
 
-@check("beam_gain", "log p(beam output) − log p(greedy output) on the probe input; search=true "
-       "searches the validation inputs for the clearest case (0 if none)",
-       optional=("beam", "search", "max_len"))
-def _beam_gain(session, beam=4, search=False, max_len=40):
+@check("beam_gain", "log p(beam output) − log p(greedy output) on the probe input (or source=); "
+       "search=true searches the validation inputs for the clearest case (0 if none)",
+       optional=("beam", "search", "max_len", "source"),
+       look="the compare panel: greedy's and beam's outputs and log p; \"Find an example where "
+            "beam beats greedy\" searches for one")
+def _beam_gain(session, beam=4, search=False, max_len=40, source=None):
     from explorer.decoding.examples import find_beam_beats_greedy
 
     workspace = session.workspace
     if search:
         candidates = [pair for pair in workspace.data.val[:200]]
-    else:
-        candidates = [session.probe[0]]
+    else:  # the probe input, or the source given (the compare panel's: source=@compare.source_box)
+        candidates = [session.probe[0] if source is None else str(source)]
+        if not candidates[0].strip():
+            raise UserError("no source to decode: type one")
     found = find_beam_beats_greedy(workspace, candidates, width=int(beam), max_len=int(max_len),
                                    min_margin=-math.inf if not search else 1e-3)
     if found is not None and search:
@@ -224,6 +379,29 @@ def _distinct_samples(session, n=8, temperature=1.0, max_len=40):
                             max_len=int(max_len), tokenizer=workspace.tokenizer).hypothesis.token_ids)
                for seed in range(int(n))}
     return len(outputs)
+
+
+# -- tokenisation ----------------------------------------------------------------------------
+
+@check("bpe_tokens", "tokens of `text` after `merges` byte-pair merges (explorer.analysis.bpe_steps; "
+       "text=@probe: the probe box's text)", required=("text", "merges"),
+       look="the merges listed in the step: each one joins the most frequent adjacent pair")
+def _bpe_tokens(session, text, merges):
+    from explorer.analysis.bpe_steps import bpe_merges
+
+    steps = bpe_merges(str(text), int(merges))
+    return steps[-1].num_tokens if steps else len("".join(str(text).split()))
+
+
+@check("bpe_merge_count", "how often the pair chosen by merge number `merge` occurred in `text`",
+       required=("text", "merge"), look="the pair counts: the most frequent pair is merged first")
+def _bpe_merge_count(session, text, merge):
+    from explorer.analysis.bpe_steps import bpe_merges
+
+    steps = bpe_merges(str(text), int(merge))
+    if len(steps) < int(merge):
+        raise UserError(f"{text!r} has only {len(steps)} merges: every word is one token by then")
+    return steps[-1].count
 
 
 # -- attention -------------------------------------------------------------------------------
@@ -258,7 +436,9 @@ def _attention_layers(session, kind, model="main"):
 
 
 @check("attention_future", "the most weight any query puts on a later key (0 under a causal mask)",
-       required=("kind",), optional=("model",))
+       required=("kind",), optional=("model",),
+       look="the attention panel's decoder (masked) self-attention: the cells above the "
+            "diagonal")
 def _attention_future(session, kind, model="main"):
     import numpy as np
 
@@ -270,7 +450,8 @@ def _attention_future(session, kind, model="main"):
     return worst
 
 
-@check("attention_row_sum_error", "max |Σ_k α_qk − 1| over every map of the probe (softmax rows)")
+@check("attention_row_sum_error", "max |Σ_k α_qk − 1| over every map of the probe (softmax rows)",
+       look="the attention heatmap's rows: hover a cell for its weight")
 def _row_sums(session):
     import numpy as np
 
@@ -279,7 +460,9 @@ def _row_sums(session):
 
 @check("attention_alignment", "share of output tokens whose strongest cross-attention is on the "
        "source token pattern=diagonal (i -> i) or anti (i -> n-1-i, reversal)",
-       optional=("pattern", "layer"))
+       optional=("pattern", "layer"),
+       look="the attention panel: the rows still blurred or off the anti-diagonal; train longer "
+            "or try another score")
 def _alignment(session, pattern="diagonal", layer=-1):
     maps = _maps(session, "cross")
     weights = maps[int(layer)].weights.mean(0)  # (Tq, Tk): heads averaged
@@ -295,7 +478,8 @@ def _alignment(session, pattern="diagonal", layer=-1):
 
 @check("shift_residual", "relative residual of the best linear map M_k with PE(n+k) = PE(n)·M_k "
        "on the model's positional table (or the sinusoidal one: table=sinusoidal)",
-       optional=("k", "table", "positions", "dim"))
+       optional=("k", "table", "positions", "dim"),
+       look="the positional panel's shift fit: its residual under the similarity plot")
 def _shift_residual(session, k=1, table="model", positions=64, dim=64):
     from explorer.analysis.positional import fit_shift_map, model_positions, sinusoidal
 
@@ -361,7 +545,9 @@ def _analogy_rank(session, a, b, c, expect, table="model"):
 
 
 @check("set_cohesion", "mean cosine similarity inside a token set (digits, months, ...) minus the "
-       "mean over all tokens, in the model's input embedding", required=("set",))
+       "mean over all tokens, in the model's input embedding", required=("set",),
+       look="the embeddings panel with the set highlighted: how close its points sit compared"
+            " with the rest")
 def _set_cohesion(session, set):
     import numpy as np
 

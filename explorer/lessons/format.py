@@ -22,6 +22,13 @@
     @train 100                     # train (or `@decode 5`: step the decoder) N steps
     @check recurrence_gradient a_h=1.1 steps=100 approx=13781 tol=0.001
 
+A step can ask first (`@predict "QUESTION" choices="A|B|C" answer=2 why="..."`, or a number:
+`answer=13781 tol=0.05`): the text above the `@predict` line is shown with the question, the text
+below it (the reveal) once the student has answered. A step with `@task "GOAL"` is the student's
+turn: its `@check`s measure the student's own model, probe and controls when they press Check; its
+`@set`/`@train`/`@decode` are the solution, done only when they ask for it (`@solution "TEXT"
+after=3`, offered after that many failed checks); `@hint "TEXT"` is shown after a failed check.
+
 Directives are lines starting with `@`. Every error is one line naming the file and line.
 """
 
@@ -37,7 +44,8 @@ LAYOUTS = ("tabs", "columns", "rows")
 SCALAR_KEYS = ("title", "cites", "task", "text", "tsv", "checkpoint", "family", "preset", "steps",
                "panels", "layout", "probe", "probe_target", "seed", "compare.family")
 PREFIX_KEYS = ("model.", "train.", "data.", "compare.model.", "compare.train.")
-DIRECTIVES = ("show", "set", "highlight", "train", "decode", "check")
+DIRECTIVES = ("show", "set", "highlight", "train", "decode", "check", "predict", "task", "hint",
+              "solution")
 
 
 @dataclass
@@ -51,15 +59,91 @@ class Directive:
         return f"{lesson.path}:{self.line}"
 
 
+DEFAULT_SOLUTION_AFTER = 3  # failed checks of a task before its solution is offered
+DEFAULT_PREDICT_TOL = 0.1  # relative: a numeric prediction within 10% is right
+
+
+@dataclass
+class Prediction:
+    """A `@predict`: a question with choices (answer = the right one's number, 1 = first) or a
+    number (answer within the relative `tol`), and why the answer is what it is."""
+    question: str
+    choices: list[str]
+    answer: float
+    tol: float
+    why: str
+    line: int
+
+    @classmethod
+    def of(cls, directive: Directive) -> Prediction:
+        options = directive.options
+        choices = [c.strip() for c in str(options.get("choices", "")).split("|") if c.strip()]
+        return cls(" ".join(directive.args), choices, float(options.get("answer", "nan")),
+                   float(options.get("tol", DEFAULT_PREDICT_TOL)), str(options.get("why", "")),
+                   directive.line)
+
+    def is_right(self, given) -> bool:
+        """`given`: a choice's number (1 = first) or a number."""
+        try:
+            value = float(given)
+        except (TypeError, ValueError):
+            return False
+        if self.choices:
+            return int(value) == int(self.answer)
+        return abs(value - self.answer) <= self.tol * max(abs(self.answer), 1e-12)
+
+    def shown(self, given) -> str:
+        """An answer as the student reads it: the choice's words, or the number."""
+        if self.choices:
+            index = int(float(given)) - 1
+            return self.choices[index] if 0 <= index < len(self.choices) else str(given)
+        return f"{float(given):g}"
+
+    @property
+    def right_answer(self) -> str:
+        return self.shown(self.answer)
+
+
 @dataclass
 class Step:
     title: str
-    text: str  # Markdown, directives removed
+    text: str  # Markdown, directives removed (with a `@predict`: the text above it)
     directives: list[Directive]
     line: int
+    reveal: str = ""  # with a `@predict`: the text below it, shown once the student answered
 
     def of(self, name: str) -> list[Directive]:
         return [d for d in self.directives if d.name == name]
+
+    def first(self, name: str) -> Directive | None:
+        found = self.of(name)
+        return found[0] if found else None
+
+    @property
+    def prediction(self) -> Prediction | None:
+        directive = self.first("predict")
+        return None if directive is None else Prediction.of(directive)
+
+    @property
+    def is_task(self) -> bool:
+        return bool(self.of("task"))
+
+    @property
+    def goal(self) -> str:
+        directive = self.first("task")
+        return " ".join(directive.args) if directive else ""
+
+    @property
+    def hints(self) -> list[str]:
+        return [" ".join(d.args) for d in self.of("hint")]
+
+    @property
+    def solution(self) -> tuple[str, int]:
+        """The solution's words and the failed checks after which it is offered (default 3)."""
+        directive = self.first("solution")
+        if directive is None:
+            return "", DEFAULT_SOLUTION_AFTER
+        return " ".join(directive.args), int(directive.options.get("after", DEFAULT_SOLUTION_AFTER))
 
     @property
     def figure(self) -> str | None:
@@ -179,7 +263,8 @@ def _directive(path: Path, number: int, text: str) -> Directive:
     return Directive(words[0], args, options, number)
 
 
-def parse_lesson(text: str, path: str | Path = "<lesson>") -> Lesson:
+def parse_lesson(text: str, path: str | Path = "<lesson>", problems: list[str] | None = None) -> Lesson:
+    """The lesson; a malformed directive raises, or with `problems` is added to it and skipped."""
     path = Path(path)
     lines = text.splitlines()
     settings, where, body_start = _front_matter(path, lines)
@@ -195,17 +280,31 @@ def parse_lesson(text: str, path: str | Path = "<lesson>") -> Lesson:
         elif stripped.startswith("@"):
             if current is None:
                 raise UserError(f"{path}:{number}: a directive outside a step (start one with '## ')")
-            current.directives.append(_directive(path, number, stripped))
+            try:
+                current.directives.append(_directive(path, number, stripped))
+            except UserError as exc:
+                if problems is None:
+                    raise
+                problems.append(str(exc))
         elif current is None:
             intro.append(raw)
+        elif current.of("predict"):
+            current.reveal += raw + "\n"
         else:
             current.text += raw + "\n"
     for step in steps:
-        step.text = step.text.strip()
+        step.text, step.reveal = step.text.strip(), step.reveal.strip()
     lesson = Lesson(path, settings, where, title, "\n".join(intro).strip(), steps)
     if not steps:
         raise UserError(f"{path}:{body_start}: the lesson has no steps (each starts with '## ')")
     return lesson
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read the lesson ({exc.__class__.__name__})") from None
 
 
 def read_lesson(path: str | Path) -> Lesson:
@@ -213,13 +312,27 @@ def read_lesson(path: str | Path) -> Lesson:
     from explorer.lessons.validate import validate
 
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read the lesson ({exc.__class__.__name__})") from None
-    lesson = parse_lesson(text, path)
+    lesson = parse_lesson(_read_text(path), path)
     validate(lesson)
     return lesson
+
+
+def lesson_problems(path: str | Path) -> list[str]:
+    """Every problem of a lesson file, one line each naming the file and line (none: it is fine);
+    a broken front matter or step structure is one problem, as nothing after it can be read."""
+    from explorer.lessons.validate import problems as directive_problems
+
+    path, found = Path(path), []
+    try:
+        lesson = parse_lesson(_read_text(path), path, found)
+    except UserError as exc:
+        return [*found, str(exc)]
+
+    def line(message: str) -> int:
+        number = message.removeprefix(f"{path}:").split(":", 1)[0]
+        return int(number) if number.isdigit() else 0
+
+    return sorted(found + directive_problems(lesson), key=line)
 
 
 def course(folder: str | Path) -> list[Path]:

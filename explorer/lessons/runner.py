@@ -43,10 +43,13 @@ def step_figure(lesson: Lesson, index: int) -> str:
     return lesson.panels[0]
 
 
-def panel_controls(lesson: Lesson, index: int, panel: str) -> dict[str, object]:
-    """`@set PANEL.CONTROL VALUE`s of steps up to `index` for `panel` (later ones win)."""
+def panel_controls(lesson: Lesson, index: int, panel: str, solutions: bool = True) -> dict[str, object]:
+    """`@set PANEL.CONTROL VALUE`s of steps up to `index` for `panel` (later ones win); without
+    `solutions`, not those of tasks (the student's own values stay in their figures)."""
     controls = {}
     for step in lesson.steps[: index + 1]:
+        if step.is_task and not solutions:
+            continue
         for directive in step.of("set"):
             target = directive.args[0]
             if target.startswith(panel + "."):
@@ -55,7 +58,8 @@ def panel_controls(lesson: Lesson, index: int, panel: str) -> dict[str, object]:
 
 
 def run_step(session: LessonSession, index: int, progress: Callable[[object], None] | None = None) -> list:
-    """Do step `index`'s actions in order and return its CheckResults."""
+    """Do step `index`'s actions in order and return its CheckResults (a task's actions are its
+    solution: headless, nobody else reaches the goal; a `@predict` waits for nobody)."""
     results = []
     for directive in session.lesson.steps[index].directives:
         if directive.name == "set":
@@ -78,9 +82,9 @@ FigureExporter = Callable[[LessonSession, int, Path, tuple], list]
 
 def run_lesson(lesson: Lesson, out: Path | None = None, overrides: dict | None = None,
                progress: Callable[[object], None] | None = None, formats=("png", "svg"),
-               export_figure: FigureExporter | None = None) -> LessonReport:
+               export_figure: FigureExporter | None = None, student=None) -> LessonReport:
     """Run every step; with `out`, export each step's figure to out/step-NN/ (through
-    `export_figure`) and the handout."""
+    `export_figure`) and the handout (with `student`'s saved progress, a Progress, in it)."""
     if out is not None and export_figure is None:
         raise ValueError("run_lesson: exporting figures needs export_figure (explorer.ui.lesson_figures)")
     session = LessonSession(lesson, overrides)
@@ -96,5 +100,5 @@ def run_lesson(lesson: Lesson, out: Path | None = None, overrides: dict | None =
     if out is not None:
         from explorer.lessons.handout import write_handout
 
-        report.handout = write_handout(lesson, Path(out), report.figures, report.results)
+        report.handout = write_handout(lesson, Path(out), report.figures, report.results, student)
     return report

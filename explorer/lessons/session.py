@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from explorer.errors import UserError
-from explorer.lessons.checks import CheckResult, evaluate_check
+from explorer.lessons.checks import CheckResult, evaluate_check, failed_check
 from explorer.lessons.format import Lesson
 
 # Front-matter `train.*` defaults for lessons: evaluations are the checks' business, not the loop's.
@@ -41,6 +41,9 @@ class LessonSession:
         self.history = []  # StepMetrics of the lesson's training (the main model)
         self.decoded: list[str] = []  # tokens `@decode` produced
         self._probe: tuple[str, str] | None = None
+        self.start_probe: tuple[str, str] = ("", "")
+        self.live_snapshot = None  # the trainer's snapshot that live checks read while training
+        self.controls: dict[str, object] = {}  # PANEL.CONTROL -> value, as `@set` or the student set it
         self._cache: dict = {}
 
     # -- set-up --------------------------------------------------------------------------------
@@ -86,6 +89,7 @@ class LessonSession:
         probe = self.lesson.probe
         if probe[0] or probe[1]:
             self.set_probe(str(self.settings.get("probe", "")), str(self.settings.get("probe_target", "")))
+        self.start_probe = self.probe  # what the lesson shows first: not the student's own
         steps = int(self.settings.get("steps", 0))
         if steps:
             yield from self.train(steps)
@@ -118,7 +122,10 @@ class LessonSession:
 
     def set_control(self, name: str, value) -> bool:
         """Apply a session control (`probe`, `probe_target`, `train.clip`, `train.lr`); False
-        for a panel's control, which only a window has."""
+        for a panel's control, which only a window has (its value is kept for the checks that
+        read it, `@PANEL.CONTROL`)."""
+        from explorer.lessons.format import parse_value
+
         if name in ("probe", "probe_target"):
             source, target = self.probe
             self.set_probe(str(value), target) if name == "probe" else self.set_probe(source, str(value))
@@ -127,7 +134,27 @@ class LessonSession:
             self.settings[name] = value
             self.workspace.train_config = self.train_config()
             return True
+        self.controls[name] = parse_value(str(value))
         return False
+
+    def adopt(self, workspace, probe: tuple[str, str], controls: dict) -> None:
+        """The student's state from the window: the model open now (which may be one they built),
+        the probe they typed, the values of the controls the checks read."""
+        if workspace is not None and workspace is not self.workspace:
+            self.workspace = workspace
+            self._cache.clear()
+        if tuple(probe) != self.probe:
+            self.set_probe(*probe)
+        self.controls.update(controls)
+
+    def describe(self) -> str:
+        """What the checks measure: the model (family, step) and the probe input."""
+        if self.workspace is None:
+            return ""
+        source, target = self.probe
+        shown = source if len(source) <= 40 else source[:39] + "…"
+        return (f"your {self.workspace.family} model at step {self.workspace.step}, probe "
+                f"{shown!r}" + (f" → {target[:20]!r}" if target else ""))
 
     # -- what the checks read ------------------------------------------------------------------
 
@@ -163,6 +190,8 @@ class LessonSession:
         from explorer.analysis.probe import probe
 
         workspace = workspace or self.workspace
+        if self.live_snapshot is not None and workspace is self.workspace:
+            return self.live_snapshot  # while the app trains: the trainer's, not a new pass
         source, target = self.probe
         return self._cached(("probe", id(workspace), workspace.step),
                             lambda: probe(workspace, source, target, workspace.step))
@@ -203,8 +232,12 @@ class LessonSession:
         self.decoded = list(tokens)
         return self.decoded
 
-    def check(self, directive) -> CheckResult:
+    def check(self, directive, student: bool = False) -> CheckResult:
+        """Measure one `@check`; on the `student`'s own state (a task) a measurement that cannot
+        be made is a check not passed that says why, not an error of the lesson."""
         try:
             return evaluate_check(self, directive.args, directive.options)
         except UserError as exc:
+            if student:
+                return failed_check(self, directive.args, str(exc))
             raise UserError(f"{directive.where(self.lesson)}: {exc}") from None

@@ -139,14 +139,15 @@ def _last_step(metrics: Path) -> int:
 
 def prune_runs(root: str | Path, keep: int = DEFAULT_KEEP_RUNS,
                in_use: tuple[Path, ...] = ()) -> list[Path]:
-    """Delete all but the newest `keep` runs under ROOT; returns what was deleted. Never one in
-    `in_use`, one marked KEEP, one a live process holds (its lock is tried, not trusted), nor one
-    cut short that the user has not answered for yet."""
+    """Delete all but the newest `keep` runs under ROOT; returns what was removed (a folder that
+    could not be removed is not reported). Never one in `in_use`, one marked KEEP, one a live
+    process holds (its lock is tried, not trusted), one cut short that the user has not answered
+    for yet, nor a symlink (a "run" that lives elsewhere: nothing outside ROOT is touched)."""
     in_use_names = {Path(p).name for p in in_use}
     interrupted = {run.folder.name for run in interrupted_runs(root)}
     deleted = []
     for folder in run_folders(root)[keep:]:
-        if (folder.name in in_use_names or folder.name in interrupted
+        if (folder.name in in_use_names or folder.name in interrupted or folder.is_symlink()
                 or (folder / KEEP).exists()):
             continue
         lock = FolderLock(folder)
@@ -158,7 +159,8 @@ def prune_runs(root: str | Path, keep: int = DEFAULT_KEEP_RUNS,
             continue  # another explorer process writes it
         try:
             shutil.rmtree(folder, ignore_errors=True)
-            deleted.append(folder)
+            if not os.path.lexists(folder):  # what it could not remove stays, unreported
+                deleted.append(folder)
         finally:
             lock.release()
     return deleted

@@ -9,7 +9,8 @@
 metrics.jsonl is read from the byte offset where the last read stopped, and parsed by
 explorer.durable.parse_jsonl like every JSON-lines file. A last line without its newline is still
 being written (or its writer died mid-write): it is left for the next read, so no row is ever seen
-torn, and none is skipped. A damaged line elsewhere is counted in `bad_lines` and skipped.
+torn, and none is skipped. A damaged line elsewhere is skipped, its number kept in
+`bad_line_numbers` (the app's run state says so).
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ class RunReader:
             raise UserError(f"{self.folder}: no such run folder")
         self.rows: list[dict] = []
         self.offset = 0  # bytes of metrics.jsonl consumed (up to the last complete line)
-        self.bad_lines = 0  # complete lines that were not JSON (a damaged file)
+        self.bad_line_numbers: list[int] = []  # complete lines that were not JSON (a damaged file)
+        self.lines = 0  # complete lines consumed
         self._identity: tuple[int, int] | None = None  # (device, inode) of the file read
         self._finished_seen: tuple = (None, 0, None)  # (rows, how many looked at, finished row)
 
@@ -83,7 +85,8 @@ class RunReader:
             stat = os.fstat(handle.fileno())
             identity = (stat.st_dev, stat.st_ino)
             if identity != self._identity or stat.st_size < self.offset:
-                self._identity, self.offset, self.rows, self.bad_lines = identity, 0, [], 0
+                self._identity, self.offset, self.rows = identity, 0, []
+                self.bad_line_numbers, self.lines = [], 0
             if stat.st_size == self.offset:
                 return []
             handle.seek(self.offset)
@@ -91,9 +94,14 @@ class RunReader:
         end = data.rfind(b"\n") + 1  # 0: not even one whole line yet
         rows, bad = parse_jsonl(data)  # its whole lines: up to `end`
         self.offset += end
-        self.bad_lines += len(bad)
+        self.bad_line_numbers += [self.lines + number for number in bad]
+        self.lines += data.count(b"\n", 0, end)
         self.rows.extend(rows)
         return rows
+
+    @property
+    def bad_lines(self) -> int:
+        return len(self.bad_line_numbers)
 
     @property
     def finished(self) -> dict | None:

@@ -27,7 +27,8 @@ from typing import Any
 
 import importlib.resources
 
-from explorer.durable import FolderLock, existing_folder, read_jsonl, replace_folder, write_jsonl
+from explorer.durable import (FolderLock, existing_folder, read_jsonl_skipping, replace_folder,
+                              write_jsonl)
 from explorer.errors import UserError, first_line, read_json
 from explorer.families import family_of, family_opening
 
@@ -84,13 +85,18 @@ def changed_data_files(directory: str | Path, workspace) -> list[str]:
 
 
 def history_cut(workspace) -> str | None:
-    """"history cut at step N while the checkpoint is at step M" when the checkpoint's
-    metrics.jsonl ends before its weights (a torn copy, a full disk, a file cut by hand): the
-    curves, a resumed history and replay would silently miss steps N+1..M. None when whole."""
+    """What the checkpoint's metrics.jsonl lacks, in one line: "line 21 is not a JSON object,
+    skipped" for damaged lines (left out of the history, the curves and what a resume appends),
+    and "history cut at step N while the checkpoint is at step M" when it ends before its weights
+    (a torn copy, a full disk, a file cut by hand): the curves, a resumed history and replay would
+    silently miss steps N+1..M. None when whole."""
+    from explorer.history import bad_lines_note
+
+    notes = [bad_lines_note(workspace.history_bad_lines)] if workspace.history_bad_lines else []
     last = workspace.history[-1]["step"] if workspace.history else 0
-    if last >= workspace.step:
-        return None
-    return f"history cut at step {last} while the checkpoint is at step {workspace.step}"
+    if last < workspace.step:
+        notes.append(f"history cut at step {last} while the checkpoint is at step {workspace.step}")
+    return "; ".join(notes) or None
 
 
 def warn_history_cut(directory: str | Path, workspace, stream=None) -> None:
@@ -203,10 +209,18 @@ def save_folder(workspace, directory: Path, optimizer=None, named: Path | None =
     return directory
 
 
+def check_folder(directory: Path) -> None:
+    """A UserError unless `directory` is a folder: a file given instead is named as one."""
+    if directory.is_dir():
+        return
+    if directory.exists():
+        raise UserError(f"{directory}: is a file, not a checkpoint folder")
+    raise UserError(f"{directory}: no such checkpoint folder")
+
+
 def _read_config(directory: Path) -> dict[str, Any]:
     path = directory / CONFIG_FILE
-    if not directory.is_dir():
-        raise UserError(f"{directory}: no such checkpoint folder")
+    check_folder(directory)
     config = read_json(path, missing=f"{directory}: not a checkpoint (no {CONFIG_FILE})")
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise UserError(f"{path}: not a Sequence Model Explorer checkpoint")
@@ -246,26 +260,22 @@ def _check_shape_of_config(config: dict, path: Path) -> None:
 
 def load_training_state(path: Path) -> dict[str, Any]:
     """optimizer.pt through torch's weights-only unpickler: tensors and containers, never code."""
-    import warnings
+    from explorer.tensor_file import load_tensors
 
-    import torch
-
-    try:
-        with warnings.catch_warnings():  # the unpickler's protocol notes: the error below suffices
-            warnings.simplefilter("ignore")
-            return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any failure means the file cannot be trusted
-        reason = first_line(exc)
-        raise UserError(f"{path}: refused to load, not a plain tensor file ({reason})") from None
+    return load_tensors(path)
 
 
-def _read_history(path: Path, rows: list[dict] | None = None) -> list[dict]:
-    """metrics.jsonl in a Workspace's history format: one row per step, its evaluation merged in
-    (a run's event rows and the steps a --resume redid are resolved by history_from_rows; a torn
-    last line is left out). Steps must increase, within each training segment of a run."""
+def _read_history(path: Path, rows: list[dict] | None = None) -> tuple[list[dict], tuple[int, ...]]:
+    """(metrics.jsonl in a Workspace's history format: one row per step, its evaluation merged in,
+    the numbers of the lines that are not JSON objects). A run's event rows and the steps a
+    --resume redid are resolved by history_from_rows; a torn last line and damaged lines are left
+    out (decoding needs no history: a bad line must not lock the model). Steps must increase,
+    within each training segment of a run."""
     from explorer.history import history_from_rows
 
-    rows = read_jsonl(path) if rows is None else rows  # (rows: a run reader's, already parsed)
+    bad: list[int] = []
+    if rows is None:  # (rows: a run reader's, already parsed)
+        rows, bad = read_jsonl_skipping(path)
     last = 0
     for number, row in enumerate(rows, 1):
         step, event = row.get("step"), row.get("event")
@@ -276,7 +286,7 @@ def _read_history(path: Path, rows: list[dict] | None = None) -> list[dict]:
             raise UserError(f"{path}: row {number} has step {step!r}; steps must increase")
         if event is None or event == "resumed":
             last = step
-    return history_from_rows(rows)
+    return history_from_rows(rows), tuple(bad)
 
 
 def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: bool = True,
@@ -336,6 +346,7 @@ def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: b
             data = None  # the files moved: the model still opens, training needs new data
     optimizer_path = directory / OPTIMIZER_FILE
     step = config.get("step", 0)
+    history, bad_lines = _read_history(directory / METRICS_FILE, metrics_rows)
     return Workspace(
         model=model,
         tokenizer=tokenizer,
@@ -345,8 +356,8 @@ def load_checkpoint(directory: str | Path, load_data: bool = True, load_state: b
         train_config=train_config,
         step=step,
         # rows a running `--save-every` appended after this step belong to no checkpoint
-        history=[r for r in _read_history(directory / METRICS_FILE, metrics_rows)
-                 if r["step"] <= step],
+        history=[r for r in history if r["step"] <= step],
+        history_bad_lines=bad_lines,
         training_state=(load_training_state(optimizer_path)
                         if load_state and optimizer_path.is_file() else None),
         data_spec=spec,

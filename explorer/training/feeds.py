@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from explorer.data.batching import Batch, LMDataset, ParallelDataset, bucketed_order, mask_tokens
-from explorer.errors import UserError
+from explorer.errors import SettingsError, UserError
 from explorer.families import family_of
 
 
@@ -80,14 +80,26 @@ class BlockFeed:
         self.train = None
         self.steps_per_epoch = 1
         if train:
-            texts = _texts(workspace.data.train)
-            self.train = LMDataset(texts, workspace.tokenizer, self.context).stream  # (N,)
+            self.train = _stream(workspace.tokenizer, workspace.data.train)  # (N,)
+            if not self.fits(len(self.train), self.batch_size, self.context):
+                raise SettingsError(f"the training text has {len(self.train)} tokens: too few "
+                                    f"for one block of {self.context} tokens", ("context",))
             self.steps_per_epoch = max(1, (len(self.train) - 1) // (self.batch_size * self.context))
         try:
             self.val = LMDataset(_texts(workspace.data.val), workspace.tokenizer, self.context)
             self.val_blocks = min(len(self.val), max_eval)
         except UserError:  # validation text shorter than one block: nothing to evaluate on
             self.val, self.val_blocks = None, 0
+
+    @staticmethod
+    def fits(tokens: int, batch_size: int, context: int) -> bool:
+        """Random blocks of `context` tokens, each with its next token: any batch size."""
+        return tokens >= context + 1
+
+    @classmethod
+    def fitted(cls, tokens: int, batch_size: int, context: int) -> tuple[int, int]:
+        """The settings nearest to these that `tokens` training tokens fit: a shorter context."""
+        return batch_size, min(context, tokens - 1)
 
     def _batch(self, inputs: Tensor, targets: Tensor, generator: torch.Generator) -> Batch:
         if self.masked:  # BERT sees the block itself, corrupted, and predicts the chosen tokens
@@ -131,15 +143,26 @@ class StreamFeed:
         self.context = config.context
         stream = _stream(workspace.tokenizer, workspace.data.train if train else [])
         self.train = batchify(stream, config.batch_size)  # (B, L)
-        if train and self.train.size(1) <= self.context:
-            raise UserError(
-                f"the training text has {len(stream)} tokens: too few for {config.batch_size} "
-                f"rows of {self.context} tokens (use a smaller --batch-size or --context)"
-            )
+        if train and not self.fits(len(stream), config.batch_size, self.context):
+            raise SettingsError(f"the training text has {len(stream)} tokens: too few for "
+                                f"{config.batch_size} rows of {self.context} tokens",
+                                ("batch_size", "context"))
         self.steps_per_epoch = max(1, (self.train.size(1) - 1) // self.context)
         val = _stream(workspace.tokenizer, workspace.data.val)[: max_eval * self.context + 1]
         rows = max(1, min(config.batch_size, (len(val) - 1) // self.context))
         self.val = batchify(val, rows)  # (rows, L_val)
+
+    @staticmethod
+    def fits(tokens: int, batch_size: int, context: int) -> bool:
+        """`batch_size` rows of more than `context` tokens each (a chunk and its next token)."""
+        return tokens // batch_size > context
+
+    @classmethod
+    def fitted(cls, tokens: int, batch_size: int, context: int) -> tuple[int, int]:
+        """The settings nearest to these that `tokens` training tokens fit: fewer rows of the
+        same context, else one row of all the tokens."""
+        rows = tokens // (context + 1)
+        return (min(batch_size, rows), context) if rows else (1, tokens - 1)
 
     def starts_epoch(self, step: int) -> bool:
         return (step - 1) % self.steps_per_epoch == 0

@@ -13,14 +13,46 @@ NO_DISPLAY = ("no display: set DISPLAY (or WAYLAND_DISPLAY) to open the window; 
               "`explorer gui --smoke` tests the app offscreen")
 
 
+def _answers(path: str) -> bool:
+    """Whether a Unix socket at `path` ("\0..." for the abstract namespace) accepts a connection."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
+
+
+def _x11_reachable(display: str) -> bool:
+    """A local DISPLAY (":0", ":1.0") names a server's socket, which is tried: a stale DISPLAY (an
+    ssh session's, an Xvfb that has exited) made Qt abort with a page of plugin advice. A remote
+    one ("host:10.0", ssh forwarding) is trusted."""
+    host, _, rest = display.rpartition(":")
+    number = rest.split(".")[0]
+    if host not in ("", "unix") or not number.isdigit():
+        return True
+    path = f"/tmp/.X11-unix/X{number}"
+    return _answers(path) or _answers("\0" + path)
+
+
+def _wayland_reachable(name: str) -> bool:
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    path = name if name.startswith("/") else os.path.join(runtime, name)
+    return _answers(path)
+
+
 def has_display() -> bool:
     """Whether Qt can show a window: a platform chosen explicitly (QT_QPA_PLATFORM, e.g. offscreen
-    as the tests set it), an X11 or Wayland display on Linux, or another desktop OS."""
+    as the tests set it), an X11 or Wayland display on Linux that answers, or another desktop OS."""
     if os.environ.get("QT_QPA_PLATFORM"):
         return True
     if not sys.platform.startswith("linux"):
         return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    x11, wayland = os.environ.get("DISPLAY"), os.environ.get("WAYLAND_DISPLAY")
+    return bool(x11 and _x11_reachable(x11) or wayland and _wayland_reachable(wayland))
 
 
 def ensure_display(smoke: bool = False) -> None:
@@ -31,6 +63,11 @@ def ensure_display(smoke: bool = False) -> None:
     if not smoke:
         from explorer.errors import UserError
 
+        named = [f"{key}={os.environ[key]}" for key in ("DISPLAY", "WAYLAND_DISPLAY")
+                 if os.environ.get(key)]
+        if named:  # set, but nothing answers there
+            raise UserError(f"no display: {' and '.join(named)} does not answer (no display "
+                            "server there); `explorer gui --smoke` tests the app offscreen")
         raise UserError(NO_DISPLAY)
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
 
@@ -105,9 +142,11 @@ def run_app(
     argv: list[str] | None = None, smoke: bool = False, checkpoint: str | None = None,
     model: tuple | None = None,
     lesson: str | None = None,
+    probe: tuple[str, str] | None = None,
 ) -> int:
     """Show the main window (opening `checkpoint`, the user's `model` (build, weights,
-    tokenizer), or the built-in demo) and run the event loop."""
+    tokenizer), or the built-in demo, probed on `probe` (source, target) when given) and run the
+    event loop."""
     ensure_display(smoke)
     if smoke:
         from explorer.ui.smoke import run_smoke
@@ -122,6 +161,7 @@ def run_app(
                         lesson=lesson)
     if model is not None:
         window.startup_model = model
+    window.startup_probe = probe
     window.show()
     try:
         return app.exec()

@@ -168,7 +168,8 @@ class Controller(QObject):
     # -- training --------------------------------------------------------------------------------
 
     def update_train_config(self, **changes) -> None:
-        """Change lr, batch size, clip τ, device or seed; a running trainer picks them up."""
+        """Change lr, batch size, context, clip τ, device or seed; a running trainer picks them
+        up."""
         changes = {k: v for k, v in changes.items() if getattr(self.train_config, k, v) != v}
         if not changes or self.train_config is None:
             return
@@ -180,7 +181,8 @@ class Controller(QObject):
         if live == changes:
             self.control.update(**live)
             return
-        # batch size, device and seed shape the data feed and the optimiser: restart from this step
+        # batch size, context, device and seed shape the data feed and the optimiser: restart from
+        # this step
         paused = self.control.paused
         self.stop_training()
         self._train_on(paused)

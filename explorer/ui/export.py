@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.durable import replace_file
 from explorer.errors import UserError
 from explorer.export.tables import safe_name, write_csv
 
@@ -97,14 +98,17 @@ def export_png(item, path: Path, width: int | None = None, dpi: int | None = Non
         dots_per_metre = round(dpi * INCH_PER_METRE)
         image.setDotsPerMeterX(dots_per_metre)
         image.setDotsPerMeterY(dots_per_metre)
-    if not image.save(str(path), "PNG"):
-        raise UserError(f"cannot write {path}")
-    return path
+
+    def write(temporary: Path) -> None:
+        if not image.save(str(temporary), "PNG"):
+            raise UserError(f"cannot write {path}")
+
+    return replace_file(path, write)
 
 
 def export_svg(item, path: Path) -> Path:
-    SVGExporter(item).export(fileName=str(path))
-    return path
+    document = SVGExporter(item).export(toBytes=True)
+    return replace_file(path, lambda temporary: temporary.write_bytes(document))
 
 
 def export_panel(

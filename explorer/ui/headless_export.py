@@ -25,6 +25,14 @@ def _quiet_qt_messages() -> None:
     qInstallMessageHandler(handler)
 
 
+def _settle(app, panel, deadline: float) -> None:
+    """Let the panel finish what it computes (until `deadline`)."""
+    while time.monotonic() < deadline and panel.busy():
+        app.processEvents()
+        time.sleep(0.01)
+    app.processEvents()
+
+
 def render_panels(workspace, entries, out: Path, formats: tuple[str, ...], *, width=None, dpi=None,
                   source: str | None = None, target: str = "", timeout_s: float = 120.0,
                   bleu_metrics=None, theme: str = "light", controls: dict | None = None) -> list[Path]:
@@ -64,12 +72,6 @@ def render_panels(workspace, entries, out: Path, formats: tuple[str, ...], *, wi
     bus.set_workspace(workspace)
     if bleu_metrics is not None:
         bus.eval_metrics.emit(bleu_metrics)
-    if controls:
-        from explorer.ui.lesson_controls import set_control
-
-        for panel in panels:
-            for name, value in controls.items():
-                set_control(panel, name, value)
     if source is not None:
         prober.set_input(source, target)
         for panel in panels:
@@ -79,10 +81,13 @@ def render_panels(workspace, entries, out: Path, formats: tuple[str, ...], *, wi
     try:
         for panel in panels:
             deadline = time.monotonic() + timeout_s
-            while time.monotonic() < deadline and panel.busy():
-                app.processEvents()
-                time.sleep(0.01)
-            app.processEvents()
+            _settle(app, panel, deadline)
+            if controls:  # set once the panel has its content (a set box lists what it holds)
+                from explorer.ui.lesson_controls import set_control
+
+                for name, value in controls.items():
+                    set_control(panel, name, value)
+                _settle(app, panel, deadline)
             panel.flush_pending_draws()  # what it holds back (a throttled redraw) counts too
             if not panel.has_content():
                 print(f"explorer export: {panel.PANEL_ID}: nothing to draw for this model, skipped",

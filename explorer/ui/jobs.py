@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
 
-from explorer.errors import UserError, first_line
+from explorer.errors import SettingsError, UserError, first_line
 
 _LIVE: weakref.WeakSet = weakref.WeakSet()  # every runner not yet deleted, for the exit hook
 _SUPERSEDED = object()  # a staged job stopped by a newer one: no answer
@@ -37,6 +37,10 @@ def one_line(exc: BaseException) -> str:
     """A message fit for a dialog or a status line: user errors as they are, anything else with
     its type."""
     text = first_line(exc, default="")
+    if isinstance(exc, SettingsError):  # the app's own fields, not the CLI's flags
+        from explorer.ui.training_controls import settings_advice
+
+        return settings_advice(exc)
     if isinstance(exc, UserError):
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -30,7 +30,8 @@ def find_control(panel: QWidget, name: str) -> QWidget:
 def set_control(panel: QWidget, name: str, text: str) -> None:
     widget, value = find_control(panel, name), parse_value(str(text))
     if isinstance(widget, QComboBox):
-        index = widget.findText(str(value))
+        index = widget.findData(str(value))  # an item named in its data ("adjectives (12)")
+        index = index if index >= 0 else widget.findText(str(value))
         if index < 0:
             raise UserError(f"{name}: no choice {value!r}")
         widget.setCurrentIndex(index)
@@ -45,6 +46,22 @@ def set_control(panel: QWidget, name: str, text: str) -> None:
         widget.setValue(value)
     else:
         raise UserError(f"{name}: cannot set a {type(widget).__name__}")
+
+
+def control_value(panel: QWidget, name: str):
+    """What a control holds now, as `set_control` would set it (a checked box: True)."""
+    widget = find_control(panel, name)
+    if isinstance(widget, QComboBox):  # its item's data when it has a name there
+        return widget.currentData() if isinstance(widget.currentData(), str) else widget.currentText()
+    if isinstance(widget, QAbstractButton) and widget.isCheckable():
+        return widget.isChecked()
+    if isinstance(widget, QLineEdit):
+        return widget.text()
+    if isinstance(widget, QPlainTextEdit):
+        return widget.toPlainText()
+    if hasattr(widget, "value"):
+        return widget.value()
+    raise UserError(f"{name}: cannot read a {type(widget).__name__}")
 
 
 def highlight_control(panel: QWidget, name: str, on: bool = True) -> QWidget:

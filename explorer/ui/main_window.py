@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QCoreApplication, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QMessageBox
 
@@ -30,7 +30,7 @@ from explorer.ui.training_controls import TrainingControls
 
 # saved layouts of an older version give way to the default (3: the tabs of 1280 x 800 read whole)
 LAYOUT_VERSION = 3
-DEFAULT_WINDOW = (1600, 1000)  # at most: on a smaller screen, its available area
+MIN_WINDOW = (800, 600)
 MAX_RECENT = 10
 
 
@@ -54,6 +54,7 @@ class MainWindow(QMainWindow):
         self._closing = False
         self._sized = False
         self._layout_restored = False  # a saved layout of this LAYOUT_VERSION was restored
+        self._screen_fit = QSize()  # the size _fit_to_screen gave the window
 
         self.setDockNestingEnabled(True)
         self.setDockOptions(
@@ -83,6 +84,7 @@ class MainWindow(QMainWindow):
         # a model of the user's: `explorer gui --model` (build, weights, tokenizer), or the
         # Workspace `explorer.show` made
         self.startup_model = None
+        self.startup_probe: tuple[str, str] | None = None  # `explorer gui --probe TEXT`
         self._startup_lesson = lesson
         self._load_demo = load_demo and lesson is None
         self.lesson_dock = None  # explorer/ui/lesson_dock.py, made when a lesson opens
@@ -93,15 +95,28 @@ class MainWindow(QMainWindow):
     # -- construction ----------------------------------------------------------------------------
 
     def _fit_to_screen(self) -> None:
-        """DEFAULT_WINDOW, or the screen's available area where that is smaller (1280 x 800
-        laptops): a window larger than its screen hides its own status bar."""
-        width, height = DEFAULT_WINDOW
+        """The screen's available area (a saved geometry replaces it): any less left black
+        borders around the window at 1920 x 1080 without a window manager, and any more hides
+        the window's own status bar. The frame a window manager adds comes off at the first show
+        (_fit_frame)."""
         screen = self.screen()
-        if screen is not None:
-            available = screen.availableGeometry()
-            width = min(width, available.width())
-            height = min(height, available.height())
-        self.resize(max(width, 800), max(height, 600))
+        if screen is None:
+            self.resize(*MIN_WINDOW)
+            return
+        available = screen.availableGeometry()
+        self.resize(max(available.width(), MIN_WINDOW[0]), max(available.height(), MIN_WINDOW[1]))
+        self.move(available.topLeft())
+        self._screen_fit = self.size()
+
+    def _fit_frame(self) -> None:
+        """A window manager's title bar and borders, taken off the size: the whole frame on the
+        screen. A size set since (a saved geometry, the caller's resize) is kept."""
+        screen = self.screen()
+        frame = self.frameGeometry().size() - self.geometry().size()
+        if screen is None or self.size() != self._screen_fit or frame == QSize(0, 0):
+            return
+        available = screen.availableGeometry().size() - frame
+        self.resize(max(available.width(), MIN_WINDOW[0]), max(available.height(), MIN_WINDOW[1]))
 
     def create_panels(self) -> None:
         """Import and build every panel into its dock (once). Panel modules import torch, so the
@@ -191,6 +206,7 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._sized:  # first show: the default proportions, unless a saved layout exists
             self._sized = True
+            self._fit_frame()
             if not self._layout_restored:
                 self.apply_default_sizes()
         # a window whose docks cover it may never get a paintEvent of its own: do not wait forever
@@ -206,6 +222,8 @@ class MainWindow(QMainWindow):
         if self._closing:
             return
         self.create_panels()
+        if self.startup_probe is not None:  # what the first model opened is probed on
+            self.bus.workspace_changed.connect(self._probe_startup)
         if self._startup_lesson:
             self.open_lesson(self._startup_lesson)
         elif self._startup_checkpoint:
@@ -218,6 +236,12 @@ class MainWindow(QMainWindow):
             from explorer.demo import first_demo
 
             self.controller.run_job(first_demo, on_done=self._open_demo, label="opening the demo")
+
+    def _probe_startup(self, workspace) -> None:
+        if workspace is None:
+            return
+        self.bus.workspace_changed.disconnect(self._probe_startup)
+        self.bus.state.set_probe_input(*self.startup_probe)
 
     def _open_demo(self, demo) -> None:
         """A demo checkpoint folder, or (none installed) a fresh tiny model on a built-in task."""
@@ -253,7 +277,7 @@ class MainWindow(QMainWindow):
         from explorer.ui.dialogs.data import DataDialog
 
         try:
-            dialog = DataDialog(self, files=[str(path)])
+            dialog = DataDialog(self, files=[str(path)], **self._text_target())
         except Exception as exc:  # noqa: BLE001 - any unreadable file is reported, the app goes on
             self.show_error(one_line(exc))
             return
@@ -356,13 +380,18 @@ class MainWindow(QMainWindow):
             folder = self._ask_folder("Export into folder")
             if not folder:
                 return []
+        from explorer.durable import replaced_note
+
+        before = {p.name for p in Path(folder).iterdir()} if Path(folder).is_dir() else set()
         written: list[Path] = []
         for panel_id in panel_ids:
             try:
                 written += self.panels[panel_id].export(folder)
             except Exception as exc:  # noqa: BLE001 - one panel failing must not stop the others
                 self.show_error(f"export of {panel_id} failed: {one_line(exc)}")
-        self.statusBar().showMessage(f"Exported {len(written)} files to {folder}", 5000)
+        replaced = replaced_note(written, before)  # an earlier export's files: not silently
+        self.statusBar().showMessage(f"Exported {len(written)} files to {folder}"
+                                     + (f"; {replaced}" if replaced else ""), 5000)
         return written
 
     def recent_files(self) -> list[str]:
@@ -411,22 +440,69 @@ class MainWindow(QMainWindow):
         from explorer.ui.dialogs.data import DataDialog
 
         workspace = self.controller.workspace
-        self._show_data_dialog(DataDialog(self, task=getattr(workspace, "task", None)))
+        self._show_data_dialog(DataDialog(self, task=getattr(workspace, "task", None),
+                                          **self._text_target()))
+
+    def _text_target(self) -> dict:
+        """The family a text opened now would train (the current one where it reads text, as
+        explorer.training.setup.next_workspace decides) and the settings it would start with."""
+        from explorer.training.config import TrainConfig
+        from explorer.training.setup import DEFAULT_FAMILIES, data_kind
+
+        config = getattr(getattr(self.controller.workspace, "model", None), "config", None)
+        reads_text = config is not None and data_kind(config.family) == "lm"
+        return {"family": config.family if reads_text else DEFAULT_FAMILIES["lm"],
+                "train_config": TrainConfig()}  # what set_workspace gives a new model
 
     def _show_data_dialog(self, dialog) -> None:
-        dialog.accepted.connect(lambda: self._build_from_dialogs(None, dialog.data_spec()))
+        dialog.accepted.connect(lambda: self._build_from_dialogs(
+            None, dialog.data_spec(), dialog.fitted_settings()))
         dialog.open()
         self.last_dialog = dialog
 
-    def _build_from_dialogs(self, model_config, data_spec) -> None:
-        """A new workspace from a model config and/or a data spec; the missing half is kept."""
+    def _build_from_dialogs(self, model_config, data_spec, settings: dict | None = None,
+                            confirmed: bool = False) -> None:
+        """A new workspace from a model config and/or a data spec; the missing half is kept.
+        A trained model is replaced only once the user says so; `settings` (the batch size and
+        context the data dialog fitted to a short text) go to the Training dock."""
         from explorer.ui.controller import build_workspace_job
 
+        workspace = self.controller.workspace
+        if not confirmed and workspace is not None and workspace.step > 0:
+            self._confirm_replace(workspace.step, lambda: self._build_from_dialogs(
+                model_config, data_spec, settings, confirmed=True))
+            return
         self.controller.stop_training()
         self.controller.run_job(
-            build_workspace_job, model_config, data_spec, self.controller.workspace,
-            on_done=self.controller.set_workspace, label="building the model",
+            build_workspace_job, model_config, data_spec, workspace,
+            on_done=lambda built: self._built(built, settings), label="building the model",
         )
+
+    def _confirm_replace(self, step: int, replace) -> None:
+        """Ask, without blocking (a test answers it through `last_dialog`), before a model
+        trained to `step` gives way to a new, untrained one."""
+        box = QMessageBox(
+            QMessageBox.Icon.Question, APPLICATION,
+            f"Replace the model trained to step {step:,} with a new, untrained one? Its training "
+            "is lost unless saved (File ▸ Save checkpoint, Ctrl+S).",
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self,
+        )
+        box.setObjectName("replace_box")
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        yes = box.button(QMessageBox.StandardButton.Yes)
+        yes.setText("Replace")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        box.finished.connect(lambda _result: replace() if box.clickedButton() == yes else None)
+        box.open()
+        self.last_dialog = box
+
+    def _built(self, workspace, settings: dict | None) -> None:
+        self.controller.set_workspace(workspace)
+        if settings:
+            self.controller.update_train_config(**settings)
+            self.statusBar().showMessage(
+                f"Batch size {settings['batch_size']} and context {settings['context']}: "
+                "fitted to the text (Training dock)", 10_000)
 
     def show_summary(self) -> None:
         from explorer.ui.dialogs.about import model_summary
@@ -502,7 +578,10 @@ class MainWindow(QMainWindow):
         key = self.layout_key()
         geometry = self.settings.value(f"{key}/geometry")
         state = self.settings.value(f"{key}/window_state")
-        if isinstance(geometry, QByteArray):
+        # a window that filled its screen fills it again: restoreGeometry without a window manager
+        # took a guessed frame off it (1278 x 774 at (1, 25) on a 1280 x 800 Xvfb screen)
+        filled = str(self.settings.value(f"{key}/fills_screen", "false")).lower() == "true"
+        if isinstance(geometry, QByteArray) and not filled:
             self.restoreGeometry(geometry)
         if isinstance(state, QByteArray):
             # a layout saved for an older arrangement of the docks is not restored: the
@@ -513,8 +592,16 @@ class MainWindow(QMainWindow):
     def save_settings(self) -> None:
         key = self.layout_key()
         self.settings.setValue(f"{key}/geometry", self.saveGeometry())
+        self.settings.setValue(f"{key}/fills_screen", self._fills_screen())
         self.settings.setValue(f"{key}/window_state", self.saveState(LAYOUT_VERSION))
         self.settings.sync()
+
+    def _fills_screen(self) -> bool:
+        screen = self.screen()
+        if screen is None:
+            return False
+        frame, available = self.frameGeometry(), screen.availableGeometry()
+        return frame.width() >= available.width() and frame.height() >= available.height()
 
     def dragEnterEvent(self, event) -> None:
         if event.mimeData().hasUrls() and all(u.isLocalFile() for u in event.mimeData().urls()):

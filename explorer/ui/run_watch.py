@@ -21,6 +21,7 @@ from pathlib import Path
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal
 
 from explorer.errors import UserError
+from explorer.history import bad_lines_note
 from explorer.runs import RunFollower, RunReader, RunState, layout
 
 COALESCE_MS = 100  # file-change notifications closer than this make one check
@@ -118,8 +119,9 @@ class RunWatcher(QObject):
             return f"following run {name}{at}"
         if state is RunState.WAITING:
             return f"following run {name}: waiting for its first rows"
-        cut = self._history_cut(step)
-        if cut:  # neither finished nor stopped there: rows are missing from a run that went on
+        cut = "; ".join(note for note in (bad_lines_note(self.reader.bad_line_numbers),
+                                          self._history_cut(step)) if note)
+        if cut:  # damaged lines skipped, or rows missing from a run that went on: said, not hidden
             return f"run {name}: {cut}"
         if state is RunState.FINISHED:
             finished = self.reader.finished or {}

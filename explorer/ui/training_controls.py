@@ -18,6 +18,15 @@ from PySide6.QtWidgets import (
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DEFAULT_SPAN = 1000  # steps a first Train trains
+# the dock's names of TrainConfig fields, for a message that asks to change them
+FIELD_NAMES = {"batch_size": "batch size", "context": "context"}
+
+
+def settings_advice(error) -> str:
+    """An explorer.errors.SettingsError as the app says it: the Training dock's fields, not the
+    CLI's flags."""
+    fields = " or ".join(f"“{FIELD_NAMES.get(name, name)}”" for name in error.settings)
+    return f"{error.problem}: make the Training dock's {fields} smaller"
 
 
 class TrainingControls(QWidget):
@@ -43,6 +52,10 @@ class TrainingControls(QWidget):
         self.batch_size = QSpinBox()
         self.batch_size.setRange(1, 4096)
         self.batch_size.setToolTip("Sequences per optimisation step; applies from the next batch")
+        self.context = QSpinBox()
+        self.context.setRange(2, 1_000_000)
+        self.context.setToolTip("Tokens per training block of a language model (a GPT's or "
+                                "BERT's blocks, an RNN LM's chunks); pairs have their own lengths")
         self.clip_enabled = QCheckBox("clip")
         self.clip_enabled.setToolTip("Clip the global gradient norm: g ← g·min(1, τ/‖g‖)")
         self.clip = QDoubleSpinBox()
@@ -72,6 +85,7 @@ class TrainingControls(QWidget):
         form = QFormLayout()
         form.addRow("learning rate", self.lr)
         form.addRow("batch size", self.batch_size)
+        form.addRow("context", self.context)
         form.addRow("clip τ", clip_row)
         form.addRow("device", self.device)
         form.addRow("seed", self.seed)
@@ -87,6 +101,7 @@ class TrainingControls(QWidget):
         window.bus.training_state.connect(self._on_training_state)
         self.lr.editingFinished.connect(self._apply)
         self.batch_size.editingFinished.connect(self._apply)
+        self.context.editingFinished.connect(self._apply)
         self.clip.editingFinished.connect(self._apply)
         self.clip_enabled.toggled.connect(self._apply)
         self.device.currentTextChanged.connect(self._apply)
@@ -107,6 +122,7 @@ class TrainingControls(QWidget):
     def _on_workspace(self, workspace) -> None:
         if workspace is not None:
             self._move_on(workspace.step)
+            self.context.setEnabled(not workspace.is_seq2seq)
 
     def _on_training_state(self, state: str) -> None:
         workspace = self.controller.workspace
@@ -117,11 +133,13 @@ class TrainingControls(QWidget):
         """Show the controller's TrainConfig: what the boxes emit while they change is no edit."""
         if config is None:
             return
-        widgets = (self.lr, self.batch_size, self.clip_enabled, self.clip, self.device, self.seed)
+        widgets = (self.lr, self.batch_size, self.context, self.clip_enabled, self.clip,
+                   self.device, self.seed)
         blockers = [QSignalBlocker(widget) for widget in widgets]
         try:
             self.lr.setValue(config.lr)
             self.batch_size.setValue(config.batch_size)
+            self.context.setValue(config.context)
             self.clip_enabled.setChecked(config.clip is not None)
             self.clip.setEnabled(config.clip is not None)
             if config.clip is not None:
@@ -137,6 +155,7 @@ class TrainingControls(QWidget):
         self.controller.update_train_config(
             lr=self.lr.value(),
             batch_size=self.batch_size.value(),
+            context=self.context.value(),
             clip=self.clip.value() if self.clip_enabled.isChecked() else None,
             device=self.device.currentText(),
             seed=self.seed.value(),

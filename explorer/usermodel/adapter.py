@@ -26,6 +26,7 @@ from torch import nn
 
 from explorer.errors import UserError
 from explorer.families import family_of, get_family
+from explorer.usermodel.call import read_model
 from explorer.usermodel.capture import RECURRENT, capture
 from explorer.usermodel.families import UserModelConfig
 from seqmodels.state import reorder_state
@@ -45,7 +46,17 @@ class Adapter:
     embedding / src_embedding / head: dotted module names (else the first nn.Embedding, the second
     for a seq2seq target, and the last nn.Linear with one output per token).
     src_tokenizer: a seq2seq's source tokenizer when it differs from the target's.
-    split: how a vocabulary-list tokenizer splits text ("whitespace", "chars" or a function).
+    split: how a vocabulary-list tokenizer splits text ("whitespace", "chars" or a function);
+    None: "chars" for a list of single characters that holds " ", else "whitespace".
+    forward(model, *inputs) -> logits (B, T, V) at every position: instead of `model(*inputs)`
+    (a forward that takes other arguments, or returns the last position only).
+    pad_mask: the model ignores <pad> in its inputs itself, so sources of different lengths may
+    share a batch (else the explorer batches equal lengths only; a forward argument it fills,
+    src_mask or *key_padding_mask, says so too).
+    attention: dotted module name(s) whose softmax over the last axis is attention, when it is
+    computed by hand (else found where a module returns it or multiplies values by it).
+    With encode and step, teacher-forced logits (scoring, probes, evaluation, training) come from
+    stepping through the target, not from the model's forward, unless `forward` is given.
     """
 
     kind: str | None = None
@@ -60,7 +71,15 @@ class Adapter:
     src_embedding: str | None = None
     head: str | None = None
     src_tokenizer: Any = None
-    split: Any = "whitespace"
+    split: Any = None
+    forward: Callable | None = None
+    pad_mask: bool = False
+    attention: str | list[str] | None = None
+
+
+# forward arguments the explorer fills from the inputs (explorer.usermodel.call)
+FILLED_MASKS = ("src_mask", "tgt_mask", "src_key_padding_mask", "tgt_key_padding_mask",
+                "memory_key_padding_mask")
 
 
 def infer_kind(model: nn.Module) -> str:
@@ -71,13 +90,16 @@ def infer_kind(model: nn.Module) -> str:
         raise UserError("kind: cannot read the model's forward signature; say kind='lm' or "
                         "kind='seq2seq'") from None
     required = [p for p in parameters if p.default is inspect.Parameter.empty
-                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                and p.name not in FILLED_MASKS]
     if len(required) == 1:
         return "lm"
     if len(required) == 2:
         return "seq2seq"
-    raise UserError(f"kind: the model's forward takes {len(required)} inputs; say kind='lm' "
-                    "(logits = model(ids)) or kind='seq2seq' (logits = model(src_ids, tgt_in_ids))")
+    raise UserError(f"kind: the model's forward takes {len(required)} inputs "
+                    f"({', '.join(p.name for p in required)}); say kind='lm' (logits = model(ids)) "
+                    "or kind='seq2seq' (logits = model(src_ids, tgt_in_ids)), and "
+                    "forward=lambda model, *inputs: ... if it takes other arguments")
 
 
 class UserModel(nn.Module):
@@ -89,6 +111,18 @@ class UserModel(nn.Module):
         self.config = config
         self.adapter = adapter
         self.train(inner.training)
+        self.reading = read_model(inner, adapter, config, family_of(config).has_source)
+
+    @property
+    def handles_padding(self) -> bool:
+        """Pads in a batch leave every row's output unchanged: the adapter says so, or the forward
+        takes a source mask the explorer fills (explorer.decoding.batching reads this)."""
+        return bool(self.adapter.pad_mask) or self.reading.source_mask
+
+    @property
+    def notes(self) -> list[str]:
+        """One line per choice made in reading the model (how its forward is called)."""
+        return list(self.reading.notes)
 
     # -- the user's weights, under the user's names --------------------------------------------
 
@@ -133,9 +167,9 @@ class UserModel(nn.Module):
 
     def _run(self, *inputs, trace: bool):
         if not trace:
-            return _logits(self.inner(*inputs))
-        with capture(self.inner) as record:
-            logits = _logits(self.inner(*inputs))
+            return self.reading.logits(self.inner, inputs)
+        with capture(self.inner, named=self.adapter.attention) as record:
+            logits = self.reading.logits(self.inner, inputs)
         return logits, to_trace(record, self.config.family, [x.shape[1] for x in inputs])
 
     def reorder_state(self, state, index: torch.Tensor):
@@ -148,14 +182,15 @@ class UserModel(nn.Module):
 
     def _user_step(self, tokens: torch.Tensor, state: dict):
         """(logits (B, V), state, attention (B, L, H, Tk) or None) of one token per row."""
+        named = self.adapter.attention
         if self.adapter.step is not None:
-            with capture(self.inner, recurrent_replay=False) as record:
+            with capture(self.inner, recurrent_replay=False, named=named) as record:
                 logits, user = self.adapter.step(self.inner, tokens, state.get("user"))
             return logits, {**state, "user": user}, _step_attention(record)
         ids = torch.cat([state["ids"], tokens[:, None]], dim=1)  # (B, t)
         inputs = (state["src"], ids) if "src" in state else (ids,)
-        with capture(self.inner, recurrent_replay=False) as record:
-            logits = _logits(self.inner(*inputs))[:, -1]  # (B, V): the newest position
+        with capture(self.inner, recurrent_replay=False, named=named) as record:
+            logits = self.reading.newest(self.inner, inputs)  # (B, V): the newest position
         return logits, {**state, "ids": ids}, _step_attention(record)
 
 
@@ -199,20 +234,6 @@ def is_recurrent(model: nn.Module) -> bool:
 
 def _device(model: nn.Module) -> torch.device:
     return next(model.parameters()).device
-
-
-def _logits(output) -> torch.Tensor:
-    """The logits of what the user's forward returned: a tensor, or the first of a tuple, or an
-    object's `.logits`."""
-    if isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, (tuple, list)) and output and isinstance(output[0], torch.Tensor):
-        return output[0]
-    logits = getattr(output, "logits", None)
-    if isinstance(logits, torch.Tensor):
-        return logits
-    raise UserError(f"the model returned {type(output).__name__}; it must return logits "
-                    "(B, T, V), or a tuple starting with them")
 
 
 # -- a capture record as a seqmodels.Trace -------------------------------------------------------

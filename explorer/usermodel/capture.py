@@ -11,6 +11,10 @@
   (the head average, or None);
 * F.scaled_dot_product_attention, called anywhere: a TorchFunctionMode recomputes
   softmax(QKᵀ·scale + mask) beside the call (the call itself runs unchanged);
+* attention written by hand inside a module of the user's (`softmax(q @ kᵀ / √d)`): a softmax
+  over the last axis whose output the module returns, or multiplies into values (through dropout
+  and reshapes), is taken as (B, H, Tq, Tk) weights; inside a module named in `named` every such
+  softmax is;
 * torch.nn.RNN/GRU/LSTM: with `recurrent_replay` their output is replaced by the same computation
   through seqmodels.RNN (which takes torch's state dicts), whose trace holds every layer's h_t, c_t
   and gates, in the autograd graph, so gradients per time step reach them.
@@ -31,6 +35,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from explorer.analysis.activations.providers.torch_modules import replay_module
+from explorer.errors import UserError
 
 RECURRENT = (nn.RNN, nn.GRU, nn.LSTM)
 BLOCKS = (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)
@@ -58,6 +63,10 @@ class Record:
     blocks: list[tuple[str, torch.Tensor]] = field(default_factory=list)  # (name, (B, T, D))
     stack: list[str] = field(default_factory=list)  # dotted names of the modules running now
     attention_modules: set[str] = field(default_factory=set)  # the MultiheadAttention modules
+    named: tuple[str, ...] = ()  # modules whose every softmax over the last axis is attention
+    # softmax outputs that may be attention: id(it or its dropout/reshape) -> (name, softmax, it)
+    candidates: dict[int, tuple[str, torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    taken: set[int] = field(default_factory=set)  # id of each softmax output already recorded
     # hooks live on the shared module: a forward another thread runs meanwhile (an evaluation, a
     # decode) passes through them untouched and unrecorded
     thread: int = field(default_factory=threading.get_ident)
@@ -67,9 +76,16 @@ class Record:
 
 
 @contextlib.contextmanager
-def capture(model: nn.Module, recurrent_replay: bool = True, attention: bool = True):
+def capture(model: nn.Module, recurrent_replay: bool = True, attention: bool = True,
+            named: str | list[str] | tuple[str, ...] | None = None):
     """Record attention, recurrent states and block outputs of the forward passes inside."""
-    record = Record()
+    named = (named,) if isinstance(named, str) else tuple(named or ())
+    for name in named:
+        try:
+            model.get_submodule(name)
+        except AttributeError:
+            raise UserError(f"attention: the model has no module {name!r}") from None
+    record = Record(named=named)
     handles = []
     with _CAPTURE_LOCK:
         try:
@@ -105,6 +121,9 @@ def _enter(record: Record, name: str):
 def _leave(record: Record):
     def hook(module, args, output):
         if record.mine() and record.stack:
+            for item in output if isinstance(output, (tuple, list)) else (output,):
+                if isinstance(item, torch.Tensor):
+                    _take(record, item)  # a softmax the module returns
             record.stack.pop()
     return hook
 
@@ -167,8 +186,18 @@ def _replay(record: Record, name: str):
     return hook
 
 
+SOFTMAX = (F.softmax, torch.softmax, torch.Tensor.softmax)
+PRODUCTS = (torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.bmm,
+            torch.Tensor.bmm, torch.einsum)
+# what weights pass through on their way to the values: dropout, and reshapes
+PASSING = (F.dropout, torch.dropout, torch.Tensor.unsqueeze, torch.unsqueeze, torch.Tensor.view,
+           torch.Tensor.reshape, torch.Tensor.squeeze, torch.Tensor.contiguous, torch.Tensor.to)
+CROSS_NAMES = ("cross", "src_attn", "enc_attn", "encdec", "enc_dec", "memory")
+
+
 class _SDPAMode(TorchFunctionMode):
-    """Beside each F.scaled_dot_product_attention call, its weights, recomputed."""
+    """Beside each F.scaled_dot_product_attention call, its weights, recomputed; softmaxes inside
+    the user's modules followed to where they weigh values."""
 
     def __init__(self, record: Record) -> None:
         super().__init__()
@@ -176,13 +205,55 @@ class _SDPAMode(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is F.scaled_dot_product_attention and self.record.mine():
+        record = self.record
+        if not record.mine():
+            return func(*args, **kwargs)
+        inside_mha = bool(record.stack) and record.stack[-1] in record.attention_modules
+        if func is F.scaled_dot_product_attention:
             # a MultiheadAttention's own call: its hook keeps the weights it was asked for
-            if not (self.record.stack and self.record.stack[-1] in self.record.attention_modules):
-                self.record.attention.append(CapturedAttention(
-                    self.record.stack[-1] if self.record.stack else "",
+            if not inside_mha:
+                record.attention.append(CapturedAttention(
+                    record.stack[-1] if record.stack else "",
                     sdpa_weights(*args, **kwargs), _same_length(*args)))
-        return func(*args, **kwargs)
+            return func(*args, **kwargs)
+        output = func(*args, **kwargs)
+        if func in SOFTMAX and record.stack and not inside_mha and _last_axis(args, kwargs):
+            name = record.stack[-1]
+            record.candidates[id(output)] = (name, output, output)
+            if any(name == n or name.startswith(n + ".") for n in record.named):
+                _take(record, output)
+        elif record.candidates and func in PRODUCTS:
+            for item in args:
+                if isinstance(item, torch.Tensor):
+                    _take(record, item)
+        elif record.candidates and func in PASSING and args and id(args[0]) in record.candidates:
+            # the tensor is kept with its entry, so its id is not reused meanwhile
+            record.candidates[id(output)] = (*record.candidates[id(args[0])][:2], output)
+        return output
+
+
+def _last_axis(args, kwargs) -> bool:
+    tensor = args[0]
+    dim = kwargs.get("dim", args[1] if len(args) > 1 else None)
+    return (isinstance(tensor, torch.Tensor) and isinstance(dim, int) and 2 <= tensor.dim() <= 4
+            and dim in (-1, tensor.dim() - 1))
+
+
+def _take(record: Record, tensor: torch.Tensor) -> None:
+    """Record the softmax behind `tensor` as attention (once), (B, H, Tq, Tk)."""
+    found = record.candidates.get(id(tensor))
+    if found is None:
+        return
+    name, weights, _ = found
+    if id(weights) in record.taken:
+        return
+    record.taken.add(id(weights))
+    one_query = weights.dim() == 2
+    shaped = {2: lambda w: w[:, None, None, :], 3: lambda w: w[:, None]}.get(
+        weights.dim(), lambda w: w)(weights)  # (B, H, Tq, Tk)
+    cross = one_query or any(word in name.lower() for word in CROSS_NAMES)
+    record.attention.append(CapturedAttention(
+        name, shaped, not cross and shaped.shape[-1] == shaped.shape[-2]))
 
 
 def _same_length(query, key, *rest, **kwargs) -> bool:

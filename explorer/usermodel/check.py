@@ -3,16 +3,20 @@
     report = check_workspace(workspace, build="m.py:build")
     print("\\n".join(report.lines())); sys.exit(report.exit_code)
 
-One probe forward on a few of the tokenizer's ordinary ids, under explorer.usermodel.capture, says
-what the panels will find: the logits' shape, every attention (nn.MultiheadAttention, or the module
-that called F.scaled_dot_product_attention) and recurrent module by its dotted name, the embedding
-and the head. A seq2seq's padding is tried directly: a short source alone, and padded in a batch
+Opening the model already checked what makes it unusable (build()'s types, a tokenizer larger than
+the embedding, before any forward: explorer.usermodel.loader) and read how to call it
+(`workspace.model.reading`, explorer.usermodel.call: the masks it fills, targets= for every
+position, last-position-only logits, where attention was seen or why none was, and its notes). One
+probe forward on a few of the tokenizer's ordinary ids, under explorer.usermodel.capture, says what
+the panels will find: the logits' shape, every attention (nn.MultiheadAttention, an
+F.scaled_dot_product_attention call, or a softmax written by hand) and recurrent module by its
+dotted name, the embedding and the head. A seq2seq's padding is tried directly: a short source alone, and padded in a batch
 with a longer one. Each panel and command is then `ok`, `not-here` (this model has nothing it
 shows: no fix), or `fix` (the model has it but the explorer cannot see it: the line says why and
 what would fix it).
 
 Exit codes: 0 everything the model can show is shown; 1 something it has is not shown (each
-`fix` line says how); 2 the model cannot be used (one line, from `fatal` or the loader).
+`fix` line says how); 2 the model cannot be used (one line, from the loader or the probe).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ class Report:
     recurrent: list[str] = field(default_factory=list)
     hidden_attention: list[str] = field(default_factory=list)  # modules that look like attention
     padding: str = ""
+    notes: list[str] = field(default_factory=list)  # how the model was read (reading.notes)
     panels: list[Verdict] = field(default_factory=list)
     commands: list[Verdict] = field(default_factory=list)
 
@@ -66,11 +71,12 @@ class Report:
                f"model       {self.model}", f"kind        {self.kind}",
                f"logits      {self.logits}", f"tokenizer   {self.tokenizer}",
                f"embedding   {self.embedding}"]
-        out += _listed("attention", self.attention or ["none recorded"])
+        out += _listed("attention", self.attention)
         out += _listed("states", self.recurrent or ["none recorded"])
         if self.hidden_attention:
             out += _listed("unseen", self.hidden_attention)
         out.append(f"padding     {self.padding}")
+        out += _listed("notes", self.notes)
         for title, verdicts in (("panels", self.panels), ("commands", self.commands)):
             out.append(title)
             for v in verdicts:
@@ -145,33 +151,19 @@ def check_model_file(build: str, weights=None, tokenizer=None) -> Report:
 
 
 def open_checked(build: str, weights=None, tokenizer=None):
-    """`--model FILE.py:build` as every command and the app open it: the workspace, after one
-    probe forward; a model it cannot use (`fatal`, logits of the wrong shape) is one UserError."""
+    """`--model FILE.py:build` as every command and the app open it: a model it cannot use
+    (build()'s types, a tokenizer past the embedding, logits of the wrong shape on the reading's
+    probe) is one UserError."""
     from explorer.usermodel.loader import open_model_file
 
     workspace = open_model_file(build, weights=weights, tokenizer=tokenizer)
     workspace.model.config.args = {}  # build() was called without arguments: a run reopens so
-    validate(workspace)
     return workspace
 
 
-def validate(workspace) -> None:
-    """`fatal`, then the logits of one probe: (B, T, V) with V the tokenizer's size at least."""
-    fatal(workspace)
-    model = workspace.model
-    inputs = tuple(x.to(_device(model.inner)) for x in _probe_inputs(workspace))
-    was_training = model.inner.training
-    model.inner.eval()
-    try:
-        with torch.no_grad():
-            expect_logits(model, inputs, "a probe")
-    finally:
-        model.inner.train(was_training)
-
-
 def check_workspace(workspace, build: str = "") -> Report:
-    fatal(workspace)
     model = workspace.model
+    reading = model.reading
     inner = model.inner
     seq2seq = workspace.is_seq2seq
     inputs = _probe_inputs(workspace)
@@ -186,22 +178,24 @@ def check_workspace(workspace, build: str = "") -> Report:
                  for name, m in inner.named_modules() if name and _looks_like_attention(name, m)]
         hooks.append(inner.register_forward_hook(lambda _m, _a, output: outputs.append(output)))
         try:
-            with torch.no_grad(), capture(inner) as record:
-                logits = expect_logits(model, inputs, "a probe")
+            with torch.no_grad(), capture(inner, named=model.adapter.attention) as record:
+                if reading.last_only:  # all the forward gives: (B, V) of the last position
+                    logits = reading.newest(inner, inputs)[:, None]  # (B, 1, V)
+                else:
+                    logits = expect_logits(model, inputs, "a probe")
         finally:
             for hook in hooks:
                 hook.remove()
         raw = _raw_output(outputs)
         try:
-            padding, padding_changes = _padding(model, seq2seq, inputs)
+            padding = _padding(model, seq2seq, inputs)
         except Exception as exc:  # noqa: BLE001 - the user's forward on a padded batch
-            padding, padding_changes = (f"not tried: the model failed on a padded batch "
-                                        f"({type(exc).__name__}: {_line(exc)})"), False
+            padding = (f"not tried: the model failed on a padded batch "
+                       f"({type(exc).__name__}: {_line(exc)})")
     finally:
         inner.train(was_training)
-    length = inputs[-1].shape[1]
-    every_position = logits.shape[1] == length
-    attention = [f"{c.name or '(top level)'}: {_attention_what(c, inner)}" for c in _first_calls(record)]
+    every_position = not reading.last_only  # targets= or an Adapter(forward=) give them
+    attention = _attention(reading, record, inner)
     self_attention = any(c.self_attention for c in record.attention)
     recurrent = _recurrent(inner, record)
     hidden = _hidden_attention(inner, ran, record)
@@ -213,25 +207,16 @@ def check_workspace(workspace, build: str = "") -> Report:
         logits=_describe_logits(raw, logits, inputs, every_position),
         tokenizer=_describe_tokenizer(workspace),
         embedding=_describe_embedding(model),
-        attention=attention, recurrent=recurrent, hidden_attention=hidden, padding=padding)
-    report.panels = _panels(seq2seq, bool(record.attention), self_attention, hidden,
+        attention=attention, recurrent=recurrent, hidden_attention=hidden, padding=padding,
+        notes=list(reading.notes))
+    report.panels = _panels(seq2seq, bool(reading.attention), self_attention, hidden,
                             bool(record.recurrent) or bool(record.blocks),
                             any(isinstance(m, (nn.LSTM, nn.GRU)) for m in inner.modules()),
                             has_embedding, every_position)
-    report.commands = _commands(seq2seq, every_position, self_attention, hidden, has_embedding,
-                                padding_changes)
+    # decoding, scoring and evaluation group sources by length (explorer.decoding.batching)
+    grouped = seq2seq and not model.handles_padding
+    report.commands = _commands(grouped, every_position, self_attention, hidden, has_embedding)
     return report
-
-
-def fatal(workspace) -> None:
-    """What makes a model unusable, as one UserError: a tokenizer with more tokens than the
-    model's embedding has rows (its ids would index past it)."""
-    rows = embedding_rows(workspace.model)
-    size = workspace.tokenizer.vocab_size
-    if rows is not None and size > rows:
-        raise UserError(f"the tokenizer has {size} tokens but the model's embedding has {rows} "
-                        "rows: ids past them cannot be read (return the tokenizer the model was "
-                        "built for, or size the embedding by it)")
 
 
 def _probe_inputs(workspace) -> tuple:
@@ -265,11 +250,11 @@ def _raw_output(outputs: list) -> str:
     return f"{type(output).__name__}" + (" with .logits" if hasattr(output, "logits") else "")
 
 
-def _padding(model, seq2seq: bool, inputs) -> tuple[str, bool]:
+def _padding(model, seq2seq: bool, inputs) -> str:
     """Whether a source padded in a batch with a longer one gets other logits than alone, and
-    whether its greedy output changes; (line, changes)."""
+    whether its greedy output changes."""
     if not seq2seq:
-        return "language models: each prompt runs alone, never padded", False
+        return "language models: each prompt runs alone, never padded"
     from explorer.decoding import greedy_batch
 
     src, tgt_in = inputs
@@ -278,19 +263,22 @@ def _padding(model, seq2seq: bool, inputs) -> tuple[str, bool]:
     padded = torch.full((2, longer.shape[1]), pad, dtype=src.dtype, device=src.device)
     padded[0, : src.shape[1]] = src[0]
     padded[1] = longer[0]
+    reading = model.reading
+    forward = (lambda *x: reading.newest(model.inner, x)) if reading.last_only else model
     with torch.no_grad():
-        alone = torch.log_softmax(model(src, tgt_in).float(), -1)
-        together = torch.log_softmax(model(padded, tgt_in.expand(2, -1)).float(), -1)[:1]
+        alone = torch.log_softmax(forward(src, tgt_in).float(), -1)
+        together = torch.log_softmax(forward(padded, tgt_in.expand(2, -1)).float(), -1)[:1]
         greedy_alone = greedy_batch(model, [src[0].tolist()], max_len=8)[0].token_ids
         greedy_padded = greedy_batch(model, [src[0].tolist(), longer[0].tolist()], max_len=8)[0].token_ids
     gap = float((alone - together).abs().max())
     if gap <= 1e-4 and greedy_alone == greedy_padded:
-        return f"does not change the output (log-probabilities within {gap:.1e})", False
+        return f"does not change the output (log-probabilities within {gap:.1e})"
     decoded = "the same" if greedy_alone == greedy_padded else "another"
+    grouped = ("the explorer runs sources of one length together" if not model.handles_padding
+               else "yet the adapter says the model handles padding (pad_mask=True, or a mask it "
+               "fills): sources are batched padded")
     return (f"changes the output: a source padded in a batch with a longer one gets "
-            f"log-probabilities up to {gap:.3g} apart and {decoded} greedy output; the explorer "
-            "runs sources of one length together unless the adapter says the model handles "
-            "padding"), True
+            f"log-probabilities up to {gap:.3g} apart and {decoded} greedy output; {grouped}")
 
 
 def _looks_like_attention(name: str, module: nn.Module) -> bool:
@@ -314,19 +302,26 @@ def _hidden_attention(inner, ran: set[str], record) -> list[str]:
             "were seen inside it (computed where the explorer cannot see them)" for name in hidden]
 
 
-def _first_calls(record):
-    """One entry per module that recorded attention (a decoder loop calls one per position)."""
-    seen, calls = set(), []
-    for call in record.attention:
-        if call.name not in seen:
-            seen.add(call.name)
-            calls.append(call)
-    return calls
+def _attention(reading, record, inner) -> list[str]:
+    """One line per module whose attention the reading saw ("dotted.name: how, role, heads"), in
+    the order of the probe's first calls; none: the reading's line on why."""
+    if not reading.attention:
+        return [f"none recorded: {reading.why_no_attention}"]
+    softmaxed = {name for name, weights, _ in record.candidates.values()
+                 if id(weights) in record.taken}
+    first: dict[str, object] = {}
+    for call in record.attention:  # a decoder loop calls one per position
+        first.setdefault(call.name, call)
+    names = [n for n in first if n in reading.attention]
+    names += [n for n in reading.attention if n not in first]
+    return [f"{name or '(top level)'}: " + (_attention_what(first[name], inner, name in softmaxed)
+                                            if name in first else "recorded") for name in names]
 
 
-def _attention_what(call, inner) -> str:
+def _attention_what(call, inner, softmaxed: bool) -> str:
     module = inner.get_submodule(call.name) if call.name else inner
     how = ("nn.MultiheadAttention" if isinstance(module, nn.MultiheadAttention)
+           else f"a softmax in {type(module).__name__}" if softmaxed
            else f"F.scaled_dot_product_attention in {type(module).__name__}")
     role = "self-attention" if call.self_attention else "cross-attention"
     return f"{how}, {role}, {call.weights.shape[1]} head(s)"
@@ -381,14 +376,19 @@ def _describe_tokenizer(workspace) -> str:
     specials = []
     for role, index in (("bos", config.start_id), ("eos", config.eos_id), ("pad", config.pad_id)):
         token = tokenizer.tokens([index])[0] if 0 <= index < tokenizer.vocab_size else "?"
-        specials.append(f"{role} {token}={index}")
+        specials.append(f"{role} {_shown(token)}={index}")
     unk = tokenizer.special_id("unk") if hasattr(tokenizer, "special_id") else None
     if unk is not None:
-        specials.append(f"unk {tokenizer.tokens([unk])[0]}={unk}")
+        specials.append(f"unk {_shown(tokenizer.tokens([unk])[0])}={unk}")
     source = workspace.src_tokenizer
     extra = ("" if source is None or getattr(source, "vocab", None) == getattr(tokenizer, "vocab", 0)
              else f"; a source tokenizer of {source.vocab_size} tokens")
     return f"{what}, {tokenizer.vocab_size} tokens; {', '.join(specials)}{extra}"
+
+
+def _shown(token: str) -> str:
+    """A token as it reads on one line: quoted when it is blank or holds a space or a newline."""
+    return token if token and token.isprintable() and token.strip() == token else repr(token)
 
 
 def _describe_embedding(model) -> str:
@@ -407,11 +407,13 @@ def _describe_embedding(model) -> str:
 
 
 def _panels(seq2seq, attention, self_attention, hidden, states, gates, embedding, every) -> list:
-    hidden_why = "attention computed where the explorer cannot see it: " + ", ".join(
-        h.split(" ", 1)[0] for h in hidden)
-    hidden_fix = ("compute the weights with nn.MultiheadAttention or "
-                  "F.scaled_dot_product_attention (their weights are recorded), or softmax them "
-                  "inside the module")
+    names = [h.split(" ", 1)[0] for h in hidden]
+    hidden_why = "attention computed where the explorer cannot see it: " + ", ".join(names)
+    named = repr(names[0]) if len(names) == 1 else repr(names)
+    hidden_fix = (f"compute the weights with torch.softmax there and name the module: "
+                  f"explorer.Adapter(attention={named}) (its softmaxes over the last axis are "
+                  "taken as attention), or use nn.MultiheadAttention or "
+                  "F.scaled_dot_product_attention (recorded as they are)")
     verdicts = [Verdict("curves", OK, "fills as the model trains (Train, explorer train --model)")]
     verdicts.append(Verdict("bleu", OK, "fills with validation pairs (training data or "
                             "explorer.show(data=...))") if seq2seq else
@@ -448,12 +450,12 @@ def _panels(seq2seq, attention, self_attention, hidden, states, gates, embedding
     return verdicts
 
 
-def _commands(seq2seq, every, self_attention, hidden, embedding, padding_changes) -> list:
+def _commands(grouped, every, self_attention, hidden, embedding) -> list:
     teacher_forced = ("the forward gives logits at the last position only", "return logits at "
                       "every position (e.g. forward(idx, targets) as in nanoGPT), or "
                       "Adapter(forward=...) that does")
-    verdicts = [Verdict("decode", OK, "sources of one length decoded together"
-                        if padding_changes else "")]
+    verdicts = [Verdict("decode", OK, "sources of one length decoded together (no padding "
+                        "mask)" if grouped else "")]
     for command in ("score", "evaluate", "train"):
         verdicts.append(Verdict(command, OK) if every else Verdict(command, FIX, *teacher_forced))
     if not embedding:

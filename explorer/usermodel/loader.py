@@ -13,6 +13,7 @@ weights_only=True (no pickled code runs).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -50,7 +51,8 @@ def split_target(build: str) -> tuple[str, str]:
 
 
 def import_function(build: str):
-    """The function `build` names, importing its file or module (the user named it)."""
+    """The function `build` names, importing its file or module (the user named it). A file
+    imports like a script: its folder is importable while it loads (`with as_script(...)`)."""
     where, function = split_target(build)
     if where.endswith(".py"):
         path = Path(where).expanduser()
@@ -61,7 +63,8 @@ def import_function(build: str):
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses and pickling look their module up there
         try:
-            spec.loader.exec_module(module)
+            with as_script(path):
+                spec.loader.exec_module(module)
         except BaseException as exc:  # noqa: BLE001 - the user's code may raise anything
             sys.modules.pop(name, None)
             if isinstance(exc, KeyboardInterrupt):
@@ -80,6 +83,41 @@ def import_function(build: str):
     return target
 
 
+@contextlib.contextmanager
+def as_script(path: Path):
+    """The model file's folder first on sys.path, as when Python runs the file as a script, so
+    `from model import GPT` finds model.py beside it. An imported module of the same name as one of
+    the folder's (a `model` from elsewhere) is set aside meanwhile. Afterwards sys.path is as
+    before, and so is sys.modules: the folder's modules imported meanwhile leave it (the next load
+    imports them afresh, so two folders' model.py never mix) and the set-aside ones come back."""
+    folder = path.expanduser().resolve().parent
+    saved_path = list(sys.path)
+    local = {p.stem for p in folder.glob("*.py")} | {
+        p.parent.name for p in folder.glob("*/__init__.py")}
+    set_aside = {name: module for name, module in sys.modules.items()
+                 if name.partition(".")[0] in local and not _inside(module, folder)}
+    for name in set_aside:
+        del sys.modules[name]
+    before = set(sys.modules)
+    sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        sys.path[:] = saved_path
+        for name in [n for n, m in list(sys.modules.items()) if n not in before
+                     and _inside(m, folder) and not n.startswith("explorer_user_")]:
+            del sys.modules[name]
+        sys.modules.update(set_aside)
+
+
+def _inside(module, folder: Path) -> bool:
+    where = getattr(module, "__file__", None)
+    try:
+        return bool(where) and Path(where).resolve().is_relative_to(folder)
+    except (OSError, ValueError):
+        return False
+
+
 def _line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -90,8 +128,10 @@ def call_build(build: str, args: dict | None = None):
     from explorer.usermodel.adapter import Adapter
 
     function = import_function(build)
+    where = split_target(build)[0]
     try:
-        result = function(**(args or {}))
+        with as_script(Path(where)) if where.endswith(".py") else contextlib.nullcontext():
+            result = function(**(args or {}))
     except Exception as exc:  # noqa: BLE001 - the user's code
         raise UserError(f"{build}: raised {type(exc).__name__}: {_line(exc)}") from None
     if isinstance(result, dict):
@@ -100,22 +140,29 @@ def call_build(build: str, args: dict | None = None):
         raise UserError(f"{build}: must return (model, tokenizer) or (model, tokenizer, adapter), "
                         f"got {type(result).__name__}")
     model, tokenizer, adapter = (*result, None) if len(result) == 2 else result
-    _check_types(build, model, adapter)
+    _check_types(build, model, tokenizer, adapter)
     return model, tokenizer, adapter or Adapter()
 
 
-def _check_types(build: str, model, adapter) -> None:
-    """One line naming each of build()'s results of the wrong type (the tokenizer: as_tokenizer)."""
+def _check_types(build: str, model, tokenizer, adapter) -> None:
+    """One line naming each of build()'s results of the wrong type: (torch.nn.Module, tokenizer[,
+    explorer.Adapter]) (what a tokenizer may be, explorer.usermodel.tokenizer.as_tokenizer says)."""
     import torch
 
     from explorer.usermodel.adapter import Adapter
 
-    wrong = [f"{name}: expected {expected}, got {type(value).__name__}" for name, value, kind, expected
-             in (("model", model, torch.nn.Module, "a torch.nn.Module"),
-                 ("adapter", adapter, (Adapter, type(None)), "explorer.Adapter"))
-             if not isinstance(value, kind)]
+    wrong = []
+    if not isinstance(model, torch.nn.Module):
+        wrong.append(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(tokenizer, (torch.nn.Module, int, float, bool)):
+        wrong.append("tokenizer: expected a tokenizer or a vocabulary, got "
+                     f"{type(tokenizer).__name__}")
+    if not isinstance(adapter, (Adapter, type(None))):
+        wrong.append(f"adapter: expected explorer.Adapter, got {type(adapter).__name__}")
     if wrong:
-        raise UserError(f"{build}: returned the wrong types ({'; '.join(wrong)})")
+        swapped = isinstance(tokenizer, torch.nn.Module) and not isinstance(model, torch.nn.Module)
+        raise UserError(f"{build}: returned the wrong types ({'; '.join(wrong)})"
+                        + (": the model comes first" if swapped else ""))
 
 
 def make_workspace(model, tokenizer, adapter=None, build: str = "", args: dict | None = None,
@@ -147,9 +194,38 @@ def make_workspace(model, tokenizer, adapter=None, build: str = "", args: dict |
         vocab_size=target.vocab_size,
         src_vocab_size=source.vocab_size if source is not None else None,
         start_id=start, eos_id=eos, pad_id=pad, max_len=adapter.max_len)
+    _check_embedding(model, adapter, config, kind == PAIRS)
     wrapped = wrap_model(model, config, adapter)
     return Workspace(model=wrapped, tokenizer=target,
                      src_tokenizer=source if kind == PAIRS else None)
+
+
+def _check_embedding(model, adapter, config, seq2seq: bool) -> None:
+    """Before the first forward: each tokenizer's ids fit the embedding that reads them, the one
+    the adapter names, else the largest (a position table may come first, and may be smaller)."""
+    sides = [("source tokenizer", config.src_vocab_size, adapter.src_embedding)] if seq2seq else []
+    for what, vocab, name in sides + [("tokenizer", config.vocab_size, adapter.embedding)]:
+        rows = _embedding_rows(model, name)
+        if rows and max(rows.values()) < vocab:
+            path = max(rows, key=rows.get)
+            raise UserError(f"the {what} has {vocab} tokens but the model's embedding {path!r} has "
+                            f"{rows[path]} rows: ids past them cannot be read (return the "
+                            "tokenizer the model was built for, or size the embedding by it)")
+
+
+def _embedding_rows(model, name: str | None) -> dict[str, int]:
+    """{dotted name: rows} of the embedding `name`, or of every nn.Embedding."""
+    import torch
+
+    if name:
+        try:
+            module = model.get_submodule(name)
+        except AttributeError:
+            raise UserError(f"the model has no module {name!r}") from None
+        rows = getattr(module, "num_embeddings", None)
+        return {} if rows is None else {name: rows}
+    return {path: m.num_embeddings for path, m in model.named_modules()
+            if isinstance(m, torch.nn.Embedding)}
 
 
 def load_weights(model, path: str | Path) -> None:
@@ -160,15 +236,17 @@ def load_weights(model, path: str | Path) -> None:
     path = Path(path).expanduser()
     if not path.is_file():
         raise UserError(f"{path}: no such weights file")
-    try:
-        if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
 
+        try:
             state = load_file(str(path))
-        else:
-            state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - a file that cannot be trusted or read
-        raise UserError(f"{path}: refused to load, not a plain tensor file ({_line(exc)})") from None
+        except Exception as exc:  # noqa: BLE001 - a damaged or foreign file
+            raise UserError(f"{path}: not a safetensors file ({_line(exc)})") from None
+    else:
+        from explorer.tensor_file import load_tensors
+
+        state = load_tensors(path)
     for key in ("state_dict", "model_state_dict", "model"):  # common checkpoint layouts
         if isinstance(state, dict) and isinstance(state.get(key), dict):
             state = state[key]
@@ -287,6 +365,6 @@ def load_user_checkpoint(directory: Path, load_state: bool = True, metrics_rows=
     model.eval()
     workspace = make_workspace(model, tokenizer, adapter, build, args)
     workspace.step = int(config.get("step", 0))
-    workspace.history = [r for r in _read_history(directory / METRICS_FILE, metrics_rows)
-                         if r["step"] <= workspace.step]
+    history, workspace.history_bad_lines = _read_history(directory / METRICS_FILE, metrics_rows)
+    workspace.history = [r for r in history if r["step"] <= workspace.step]
     return workspace

@@ -148,12 +148,14 @@ class TokenizersTokenizer(UserTokenizer):
         return path
 
 
-def as_tokenizer(tokenizer, split="whitespace"):
+def as_tokenizer(tokenizer, split=None):
     """The explorer's tokenizer interface on what the user gave; a one-line UserError naming what
     is accepted otherwise."""
     if isinstance(tokenizer, UserTokenizer) or _is_ours(tokenizer):
         return tokenizer
     if isinstance(tokenizer, (list, tuple)):
+        if split is None:  # single characters with " " among them can only mean characters
+            split = "chars" if _characters(tokenizer) else "whitespace"
         return VocabTokenizer(list(tokenizer), split)
     try:
         from tokenizers import Tokenizer
@@ -167,6 +169,14 @@ def as_tokenizer(tokenizer, split="whitespace"):
         return HFTokenizer(tokenizer)
     raise UserError(f"tokenizer: got {type(tokenizer).__module__}.{type(tokenizer).__qualname__};"
                     f" accepted: {ACCEPTED}")
+
+
+def _characters(vocab) -> bool:
+    """A character vocabulary: " " is a token, and every token but the named specials
+    (<pad>, [SEP], ...) is one character."""
+    specials = {name for names in SPECIAL_NAMES.values() for name in names}
+    return " " in vocab and all(isinstance(t, str) and (len(t) == 1 or t in specials)
+                                for t in vocab)
 
 
 def _is_ours(tokenizer) -> bool:

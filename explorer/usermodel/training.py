@@ -161,12 +161,19 @@ def unknown_pieces(tokenizer, texts) -> list[str]:
     return ["<unk>"] if any(unk in tokenizer.encode(text) for text in texts[:2000]) else []
 
 
+EVERY_POSITION = ("return them all (as nanoGPT's forward(idx, targets) does when given targets, "
+                  "which the explorer passes), or give Adapter(forward=...) that does")
+
+
 def check_forward(workspace, batch: Batch) -> None:
     """A first training batch through the model, without gradients: a forward that fails or
     returns logits of another shape is one line before any step runs."""
     from explorer.usermodel.check import expect_logits
 
     model = workspace.model
+    if model.reading.last_only:  # read when it opened: no targets= to ask every position with
+        raise UserError("the model's forward gives logits at the last position only; training "
+                        f"needs every position: {EVERY_POSITION}")
     inputs = (batch.src[:2], batch.tgt_in[:2]) if batch.src is not None else (batch.tokens[:2],)
     device = next(iter(model.parameters()), torch.zeros(0)).device
     with torch.no_grad():
@@ -174,8 +181,7 @@ def check_forward(workspace, batch: Batch) -> None:
     given, length = logits.shape[1], inputs[-1].shape[1]
     if given != length:
         raise UserError(f"the model's forward gives logits at {given} of {length} positions; "
-                        "training needs every position: return them all (as nanoGPT's "
-                        "forward(idx, targets) does), or give Adapter(forward=...) that does")
+                        f"training needs every position: {EVERY_POSITION}")
 
 
 def attach_data(workspace, spec):

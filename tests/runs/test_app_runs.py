@@ -79,3 +79,18 @@ def test_pruning_keeps_the_newest_the_kept_the_live_the_open_and_the_unanswered(
     assert kept == {*names[-3:], names[0], names[1], names[2], unanswered.name}
     assert sorted(p.name for p in deleted) == names[3:7]
     assert not any(FolderLock(p).path.exists() for p in deleted)
+
+
+def test_pruning_reports_only_what_it_removed_and_never_follows_a_linked_run(tmp_path):
+    root = tmp_path / "runs"
+    outside = fake_run(tmp_path / "elsewhere", "20250101-000000-gpt", marker=CLOSED)
+    linked = root / "20250101-000000-gpt"  # oldest: first in line to be pruned
+    root.mkdir()
+    linked.symlink_to(outside, target_is_directory=True)
+    names = [f"20260101-0000{i:02d}-gpt" for i in range(3)]
+    for name in names:
+        fake_run(root, name, marker=CLOSED)
+    deleted = prune_runs(root, keep=1)
+    assert sorted(p.name for p in deleted) == names[:2]
+    assert all(not os.path.lexists(p) for p in deleted)  # what it reports is gone
+    assert linked.is_symlink() and (outside / "config.json").is_file()  # nothing outside touched

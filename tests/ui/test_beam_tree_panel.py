@@ -307,3 +307,40 @@ def test_labels_presented_at_twice_the_size_are_spaced_for_it(panel, qtbot):
     scaling.undo()
     assert panel.line_px == normal_line
     panel.setParent(None)  # the fixture stops its jobs
+
+
+def test_labels_of_one_row_keep_a_line_height_apart_at_x1(qtbot):
+    """At ×1 the labels keep the spacing presentation mode gives them: between the labels of
+    neighbouring steps on one row, at least the height of a line (10 px ran a row's labels
+    together into one strip on the dates demo at 1920 x 1080)."""
+    from PySide6.QtGui import QFontMetricsF
+
+    from explorer.training.checkpoint import demo_checkpoints, load_checkpoint
+
+    bus = AppBus()
+    panel = BeamTreePanel(bus)
+    qtbot.addWidget(panel)
+    panel.resize(925, 380)
+    panel.show()
+    panel.form.set_values(beam_size=4, alpha=0.6, max_len=40)
+    bus.set_workspace(load_checkpoint(demo_checkpoints()["dates-gru-additive"]))
+    with qtbot.waitSignal(panel.decoded, timeout=30_000):
+        panel.set_source("08/06/2035")
+    gap = QFontMetricsF(panel.labels.font).height()  # the drawn font's own line height
+    try:
+        for width in (820, 850, 880, 925, 1111):  # steps of ~46 to ~64 px
+            panel.resize(width, 380)
+            view = panel.plot.getViewBox()
+            qtbot.waitUntil(lambda: width / 2 < view.width() < width - 20, timeout=10_000)
+            panel.fit()
+            view.updateMatrix()
+            rects = [t.mapRectToScene(t.boundingRect()) for t in panel.labels.items
+                     if t.isVisible()]
+            assert len(rects) >= 10, width
+            for a in rects:
+                for b in rects:
+                    same_row = min(a.bottom(), b.bottom()) - max(a.top(), b.top()) > 1
+                    if a is not b and same_row and a.left() < b.left():
+                        assert b.left() - a.right() >= gap - 1, (width, a, b)
+    finally:
+        panel.jobs.shutdown()

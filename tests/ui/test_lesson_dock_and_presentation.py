@@ -53,16 +53,17 @@ def test_lesson_dock_opens_a_lesson_arranges_its_panels_and_checks_a_step(make_m
     assert window.controller.workspace is dock.session.workspace
     assert dock.session.keep_cores == 1  # its training, in the job runner too, leaves the window a core
     assert window.docks["positional"].isVisible() and not window.docks["beam"].isVisible()
-    assert "1/2" in dock.title.text()
+    assert "1/3" in dock.title.text()
     dock.do_button.click()
     qtbot.waitUntil(lambda: 0 in dock.results, timeout=60_000)
     assert all(r.passed for r in dock.results[0])
     assert dock.checks.item(0).text().startswith("✓")
     dock.next_button.click()
-    assert "2/2" in dock.title.text() and not dock.next_button.isEnabled()
+    dock.next_button.click()
+    assert "3/3" in dock.title.text() and not dock.next_button.isEnabled()
     qtbot.waitUntil(lambda: window.panels["positional"].has_content(), timeout=60_000)
     written = dock.export_handout(tmp_path)
-    assert (tmp_path / "handout.html") in written
+    assert (tmp_path / "handout.html") in written and (tmp_path / "handout.pdf") in written
     assert list((tmp_path / "step-01").glob("*.png"))
 
 

@@ -65,7 +65,7 @@ def test_worker_batches_every_step_into_at_most_30_emits_per_second(qtbot):
     with qtbot.waitSignal(thread.ended, timeout=60_000):
         thread.start()
     elapsed = time.perf_counter() - started
-    assert thread.wait(5_000)
+    assert thread.wait(300_000)  # ended: it returns at once; generous on a busy machine
     qtbot.waitUntil(lambda: len(receiver.steps) == 20_000)  # the last queued batch
     assert trainer.thread is not QThread.currentThread()  # trained off the GUI thread
     assert receiver.threads == {QThread.currentThread()}  # and delivered on it
@@ -167,7 +167,7 @@ def test_closing_the_window_mid_training_ends_cleanly(make_main_window, qtbot, t
     thread = window.controller.training.thread
     started = time.perf_counter()
     window.close()
-    assert time.perf_counter() - started < 10
+    assert time.perf_counter() - started < 60  # not the 100,000 steps: closing stops them
     assert thread.isFinished()
     assert window.controller.training is None
     assert tiny_workspace.history and tiny_workspace.step == tiny_workspace.history[-1]["step"]

@@ -38,8 +38,8 @@ def test_hidden_attention_says_which_panels_are_empty_and_why(capsys):
     for panel in ("attention", "ablation", "rollout"):
         assert lines[panel].split()[0] == FIX
         assert "empty: attention computed where the explorer cannot see it: attn" in lines[panel]
-        assert "fix: compute the weights with nn.MultiheadAttention or " \
-               "F.scaled_dot_product_attention" in lines[panel]
+        assert "fix: compute the weights with torch.softmax there and name the module: " \
+               "explorer.Adapter(attention='attn')" in lines[panel]
     assert "attn (SelfAttention): ran, but no attention weights were seen" in out
     assert out.rstrip().endswith("each line says how to fix it")
     # the panels it names are indeed empty, and those it passes draw

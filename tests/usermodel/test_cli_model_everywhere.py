@@ -58,11 +58,12 @@ def test_fill_with_a_model_that_is_not_masked_is_one_line(capsys):
 
 
 @pytest.mark.parametrize("function, expected", [
-    ("wrong_shape", "the model's forward returned (1, 12) for a probe of shape (1, 5); expected "
-                    "logits (B, T, V) = (1, 5, 12)"),
-    ("small_embedding", "the tokenizer has 12 tokens but the model's embedding has 5 rows"),
+    ("wrong_shape", "the model's forward returned logits of shape (2, 12); expected (B, T, V) "
+                    "with V at least the tokenizer's 12 tokens"),
+    ("small_embedding", "the tokenizer has 12 tokens but the model's embedding 'embed' has 5 rows"),
     ("wrong_types", "bad_models.py:wrong_types: returned the wrong types (model: expected a "
-                    "torch.nn.Module, got str; adapter: expected explorer.Adapter, got dict)"),
+                    "torch.nn.Module, got str; tokenizer: expected a tokenizer or a vocabulary, "
+                    "got int; adapter: expected explorer.Adapter, got dict)"),
 ])
 @pytest.mark.parametrize("command", [["check"], ["decode", "a b"], ["score", "--target", "a b"]])
 def test_bad_models_are_one_line_and_exit_2(function, expected, command, capsys):
@@ -108,9 +109,10 @@ def test_last_position_logits_cannot_train_and_check_says_how_to_fix_it(tmp_path
                  "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()
     assert not (tmp_path / "run").exists()  # refused before a run folder is made
-    assert err == ("explorer train: error: the model's forward gives logits at 1 of 8 positions; "
-                   "training needs every position: return them all (as nanoGPT's "
-                   "forward(idx, targets) does), or give Adapter(forward=...) that does")
+    assert err == ("explorer train: error: the model's forward gives logits at the last position "
+                   "only; training needs every position: return them all (as nanoGPT's "
+                   "forward(idx, targets) does when given targets, which the explorer passes), or "
+                   "give Adapter(forward=...) that does")
     assert main(["check", "--model", f"{BAD}:last_position"]) == 1
     out = capsys.readouterr().out
     assert "(1, 1, 12) for inputs (1, 5) (1 of 5 positions)" in out

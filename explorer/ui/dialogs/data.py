@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -55,8 +56,13 @@ def read_files(files: list[str]) -> tuple[list[tuple[str, str]], str]:
 
 class DataDialog(QDialog):
     def __init__(self, parent: QWidget | None = None, files: list[str] | None = None,
-                 task: str | None = None) -> None:
+                 task: str | None = None, family: str | None = None,
+                 train_config=None) -> None:
+        """`family` and `train_config`: the model a text will train and the settings it will
+        train with, for what the text is enough for (explorer.training.text_fit)."""
         super().__init__(parent)
+        self.family, self.train_config = family, train_config
+        self.fit = None  # explorer.training.text_fit.TextFit of the files, when they are LM text
         self.setObjectName("data_dialog")
         self.setWindowTitle("Data")
         self.setMinimumSize(720, 520)
@@ -107,6 +113,12 @@ class DataDialog(QDialog):
         self.tokens = QLabel()
         self.tokens.setWordWrap(True)
         self.tokens.setToolTip("The first pair as the tokenizer splits it")
+        self.fit_note = QLabel()  # what the text is enough for
+        self.fit_note.setWordWrap(True)
+        self.fit_box = QCheckBox()
+        self.fit_box.setChecked(True)
+        self.fit_box.setToolTip("Set the Training dock's batch size and context to what this "
+                                "text fills, so that Train can start on it")
         self.vocab = QLabel()
         self.vocab.setToolTip(
             "Vocabulary sizes, 5 reserved ids (<pad> <bos> <eos> <unk> <mask>) included"
@@ -125,6 +137,8 @@ class DataDialog(QDialog):
         layout.addWidget(self.preview, 1)
         layout.addWidget(self.tokens)
         layout.addWidget(self.vocab)
+        layout.addWidget(self.fit_note)
+        layout.addWidget(self.fit_box)
         layout.addWidget(buttons)
 
         if task in self.tasks:  # the current workspace's task, not the list's first
@@ -205,6 +219,42 @@ class DataDialog(QDialog):
         else:
             self.tokens.setText(f"tokens: {first_source}")
             self.vocab.setText(f"vocabulary: {src_tok.vocab_size} (fitted on {len(pairs):,} lines)")
+        self._show_fit()
+
+    def _show_fit(self) -> None:
+        """What the files' text is enough for, with the Training dock's settings; where it is
+        too short for them, the offer to fit them to it."""
+        from explorer.training.text_fit import text_fit
+
+        self.fit = None
+        if self.use_files.isChecked() and self.files and self.family and self.train_config:
+            self.fit = text_fit(self.data_spec(), self.family, self.train_config)
+        fit, config = self.fit, self.train_config
+        self.fit_note.setVisible(fit is not None)
+        self.fit_box.setVisible(fit is not None and not fit.fits and fit.trainable)
+        if fit is None:
+            return
+        settings = f"batch size {config.batch_size} and context {config.context}"
+        if fit.fits:
+            self.fit_note.setText(f"{fit.tokens:,} training tokens: enough for the Training "
+                                  f"dock's {settings}.")
+        elif not fit.trainable:
+            self.fit_note.setText(f"<span style='color:#c0392b'>{fit.tokens:,} training tokens: "
+                                  "too few to train on; open a longer text.</span>")
+        else:
+            self.fit_note.setText(f"<span style='color:#c0392b'>{fit.tokens:,} training tokens: "
+                                  f"too few for the Training dock's {settings}.</span>")
+            self.fit_box.setText(f"Fit the Training dock to this text: batch size "
+                                 f"{fit.batch_size}, context {fit.context}")
+        self.ok_button.setEnabled(fit.trainable)
+
+    def fitted_settings(self) -> dict | None:
+        """The batch size and context to train with, when the text needs them and the offer is
+        taken; else None."""
+        fit = self.fit
+        if fit is None or fit.fits or not fit.trainable or not self.fit_box.isChecked():
+            return None
+        return {"batch_size": fit.batch_size, "context": fit.context}
 
     def data_spec(self):
         """The choice as an explorer.training.setup.DataSpec, which the workspace is built from."""

@@ -55,6 +55,7 @@ from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.panels.base import Panel
+from explorer.ui.panels.decoding_widgets import show_text
 from explorer.ui.panels.stoppable import StoppableJob
 
 NO_MODEL = ("Open or create a model: for a Transformer, how much each attention head matters; for an "
@@ -296,7 +297,7 @@ class AblationPanel(StoppableJob, Panel):
 
     def _show_point_units(self) -> None:
         point = self.point_box.currentData()
-        self.units_edit.setText(format_units(self.units.get(point, [])))
+        show_text(self.units_edit, format_units(self.units.get(point, [])))
 
     def _on_units_selected(self, selection) -> None:
         """The Hidden panel selected units (point, units): offered by "From Hidden"."""
@@ -312,7 +313,7 @@ class AblationPanel(StoppableJob, Panel):
             self.status.setText("The Hidden panel's selection is not in a hidden state of this model.")
             return
         self.point_box.setCurrentIndex(index)
-        self.units_edit.setText(format_units(units))
+        show_text(self.units_edit, format_units(units))
         self.apply_units()
 
     def undo(self) -> None:

@@ -36,7 +36,20 @@ from explorer.ui.export import install_export_menu, run_export_dialog
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.model_view import ModelViewWidget
 from explorer.ui.panels.base import Panel, elide
+from explorer.ui.panels.decoding_widgets import show_text
 from seqmodels.scores import SCORES
+
+# The height a heatmap's rows need, which the panel keeps before the dock below takes it: a readable
+# row of tokens each (up to MAX_KEPT_ROWS; more rows share that height), and its title, key labels
+# and margins.
+ROW_PX = 18
+HEADER_PX = 100
+MAX_KEPT_ROWS = 24
+
+
+def heatmap_height(rows: int) -> int:
+    return HEADER_PX + ROW_PX * min(rows, MAX_KEPT_ROWS)
+
 
 KIND_TITLES = {
     "encoder": "encoder self-attention",
@@ -137,10 +150,13 @@ class AttentionPanel(Panel):
             self.view.show_message(self.status.text())
             return
         self.target_edit.setEnabled(workspace.is_seq2seq)
+        if not self.bus.state.same_model:  # no map of the model before while this one's comes
+            self.status.setText("Probing the model…")
+            self.view.show_message(self.status.text())
 
     def _on_probe_input(self, source: str, target: str) -> None:
-        self.source_edit.setText(source)
-        self.target_edit.setText(target)
+        show_text(self.source_edit, source)
+        show_text(self.target_edit, target)
 
     def request_probe(self) -> None:
         """Ask for the typed input to be probed (the Probe button)."""
@@ -166,8 +182,11 @@ class AttentionPanel(Panel):
             return
         self.snapshot = snapshot
         self.maps = attention_maps(snapshot)
-        if not self.maps:
-            self.status.setText("This model has no attention (seq2seq with attention='none').")
+        if not self.maps:  # and no map of the model before stays on show
+            seq2seq = self.workspace is not None and self.workspace.is_seq2seq
+            kind = "seq2seq with attention='none'" if seq2seq else "a recurrent language model"
+            self.status.setText(f"This model has no attention ({kind}).")
+            self._show_map(False)
             return
         kinds = sorted({kind for kind, _ in self.maps}, key=ATTENTION_KINDS.index)
         if [self.kind_box.itemData(i) for i in range(self.kind_box.count())] != kinds:
@@ -241,6 +260,7 @@ class AttentionPanel(Panel):
         if attention is None:
             return
         self.heatmap.set_matrix(matrix, attention.rows, attention.cols)
+        self.heatmap.setMinimumHeight(heatmap_height(len(attention.rows)))
         title = self.kind_box.currentText()
         if attention.weights.shape[0] > 1 or self.layer_box.count() > 1:  # an RNN has one alignment
             title += f", {layer_label(attention.layer)}, {self.head_box.currentText()}"

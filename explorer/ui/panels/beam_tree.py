@@ -54,6 +54,7 @@ NBEST_COLOR = "#9467bd"
 SELECTED_COLOR = "#d62728"
 MAX_LABELS = 400  # token labels drawn at once; zoom in to see the rest
 MIN_LABEL_PX = 40  # below this many pixels per step not even a short token fits
+LABEL_BOX_PX = 2  # a label's box beyond its text (TextPool's document margin, each side)
 EXAMPLES_SHOWN = 50
 NO_MODEL = "Open or create a model: the beam search tree of the source above is drawn here."
 DETAIL_WIDTH = 360  # pixels the node detail takes when it opens
@@ -393,10 +394,14 @@ class BeamTreePanel(Panel):
             self.fit()
 
     def _label_text(self, node, room_px: float) -> str | None:
-        """"token score" if it fits in `room_px`, else the token alone, else None."""
+        """"token score" if it fits in `room_px` (a step's width) with a gap of one line height
+        before the next step's label, else the token alone, else None. The gap is measured at
+        the size the labels are drawn (_measure_labels), so ×1 keeps the spacing presentation
+        mode has: 10 px at ×1 ran the labels of one row together into a strip."""
         token = node.token if len(node.token) <= 12 else node.token[:11] + "…"
+        gap = self._metrics.height()
         for text in ((token,) if node.parent is None else (f"{token} {node.score:.2f}", token)):
-            if self._metrics.horizontalAdvance(text) + 10 <= room_px:
+            if self._metrics.horizontalAdvance(text) + LABEL_BOX_PX + gap <= room_px:
                 return text
         return None
 

@@ -190,6 +190,9 @@ class BleuPanel(Panel):
         self.file_row.set_workspace(workspace)
         if self.bus.shows_run(workspace):
             return  # a snapshot of the run on show: the run's whole curve stays
+        self.breakdown = self.example = None  # the model before's sentences are not this one's
+        self.details.hide()
+        self.example_view.clear()
         self.history.clear()
         self.history.extend(bleu_history(getattr(workspace, "history", None)))
         self.draw_history()

@@ -16,16 +16,19 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
+    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
 from superqt.utils import qdebounced
 
+from explorer.analysis.beam_text import log_p
 from explorer.decoding.jobs import SEARCH_LIMIT, run_compare, run_find_example
 from explorer.export.compare import compare_tables, opening_pair
 from explorer.ui.empty_state import EmptyState
@@ -154,9 +157,21 @@ class ComparePanel(Panel):
         root = QVBoxLayout(self)
         for row in (text_row, option_row, button_row):
             root.addLayout(row)
-        root.addLayout(grid)  # the cards take the height their text needs (_fit_cards)
+        # the cards take the height their text needs (_fit_cards), in a scroll area: the panel's
+        # least height is not theirs, which held the whole tab group (the beam tree's) 460 px tall
+        # and took the attention heatmap's rows their height at 1920 x 1080
+        cards = QWidget()
+        cards_layout = QVBoxLayout(cards)
+        cards_layout.setContentsMargins(0, 0, 0, 0)
+        cards_layout.addLayout(grid)
+        cards_layout.addWidget(self.explanation)
         self.card_grid = grid
-        root.addWidget(self.explanation)
+        self.cards_area = QScrollArea()
+        self.cards_area.setWidgetResizable(True)
+        self.cards_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.cards_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.cards_area.setWidget(cards)
+        root.addWidget(self.cards_area)
         # no empty cards or axes before the first outputs: one line why in their place
         self.chart_view = EmptyState(self.chart_widget, NO_MODEL)
         root.addWidget(self.chart_view, 1)
@@ -256,7 +271,7 @@ class ComparePanel(Panel):
             hyp = output.hypothesis
             text = highlight_matches(output.bleu_tokens, output.matched) or "<i>(empty)</i>"
             lines = [f"<b>{STRATEGY_TITLES[key]}</b>", f"<span style='font-size:11pt'>{text}</span>",
-                     f"log p = {hyp.score:.3f}" + (" <b>(most probable)</b>"
+                     f"log p = {log_p(hyp.score)}" + (" <b>(most probable)</b>"
                                                    if best is not None and hyp.score >= best - 1e-6
                                                    else ""),
                      f"length-normalised = {hyp.normalized_score:.3f}"

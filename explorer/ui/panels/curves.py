@@ -24,6 +24,7 @@ from explorer.ui.live_plots import (
     place_marker, step_marker,
 )
 from explorer.ui.panels.base import Panel
+from explorer.ui.plot_message import PlotMessage
 from explorer.ui.plot_style import SteadyViewBox, add_legend_row, readable_axes
 
 
@@ -37,6 +38,12 @@ GRIDS = {
         "grad_norm": (2, 0, 2)},
 }
 MIN_PLOT_PX = 200  # a plot's axis, tick labels and a readable curve
+# which buffers draw in each plot, and what a plot says while they hold nothing (another plot may
+# have points: a model shown with its evaluations but no recorded steps)
+PLOT_SOURCES = {"accuracy": "evals", "lr": "train", "grad_norm": "train"}
+NO_STEPS = "No steps yet: Train (Ctrl+T) draws {}."  # fits a 2-column plot at 1280 x 800
+PLOT_EMPTY = {"accuracy": "No evaluation yet: it draws accuracy.",
+              "lr": NO_STEPS.format("lr"), "grad_norm": NO_STEPS.format("‖g‖")}
 
 # Columns of the per-step buffer and of the per-evaluation buffer.
 def run_rows(curves) -> tuple[np.ndarray, np.ndarray]:
@@ -133,6 +140,7 @@ class TrainingCurvesPanel(Panel):
         self.tau_axis.setStyle(tickLength=0)
         self.tau_axis.setPen(pg.mkPen(None))
         self.clip: float | None = None
+        self.plot_messages = {name: PlotMessage(self.plots[name]) for name in PLOT_EMPTY}
         self.step_lines = {name: step_marker() for name in self.plots}
         for name, line in self.step_lines.items():
             self.plots[name].addItem(line, ignoreBounds=True)
@@ -195,6 +203,8 @@ class TrainingCurvesPanel(Panel):
         self.evals.extend(eval_rows)
         self._stale.update(("train", "evals"))
         self.redraw()
+        for plot in self.plots.values():  # no range of the model before: this one's own
+            plot.getViewBox().refit()
 
     def on_run_curves(self, update) -> None:
         """A recorded run's rows (explorer/ui/run_session.py): all of them, or those appended."""
@@ -224,11 +234,16 @@ class TrainingCurvesPanel(Panel):
     def on_train_config(self, train_config) -> None:
         clip = getattr(train_config, "clip", None) if train_config is not None else None
         self.clip = float(clip) if clip else None
-        self.tau_line.setVisible(self.clip is not None)
-        self.plots["grad_norm"].showAxis("right", self.clip is not None)
+        self._show_tau()
         if self.clip is not None:
             self.tau_line.setValue(math.log10(self.clip))  # the axis is in log10 units
             self.tau_axis.setTicks([[(math.log10(self.clip), f"τ = {self.clip:.3g}")], []])
+
+    def _show_tau(self) -> None:
+        """The clipping threshold's line and name, on a plot of norms that has any."""
+        shown = self.clip is not None and not self.plot_messages["grad_norm"].message
+        self.tau_line.setVisible(shown)
+        self.plots["grad_norm"].showAxis("right", shown)
 
     def on_training_state(self, state: str) -> None:
         if state != "running":  # the curves stopped growing: draw the last batches, no headroom
@@ -249,6 +264,10 @@ class TrainingCurvesPanel(Panel):
         self._schedule_redraw.cancel()
         self.view_state.set_message(None if self.has_content() else no_curves_reason(
             self.bus.workspace, "training curves"))
+        sizes = {"train": self.train.size, "evals": self.evals.size}
+        for name, message in self.plot_messages.items():
+            message.set_message(None if sizes[PLOT_SOURCES[name]] else PLOT_EMPTY[name])
+        self._show_tau()
         if not (force or (self.isVisible() and self.in_sight())):
             return
         started = time.perf_counter()
@@ -343,7 +362,11 @@ class TrainingCurvesPanel(Panel):
         return self.train.size > 0 or self.evals.size > 0
 
     def plot_items(self) -> dict[str, object]:
-        return {} if self.view_state.empty else {"all": self.view.ci, **self.plots}
+        if self.view_state.empty:
+            return {}
+        shown = {name: plot for name, plot in self.plots.items()  # an empty plot is no figure
+                 if name not in self.plot_messages or not self.plot_messages[name].message}
+        return {"all": self.view.ci, **shown}
 
     def tables(self) -> dict[str, tuple[list[str], list[list]]]:
         return curve_tables(self.train.view(), self.evals.view())

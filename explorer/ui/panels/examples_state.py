@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QFileDialog
 from explorer.analysis.example_filters import SliceFilter
 from explorer.errors import UserError
 from explorer.ui.jobs import one_line
+from explorer.ui.panels.decoding_widgets import show_text
 
 SETTINGS_PREFIX = "examples/"
 
@@ -53,7 +54,7 @@ class TableState:
 
     def set_filter_fields(self, slice_filter: SliceFilter) -> None:
         for name, box in self.pattern_boxes.items():
-            box.setText(slice_filter.patterns.get(name, ""))
+            show_text(box, slice_filter.patterns.get(name, ""))
         self.min_length.setValue(slice_filter.min_length or 0)
         self.max_length.setValue(slice_filter.max_length or 0)
 

@@ -27,6 +27,7 @@ from explorer.ui.bus import AppBus
 from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu
 from explorer.ui.panels.base import Panel, elide
+from explorer.ui.panels.decoding_widgets import show_text
 from explorer.ui.panels.inside_widgets import Background, LensTable, TracesPlot, UnitHeatmap
 
 RESIDUAL, LENS = "residual", "lens"  # Transformer views besides one block's output
@@ -153,8 +154,8 @@ class HiddenPanel(Panel):
 
     def set_probe_input(self, source: str, target: str = "") -> None:
         """Probe this input, as if typed and Probe pressed."""
-        self.source_edit.setText(source)
-        self.target_edit.setText(target)
+        show_text(self.source_edit, source)
+        show_text(self.target_edit, target)
         self.run_probe()
 
     def run_probe(self) -> None:
@@ -162,8 +163,8 @@ class HiddenPanel(Panel):
         self.bus.probe_requested.emit(self.source_edit.text(), self.target_edit.text())
 
     def _on_probe_input(self, source: str, target: str) -> None:
-        self.source_edit.setText(source)
-        self.target_edit.setText(target)
+        show_text(self.source_edit, source)
+        show_text(self.target_edit, target)
 
     def find_depth_units(self) -> None:
         """The brackets task's ready view: units ranked by |correlation| with nesting depth."""

@@ -33,6 +33,7 @@ from explorer.runs.compare import (
 )
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.jobs import JobRunner
+from explorer.ui.panels.decoding_widgets import show_text
 from explorer.ui.panels.runs_beam import BeamTreeView
 
 LATEST = None  # the step combo's data for "the latest checkpoint"
@@ -237,14 +238,14 @@ class SideBySide(QWidget):
     def _on_done(self, _job_id: int, comparison: AttentionComparison | BeamComparison) -> None:
         self.comparison = comparison
         if not self.source_edit.text().strip():
-            self.source_edit.setText(comparison.source)
+            show_text(self.source_edit, comparison.source)
         if isinstance(comparison, BeamComparison):
             for side, view in zip(SIDES, comparison.views):
                 self.sides[side].show_beam(view)
             self.status.setText(f"Beam search (width 4, α 0.6) on {comparison.source!r}")
         else:
             if not self.target_edit.text().strip():
-                self.target_edit.setText(comparison.target)
+                show_text(self.target_edit, comparison.target)
             for side, view in zip(SIDES, comparison.views):
                 self.sides[side].show_view(view)
             target = comparison.target or "each model's own output"

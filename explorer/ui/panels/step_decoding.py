@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from explorer.analysis.beam_text import log_p
 from explorer.errors import first_line
 from explorer.ui.empty_state import EmptyState
 from explorer.ui.panels.base import Panel
@@ -414,13 +415,13 @@ class StepDecodingPanel(Panel):
                 words[position] = (f'<u style="color:{FORCED_COLOR}" title="forced">'
                                    f'{words[position]}⚑</u>')
         state = "done" if decoder.done else f"step {decoder.steps_taken}"
-        text = (f"<b>Output so far</b> ({state}, log p = {output.score:.3f}): "
+        text = (f"<b>Output so far</b> ({state}, log p = {log_p(output.score)}): "
                 + (" ".join(words) if words else "<i>nothing yet: press Step (→)</i>"))
         if decoder.forced and self.strategy != "beam":
             own = decoder.own_output
             text += (f"<br><span style='color:{FORCED_COLOR}'>⚑ forced</span>: this hypothesis "
-                     f"has log p = {output.score:.3f}; the model's own greedy output "
-                     f"“{html.escape(own.text)}” has log p = {own.score:.3f}")
+                     f"has log p = {log_p(output.score)}; the model's own greedy output "
+                     f"“{html.escape(own.text)}” has log p = {log_p(own.score)}")
         if self.force_error:
             text += f"<br><i>{html.escape(self.force_error)}</i>"
         self.output_label.setText(text)

@@ -40,6 +40,7 @@ from explorer.ui.export import install_export_menu, run_export_dialog
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.neighbours_view import isolated_workspace
 from explorer.ui.panels.base import Panel, elide, push_button
+from explorer.ui.panels.decoding_widgets import show_text
 
 CHANGED = "#d62728"  # inserted or changed output tokens
 NO_MODEL = "Open or create a model: pin a source, edit it, and compare the two here."
@@ -293,7 +294,7 @@ class WhatIfPanel(Panel):
             if self.pinned and was_pinned and edit and edit != result.source:
                 self.compare()  # new weights: the edit again beside the original
             elif self.pinned:
-                self.edit_box.setText(result.source)
+                show_text(self.edit_box, result.source)
                 self._say("pinned: edit the source above and press Enter")
             else:
                 self._say(NOTHING_PINNED)
