@@ -61,9 +61,9 @@ def test_bad_model_code_keeps_the_open_model(make_main_window, qtbot, tmp_path):
     with qtbot.waitSignal(window.bus.workspace_changed, timeout=LOAD_MS) as opened:
         window.controller.open_model_code(HOMEWORK)
     kept = opened.args[0]
-    cases = [((f"{BAD}:wrong_shape", None), "the model's forward returned (1, 12) for a probe"),
+    cases = [((f"{BAD}:wrong_shape", None), "the model's forward returned logits of shape (2, 12)"),
              ((f"{BAD}:small_embedding", None), "the tokenizer has 12 tokens but the model's "
-                                                "embedding has 5 rows"),
+                                                "embedding 'embed' has 5 rows"),
              ((f"{BAD}:wrong_types", None), "returned the wrong types (model: expected a "
                                             "torch.nn.Module, got str"),
              ((f"{BAD}:right", str(other)), "other.pt: the weights do not fit the model")]

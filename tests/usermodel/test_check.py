@@ -87,3 +87,71 @@ def test_json_report(capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["exit_code"] == 0
     assert [a.split(":")[0] for a in report["attention"]] == ["blocks.0.self_attn", "blocks.1.self_attn"]
+
+
+NANOGPT = f"{Path(__file__).parents[1] / 'usermodels' / 'gpt' / 'build.py'}:build"
+
+
+def test_a_forward_that_gives_every_position_with_targets_checks_clean(tmp_path, monkeypatch, capsys):
+    """nanoGPT's forward(idx, targets=None): the last position alone without targets, every
+    position with them. The explorer passes targets=, so nothing needs a fix (exit 0); opened from
+    another folder, its build imports model.py beside it."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--model", NANOGPT]) == 0
+    out = capsys.readouterr().out
+    inner = open_model_file(NANOGPT).model.inner
+    ids = torch.tensor([[2, 3, 4, 5, 6]])
+    with torch.no_grad():
+        last, _ = inner(ids)  # the model's own computation, both ways
+        every, _ = inner(ids, targets=ids)
+    assert last.shape[1] == 1 and every.shape[1] == ids.shape[1]
+    assert f"{tuple(every.shape)} for inputs (1, 5) (every position)" in out
+    assert "the explorer passes targets= where it needs every position" in out
+    lines = {line.split()[1]: line.split()[0] for line in out.splitlines() if line.startswith("  ")}
+    assert all(lines[c] == OK for c in ("score", "evaluate", "train", "attribute", "attention"))
+
+
+class PooledAttention(torch.nn.Module):
+    """Causal attention by hand whose softmax weighs the values by a product and a sum, not a
+    matmul: the capture takes it only once the adapter names the module."""
+
+    def __init__(self, dim=16):
+        super().__init__()
+        self.q, self.k = torch.nn.Linear(dim, dim), torch.nn.Linear(dim, dim)
+
+    def forward(self, x):  # (B, T, D)
+        weights = torch.softmax(self.scores(x), dim=-1)  # (B, T, T)
+        return (weights.unsqueeze(-1) * x.unsqueeze(1)).sum(2)  # (B, T, D)
+
+    def scores(self, x):
+        scores = self.q(x) @ self.k(x).transpose(-2, -1) / x.shape[-1] ** 0.5  # (B, T, T)
+        causal = torch.ones(scores.shape[-2:], dtype=torch.bool).tril()
+        return scores.masked_fill(~causal, float("-inf"))
+
+
+def test_the_hidden_attention_fix_it_names_makes_the_panels_draw():
+    from explorer.usermodel.adapter import Adapter
+    from explorer.usermodel.capture import capture
+    from explorer.usermodel.check import check_workspace
+    from explorer.usermodel.loader import make_workspace
+
+    model, vocab = hidden_attention.build()
+    model.attn = PooledAttention()
+    model.eval()
+    unnamed = check_workspace(make_workspace(model, vocab), "pooled")
+    fix = next(v for v in unnamed.panels if v.name == "attention")
+    assert unnamed.exit_code == 1 and fix.status == FIX
+    assert fix.fix.startswith("compute the weights with torch.softmax there and name the module: "
+                              "explorer.Adapter(attention='attn')")
+    named = make_workspace(model, vocab, Adapter(attention="attn"))
+    report = check_workspace(named, "pooled")
+    assert report.exit_code == 0 and _verdicts(report)["attention"] == OK
+    assert report.attention == ["attn: a softmax in PooledAttention, self-attention, 1 head(s)"]
+    assert Lazy(find_panel("attention").tables)(HeadlessInput(named, "abc ab", ""))
+    ids = torch.tensor([[1, 4, 5, 6, 12, 4]])
+    with torch.no_grad():
+        with capture(model, named="attn") as record:
+            model(ids)
+        x = model.tokens(ids) + model.positions(torch.arange(ids.shape[1]))  # (B, T, D)
+        expected = torch.softmax(model.attn.scores(x), dim=-1)  # (B, T, T)
+    assert torch.allclose(record.attention[0].weights[:, 0], expected, atol=1e-6)
