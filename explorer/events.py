@@ -69,12 +69,12 @@ class ProbeSnapshot:
     # explorer.analysis.hidden.HiddenSnapshot of the same forward pass: hidden states, gates,
     # residual stream and logit lens, for the hidden panel
     hidden: object | None = None
-    # a training probe's copy of the token embeddings (kind -> (V, D) float32, a tied output the
-    # input's array), for the embeddings panel, which must not read the weights being trained
-    embeddings: dict[str, np.ndarray] = field(default_factory=dict)
     # explorer.analysis.explain.LiveExplanation: attribution or rollout computed by a training
     # probe when the attribution view asked for it (ProbeInput.explanation); else None
     explanation: object | None = None
+    # panel id -> what that panel's live function (its panel registry entry's `live`) returned on
+    # this probe: plain data, for the panels in sight only (ProbeInput.live)
+    live: dict[str, object] = field(default_factory=dict)
 
 
 @dataclass

@@ -21,6 +21,7 @@ list the families.
 from __future__ import annotations
 
 import importlib
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -194,6 +195,26 @@ _FAMILIES: dict[str, Family] = {
 
 # families that are opened, never built from scratch (Hugging Face folders): not in the menus
 _UNLISTED: dict[str, Family] = {}
+# Plug-ins (the Hugging Face wrappers, the user-model families) register their families when they
+# are imported; a loader that imports them is registered here by the layer above (the composition
+# root, explorer/__init__.py) and run once, on the registry's first lookup, so this module names
+# no plug-in and `import explorer` loads none.
+_LOADERS: list[Callable[[], None]] = []
+_LOADING = threading.RLock()  # the GUI and a worker thread may both ask first
+
+
+def register_loader(load: Callable[[], None]) -> None:
+    """Run `load` (it imports modules that call register_family) before the next lookup."""
+    _LOADERS.append(load)
+
+
+def load_plugins() -> None:
+    """Run the registered loaders not run yet (each once; a loader that looks up is not rerun)."""
+    if not _LOADERS:  # the common case, without the lock
+        return
+    with _LOADING:
+        while _LOADERS:
+            _LOADERS.pop(0)()
 
 
 def register_family(family: Family, listed: bool = True) -> None:
@@ -205,15 +226,18 @@ def register_family(family: Family, listed: bool = True) -> None:
 
 def families() -> dict[str, Family]:
     """Every family a new model can be built from, by name, in menu order."""
+    load_plugins()
     return dict(_FAMILIES)
 
 
 def family_names() -> tuple[str, ...]:
+    load_plugins()
     return tuple(_FAMILIES)
 
 
 def get_family(name: str) -> Family:
     """The family called `name`; a one-line UserError naming the choices otherwise."""
+    load_plugins()
     if name in _UNLISTED:
         return _UNLISTED[name]
     if name not in _FAMILIES:
@@ -237,6 +261,7 @@ def family_of(model_or_config) -> Family:
 def family_opening(path) -> Family | None:
     """The family whose own format `path` is (its `opens` says so), or None: an explorer
     checkpoint. Plug-ins register such families (explorer/__init__.py loads them)."""
+    load_plugins()
     for family in {**_FAMILIES, **_UNLISTED}.values():
         if family.opens is not None and family.load is not None and family.opens(path):
             return family

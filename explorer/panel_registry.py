@@ -1,7 +1,8 @@
 """The panel registry: every panel of the app, in dock order. Plain data, no Qt, so the core (the
 command line, lessons) can name panels; explorer.ui.panels re-exports it and imports the classes.
 
-Adding a panel = its own module (a `Panel` subclass, explorer/ui/panels/base.py) + one line here.
+Adding a panel = its own module (a `Panel` subclass, explorer/ui/panels/base.py) + one line here;
+a panel that draws live data while training names its Qt-free function in the line (`live`).
 The main window builds one dock per entry and places it by its group; `explorer export --plots`
 accepts every id and exports the `exported_by_default` ones when no --plots is given.
 
@@ -33,6 +34,10 @@ class PanelEntry:
     # without Qt (explorer/export/headless.py), so `explorer export --format csv` of it builds no
     # panel ("": the panel computes them)
     tables: str = ""
+    # "module:function(model, encoded, step) -> plain data" (encoded: analysis.probe.Encoded, the
+    # probe input as the model reads it): what the panel needs live, Qt-free, run by every probe
+    # while the panel is in sight, throttled with it; the panel reads `ProbeSnapshot.live[id]`
+    live: str = ""
 
 
 _HEADLESS = "explorer.export.headless:"
@@ -60,7 +65,9 @@ PANELS = (
     PanelEntry("hidden", "explorer.ui.panels.hidden:HiddenPanel", "inspect", "Hidden",  # its dock shows gates too
                tables=_HEADLESS + "hidden_panel_tables"),
     PanelEntry("embeddings", "explorer.ui.panels.embeddings:EmbeddingsPanel", "inspect", "Embeddings",
-               tables=_HEADLESS + "embeddings_tables"),
+               tables=_HEADLESS + "embeddings_tables", live="explorer.ui.panels.embeddings:live_matrices"),
+    PanelEntry("embedding_norms", "explorer.ui.panels.embedding_norms:EmbeddingNormsPanel", "inspect",
+               "Norms", live="explorer.ui.panels.embedding_norms:token_norms"),
     PanelEntry("runs", "explorer.ui.panels.runs:RunsPanel", "inspect", "Runs", False,  # Compare runs
                tables=_HEADLESS + "runs_tables"),
     PanelEntry("examples", "explorer.ui.panels.examples:ExamplesPanel", "decoding", "Examples", False),

@@ -4,9 +4,10 @@
 against the names, and the new-model dialog (tips), "Compare cells" (every cell, in its colour)
 and `explorer train --cell` (help) read the same table, so a new cell is its class and one
 `register_cell(RecurrentCell(...))`. A class is a `seqmodels.recurrent.RNNCell` subclass (its
-`update(gi, gh, state)` is the cell's equations; one that also takes `see=None` and passes each
-gate through `see(gate, value)` lets the activation layer read and replace its gates), or a "module:Class" name imported when first
-built, so this module imports no torch.
+`update(gi, state, recurrent)` is the cell's equations from the input projection, the previous
+state and its own recurrent weights; one that also takes `see=None` and passes each gate through
+`see(gate, value)` lets the activation layer read and replace its gates), or a "module:Class" name
+imported when first built, so this module imports no torch.
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ _CELLS: dict[str, RecurrentCell] = {
         RecurrentCell("gru", "seqmodels.recurrent:GRUCell",
                       "GRU: reset and update gates; the most learnable gated RNN for shallow "
                       "nets", "#2ca02c"),
+        RecurrentCell("gru-cho", "seqmodels.recurrent:ChoGRUCell",
+                      "GRU as Cho et al. (2014) write it: the reset gate scales h before W_hn "
+                      "(gru scales W_hn h); no fused kernel", "#8c564b"),
+        RecurrentCell("mgu", "seqmodels.mgu:MGUCell",
+                      "Minimal gated unit: one forget gate f both mixes and resets the state",
+                      "#17becf"),
         RecurrentCell("lstm", "seqmodels.recurrent:LSTMCell",
                       "LSTM: input, forget and output gates around an additive cell state c_t",
                       "#1f77b4"),

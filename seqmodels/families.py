@@ -29,6 +29,17 @@ class ModelFamily:
 _REGISTERED: dict[str, ModelFamily] = {}
 _DISCOVERY_LOCK = threading.RLock()  # the GUI and a worker thread may both ask first
 _discovered = False
+# callables that import modules outside seqmodels/ calling register_model_family (the app's
+# plug-ins), registered by the layer above and run once with the discovery
+_LOADERS: list[Callable[[], None]] = []
+
+
+def register_loader(load: Callable[[], None]) -> None:
+    """Run `load` with the discovery (or before the next lookup, when discovery has run)."""
+    global _discovered
+    with _DISCOVERY_LOCK:
+        _LOADERS.append(load)
+        _discovered = False
 
 
 def register_model_family(family: ModelFamily) -> None:
@@ -44,6 +55,8 @@ def _discover() -> None:
     with _DISCOVERY_LOCK:
         if _discovered:
             return
+        while _LOADERS:  # theirs count as registered by hand: they come after seqmodels/'s own
+            _LOADERS.pop(0)()
         package = importlib.import_module("seqmodels")
         found: dict[str, ModelFamily] = {}
         for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):

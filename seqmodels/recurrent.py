@@ -1,4 +1,4 @@
-"""Recurrent cells (Elman RNN, UGRNN, GRU, LSTM) and the multi-layer, bidirectional `RNN` built from them.
+"""Recurrent cells (Elman RNN, UGRNN, GRU in torch's and Cho et al.'s form, LSTM) and the multi-layer, bidirectional `RNN` built from them.
 
 Every time step is an explicit Python step, so a trace can hand out the very tensors the recurrence
 used: `torch.autograd.grad(loss, trace.hidden["l0"])` gives the total dL/dh_t for every t.
@@ -9,13 +9,15 @@ A cell's weights stack its blocks row-wise: weight_ih is (blocks * H, I), weight
 
 Without a trace, the Elman, GRU and LSTM layers hand those same parameters to torch's fused kernels
 (as torch.nn.RNNBase does), which is several times faster; the step-by-step path computes the same
-function and is kept for traces and for the UGRNN, which has no fused kernel.
+function and is kept for traces and for the cells that have no fused kernel (UGRNN, Cho's GRU,
+the MGU of seqmodels/mgu.py, any registered later).
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -26,8 +28,31 @@ from seqmodels.cells import cell_class
 from seqmodels.trace import Trace
 
 
+@dataclass(frozen=True)
+class Recurrent:
+    """A cell's recurrent weights, what it multiplies the previous state by: W_hh (blocks * H, H) and
+    b_hh (blocks * H,), its row blocks in the cell's gate order. `recurrent(h)` is every block's
+    W h + b at once; `recurrent(v, block)` one block's (a cell that multiplies a gated state, as
+    the MGU's U_h (f ⊙ h), asks for that block alone)."""
+
+    weight: Tensor
+    bias: Tensor
+
+    def __call__(self, h: Tensor, block: int | None = None) -> Tensor:
+        if block is None:
+            return F.linear(h, self.weight, self.bias)  # (B, blocks * H)
+        rows = slice(block * h.shape[-1], (block + 1) * h.shape[-1])
+        return F.linear(h, self.weight[rows], self.bias[rows])  # (B, H)
+
+
 class RNNCell(nn.Module):
-    """Elman RNN: h_t = tanh(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh)."""
+    """Elman RNN: h_t = tanh(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh).
+
+    The contract of a cell: `update(gi, state, recurrent, see=None) -> (state, gates)` computes one
+    step from gi = W_ih x_t + b_ih (every step's input projection is made at once), the previous
+    state (h, or (h, c) when `has_cell_state`) and its recurrent weights (`Recurrent`), so a cell
+    writes its recurrence as its paper does. `see`: None, or fn(gate name, value) -> the value the
+    equations go on with (the activation layer's hook on the gates)."""
 
     gate_names: tuple[str, ...] = ()  # names of the row blocks worth showing (none here)
     num_blocks = 1  # row blocks in weight_ih / weight_hh
@@ -47,10 +72,8 @@ class RNNCell(nn.Module):
         """One step on x (B, I); returns the new state like torch's cells: h, or (h, c) for LSTM."""
         if state is None:
             state = self.zero_state(x)
-        h = state[0] if self.has_cell_state else state
         gi = F.linear(x, self.weight_ih, self.bias_ih)  # (B, blocks * H)
-        gh = F.linear(h, self.weight_hh, self.bias_hh)  # (B, blocks * H)
-        new_state, _ = self.update(gi, gh, state)
+        new_state, _ = self.update(gi, state, Recurrent(self.weight_hh, self.bias_hh))
         return new_state
 
     def zero_state(self, x: Tensor):
@@ -58,10 +81,8 @@ class RNNCell(nn.Module):
         return (h, h.clone()) if self.has_cell_state else h
 
     @staticmethod
-    def update(gi: Tensor, gh: Tensor, state, see=None):
-        """The cell's equations, given gi = W_ih x + b_ih and gh = W_hh h + b_hh. -> (state, gates).
-        `see`: None, or fn(gate name, value) -> the value the equations go on with (a hook)."""
-        return torch.tanh(gi + gh), {}
+    def update(gi: Tensor, h: Tensor, recurrent: Recurrent, see=None):
+        return torch.tanh(gi + recurrent(h)), {}
 
 
 class UGRNNCell(RNNCell):
@@ -74,8 +95,8 @@ class UGRNNCell(RNNCell):
     num_blocks = 2
 
     @staticmethod
-    def update(gi: Tensor, gh: Tensor, h: Tensor, see=None):
-        u_in, s_in = (gi + gh).chunk(2, dim=-1)  # each (B, H)
+    def update(gi: Tensor, h: Tensor, recurrent: Recurrent, see=None):
+        u_in, s_in = (gi + recurrent(h)).chunk(2, dim=-1)  # each (B, H)
         u, s = torch.sigmoid(u_in), torch.tanh(s_in)
         if see is not None:
             u, s = see("u", u), see("s", s)
@@ -83,22 +104,39 @@ class UGRNNCell(RNNCell):
 
 
 class GRUCell(RNNCell):
-    """GRU with torch's gate order (r, z, n). Like torch (and cuDNN), the reset gate multiplies
-    W_hn h + b_hn rather than h itself as in the notes' W_sh (r ⊙ h): the same family, and it keeps
-    state dicts interchangeable with torch.nn.GRU. z is the notes' update gate u."""
+    """GRU with torch's gate order (r, z, n), the reset gate after the product as torch and cuDNN
+    compute it: n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)), h_t = z ⊙ h + (1 - z) ⊙ n, so state
+    dicts are interchangeable with torch.nn.GRU. z is the notes' update gate u."""
 
     gate_names = ("r", "z", "n")
     num_blocks = 3
 
     @staticmethod
-    def update(gi: Tensor, gh: Tensor, h: Tensor, see=None):
+    def update(gi: Tensor, h: Tensor, recurrent: Recurrent, see=None):
         i_r, i_z, i_n = gi.chunk(3, dim=-1)  # each (B, H)
-        h_r, h_z, h_n = gh.chunk(3, dim=-1)
+        h_r, h_z, h_n = recurrent(h).chunk(3, dim=-1)
         r = torch.sigmoid(i_r + h_r)
         z = torch.sigmoid(i_z + h_z)
         if see is not None:
             r, z = see("r", r), see("z", z)
         n = torch.tanh(i_n + r * h_n)
+        if see is not None:
+            n = see("n", n)
+        return z * h + (1 - z) * n, {"r": r, "z": z, "n": n}
+
+
+class ChoGRUCell(GRUCell):
+    """GRU as Cho et al. (2014) and the notes write it, the reset gate before the product:
+    n = tanh(W_in x + b_in + W_hn (r ⊙ h) + b_hn). Same weights and gate order as GRUCell."""
+
+    @staticmethod
+    def update(gi: Tensor, h: Tensor, recurrent: Recurrent, see=None):
+        i_r, i_z, i_n = gi.chunk(3, dim=-1)  # each (B, H)
+        r = torch.sigmoid(i_r + recurrent(h, 0))
+        z = torch.sigmoid(i_z + recurrent(h, 1))
+        if see is not None:
+            r, z = see("r", r), see("z", z)
+        n = torch.tanh(i_n + recurrent(r * h, 2))
         if see is not None:
             n = see("n", n)
         return z * h + (1 - z) * n, {"r": r, "z": z, "n": n}
@@ -113,9 +151,9 @@ class LSTMCell(RNNCell):
     has_cell_state = True
 
     @staticmethod
-    def update(gi: Tensor, gh: Tensor, state: tuple[Tensor, Tensor], see=None):
-        _, c = state
-        i_in, f_in, g_in, o_in = (gi + gh).chunk(4, dim=-1)  # each (B, H)
+    def update(gi: Tensor, state: tuple[Tensor, Tensor], recurrent: Recurrent, see=None):
+        h, c = state
+        i_in, f_in, g_in, o_in = (gi + recurrent(h)).chunk(4, dim=-1)  # each (B, H)
         i, f, g, o = torch.sigmoid(i_in), torch.sigmoid(f_in), torch.tanh(g_in), torch.sigmoid(o_in)
         if see is not None:
             i, f, g, o = see("i", i), see("f", f), see("g", g), see("o", o)
@@ -313,6 +351,7 @@ class RNN(nn.Module):
         kinds = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
         w_ih, w_hh, b_ih, b_hh = (getattr(self, f"{kind}_l{layer}{suffix}") for kind in kinds)
         gi_all = F.linear(x, w_ih, b_ih)  # (T, B, blocks * H): every step's input projection at once
+        recurrent = Recurrent(w_hh, b_hh)
         is_lstm = self.cell_type.has_cell_state
         steps = range(x.shape[0] - 1, -1, -1) if suffix == "_reverse" else range(x.shape[0])
         outputs: list = [None] * x.shape[0]  # indexed by position, whatever the reading direction
@@ -320,13 +359,11 @@ class RNN(nn.Module):
         gates: dict[str, list] = {g: list(outputs) for g in self.cell_type.gate_names}
         hook, name = self.activation_hook, f"l{layer}{suffix}"
         for t in steps:
-            h = state[0] if is_lstm else state
-            gh = F.linear(h, w_hh, b_hh)
             if hook is not None and self._cell_sees_gates:
                 see = (lambda gate, value, t=t: hook(name, "gate_" + gate, t, value))
-                new_state, step_gates = self.cell_type.update(gi_all[t], gh, state, see)
+                new_state, step_gates = self.cell_type.update(gi_all[t], state, recurrent, see)
             else:
-                new_state, step_gates = self.cell_type.update(gi_all[t], gh, state)
+                new_state, step_gates = self.cell_type.update(gi_all[t], state, recurrent)
             if keep is not None:  # a padded step carries the state through unchanged
                 if is_lstm:
                     new_state = tuple(torch.where(keep[t], new, old) for new, old in zip(new_state, state))

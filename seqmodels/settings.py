@@ -28,7 +28,9 @@ class Setting:
     choices: Mapping[str, str] | Callable[[], Mapping[str, str]] | None = None
     advanced: bool = False  # the dialog keeps it under "Advanced"
     sized_by_data: bool = False  # set from the data's tokenizers (vocabulary sizes), not by hand
-    editor: str | None = None  # "module:Class" of a dialog widget with value()/set_value(v)
+    # the name of a dialog widget with value()/set_value(v) that the UI registers for this field
+    # (register_editor); None, or a name nothing registered: the widget for its type and range
+    editor: str | None = None
 
     def choice_tips(self) -> dict[str, str]:
         choices = self.choices() if callable(self.choices) else self.choices
@@ -55,6 +57,19 @@ class Setting:
         if tips and value not in tips:
             return f"not one of {', '.join(tips)}"
         return None
+
+
+# editor name -> a callable making its widget: the UI registers its own with this table (the layer
+# above registers with the one below), so a config class names no UI module
+_EDITORS: dict[str, Callable[[], Any]] = {}
+
+
+def register_editor(name: str, make: Callable[[], Any]) -> None:
+    _EDITORS[name] = make
+
+
+def editor_for(name: str | None) -> Callable[[], Any] | None:
+    return _EDITORS.get(name) if name else None
 
 
 def setting(default: Any, label: str, tip: str, **details: Any) -> Any:

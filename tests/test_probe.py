@@ -12,6 +12,7 @@ from explorer.data.tasks import make_task
 from explorer.data.tokenizers import CharTokenizer
 from explorer.workspace import Workspace
 from seqmodels import build_model, make_config
+from seqmodels.cells import cell_names
 
 TINY_TRANSFORMER = dict(d_model=16, num_heads=2, num_layers=2, d_ff=32, dropout=0.1)
 
@@ -136,7 +137,7 @@ def test_probe_fn_reads_the_current_input_and_skips_unusable_text():
 def test_compare_cells_matches_a_hand_built_model_and_uses_trained_ones():
     ids = [5, 6, 7, 8, 9, 10, 5, 6, 7, 8]
     curves = compare_cells(ids, vocab_size=12, hidden_size=8, seed=3)
-    assert set(curves) == {"rnn", "ugrnn", "gru", "lstm"}
+    assert list(curves) == list(cell_names())  # every registered cell, in the registry's order
     torch.manual_seed(3)
     model = build_model(make_config("rnn-lm", vocab_size=12, cell="gru", embed_dim=8, hidden_size=8))
     logits, trace = model(torch.tensor([ids[:-1]]), trace=True)
@@ -179,3 +180,19 @@ def test_trained_attention_is_diagonal_for_copy_and_anti_diagonal_for_reverse(ta
     assert np.mean(agree) >= 0.9, np.mean(agree)
     assert np.mean(on_expected) >= 0.8, np.mean(on_expected)
     assert np.mean(on_opposite) <= 0.1, np.mean(on_opposite)
+
+
+def test_a_live_function_gets_the_model_the_encoded_input_and_the_step():
+    """What a panel declares live (panel registry `live`) runs on the probe's own model and input,
+    and its result travels in the snapshot under the panel's id."""
+    workspace = workspace_for("gpt")
+    seen = []
+
+    def live(model, encoded, step):
+        seen.append(model)
+        return encoded.inputs[0][0].tolist(), step
+
+    snapshot = probe(workspace, "abcab", "", step=5, live={"mine": live})
+    assert seen == [workspace.model]
+    assert snapshot.live == {"mine": (workspace.tokenizer.encode("abcab"), 5)}
+    assert probe(workspace, "abcab", "", step=5).live == {}

@@ -137,13 +137,13 @@ def encode_probe_input(workspace, source: str, target: str) -> Encoded:
     return encoded
 
 
-def probe(workspace, source: str, target: str = "", step: int = 0) -> ProbeSnapshot:
+def probe(workspace, source: str, target: str = "", step: int = 0, live=None) -> ProbeSnapshot:
     """Attention maps, gradient norms and hidden states of `workspace.model` on one (source,
     target) pair: `probe_stages` run to its end.
 
     Language models (`rnn-lm`, `gpt`, `bert`) read `source` (or `target` when source is empty).
     """
-    stages = probe_stages(workspace, source, target, step)
+    stages = probe_stages(workspace, source, target, step, live)
     while True:
         try:
             next(stages)
@@ -151,18 +151,19 @@ def probe(workspace, source: str, target: str = "", step: int = 0) -> ProbeSnaps
             return finished.value
 
 
-def probe_stages(workspace, source: str, target: str = "", step: int = 0):
+def probe_stages(workspace, source: str, target: str = "", step: int = 0, live=None):
     """The probe in two stages, for a window that draws what is ready first: yields a snapshot
     with the attention maps only, from one forward pass without autograd, then returns the
     complete one (the same maps, the gradient norms of a forward and backward pass, and the hidden
     states the first pass recorded). The model is held from the first stage to the last: run the
-    generator to its end (or close it) at once."""
+    generator to its end (or close it) at once. `live`: panel id -> its live function
+    (explorer/panel_registry.py), run on the same weights for the complete snapshot's `live`."""
     encoded = encode_probe_input(workspace, source, target)
     with _PROBE_LOCK, reading(workspace.model):  # whole weights, even while training runs
-        return (yield from _probe_locked(workspace, encoded, source, target, step))
+        return (yield from _probe_locked(workspace, encoded, source, target, step, live or {}))
 
 
-def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: int):
+def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: int, live: dict):
     from explorer.analysis.hidden import snapshot_from_trace, traced_pass  # it imports this module
 
     model = workspace.model  # in eval mode, under `reading`: no dropout, the model's own output
@@ -177,6 +178,8 @@ def _probe_locked(workspace, encoded: Encoded, source: str, target: str, step: i
     snapshot = dataclasses.replace(attention_only)
     _gradient_norms(model, encoded, inputs, snapshot)
     snapshot.hidden = snapshot_from_trace(workspace, encoded, trace, residuals, source, target, step)
+    with torch.no_grad():
+        snapshot.live = {panel: function(model, encoded, step) for panel, function in live.items()}
     return snapshot
 
 
@@ -218,9 +221,9 @@ def _gradient_norms(model, encoded: Encoded, inputs: tuple, snapshot: ProbeSnaps
 
 def make_probe_fn(workspace, probe_input):
     """A `Trainer.probe_fn`: probe `workspace` on whatever `probe_input.text` (a (source, target)
-    tuple, e.g. the attention panel's `ProbeInput`) holds at call time, with a copy of the token
-    embeddings for the embeddings panel and, when the attribution view asks
+    tuple, e.g. the attention panel's `ProbeInput`) holds at call time, and, when the attribution view asks
     (`probe_input.explanation`), its attribution every few seconds (explorer.analysis.explain).
+    The panels in sight get what their live functions return (`probe_input.live`).
     A probe input the model cannot read (e.g. an LM text of one token) is skipped, not fatal."""
 
     from explorer.analysis.explain import LiveSchedule
@@ -228,16 +231,13 @@ def make_probe_fn(workspace, probe_input):
     live_explanation = LiveSchedule()
 
     def probe_fn(model, step: int) -> ProbeSnapshot | None:
-        from explorer.analysis.embeddings import embedding_matrices
-
         source, target = probe_input.text
         if not (source or target):
             return None
         try:
-            snapshot = probe(workspace, source, target, step)
+            snapshot = probe(workspace, source, target, step, getattr(probe_input, "live", None))
         except ValueError:
             return None
-        snapshot.embeddings = embedding_matrices(workspace.model)  # copied between steps, here
         snapshot.explanation = live_explanation(workspace, probe_input, source, target)
         return snapshot
 

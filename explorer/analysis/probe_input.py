@@ -15,6 +15,14 @@ class ProbeInput:
         # an explorer.analysis.explain.ExplainRequest the training probe also computes (the
         # attribution view sets it while it is shown and following); None: nothing more
         self.explanation = None
+        # panel id -> its live function (explorer/panel_registry.py): every probe runs the ones
+        # here, the panels in sight (the UI keeps it so); replaced whole, never changed in place
+        self.live: dict = {}
+
+    def want_live(self, panel_id: str, function=None) -> None:
+        """Run `function` on every probe for `panel_id` (None: no more)."""
+        live = {k: v for k, v in self.live.items() if k != panel_id}
+        self.live = live if function is None else {**live, panel_id: function}
 
     def set(self, source: str, target: str = "") -> None:
         self.text = (source, target)

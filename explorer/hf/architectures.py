@@ -27,6 +27,10 @@ from seqmodels import config as seqconfig
 from seqmodels.settings import setting
 
 
+# the field's dialog widget, registered by the UI (explorer/ui/dialogs/hf_config.py)
+HF_CONFIG_EDITOR = "hf-config-file"
+
+
 @dataclass
 class HFArchitectureConfig:
     """A language model (hf-gpt2, hf-bert) with a Hugging Face architecture."""
@@ -42,7 +46,7 @@ class HFArchitectureConfig:
     # a config.json's text the architecture starts from (activation, norms, ...); "" = transformers'
     # defaults. The fields above and the data's vocabulary override it.
     hf_config: str = setting("", "HF config.json", "A Hugging Face config.json the architecture "
-                             "starts from", editor="explorer.ui.dialogs.hf_config:HFConfigPicker")
+                             "starts from", editor=HF_CONFIG_EDITOR)
 
     def validate(self) -> None:
         if self.d_model % self.num_heads:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from explorer.errors import UserError
+from explorer.analysis.activations.registry import register_plugin_provider
 from explorer.families import Family, Lazy, register_family
 
 
@@ -102,3 +103,6 @@ def hf_family_of(config: dict, name: str) -> HFFamily:
         return HF_FAMILIES["hf-masked-lm"]
     raise UserError(f"{name}: a {model_type} model has no language-model head the explorer opens "
                     "(causal LM, encoder-decoder or masked LM)")
+
+# the plug-in's activation provider, imported once transformers is (explorer/hf/activations.py)
+register_plugin_provider("explorer.hf.activations:PROVIDER", "transformers")

@@ -224,8 +224,8 @@ def _encoder_context(session, t=1, model="main"):
     return encoder_dependence(workspace, session.probe[0], int(t))
 
 
-@check("cell_gradient", "‖∂ℓ_T/∂h_t‖ / ‖∂ℓ_T/∂h_T‖ at step t for a fresh cell (rnn, gru, lstm, "
-       "ugrnn) on the probe text, as the panel's cell comparison draws it", required=("cell",),
+@check("cell_gradient", "‖∂ℓ_T/∂h_t‖ / ‖∂ℓ_T/∂h_T‖ at step t for a fresh cell (any of "
+       "seqmodels.cells) on the probe text, as the panel's cell comparison draws it", required=("cell",),
        optional=("t",),
        look="the gradient-flow panel's \"Compare cells\" curves: a gated cell keeps the curve "
             "level towards t = 1")

@@ -63,7 +63,7 @@ class Prober(QObject):
         workspace = self.state.workspace
         if workspace is None or self.state.training.active or not self.input:
             return  # while training, the trainer probes `input` itself
-        self.runner.submit(probe_stages, workspace, *self.input.text, workspace.step)
+        self.runner.submit(probe_stages, workspace, *self.input.text, workspace.step, self.input.live)
 
     def _set_explanation(self, request) -> None:
         self.input.explanation = request  # read by the trainer's probe_fn between steps

@@ -312,7 +312,7 @@ def test_a_provider_is_one_small_class_registered_by_hand():
     from torch import nn
 
     from explorer.analysis.activations import BaseProvider, output_hook, register_provider, removing
-    from explorer.analysis.activations import core
+    from explorer.analysis.activations import registry
 
     class Toy(nn.Module):
         def __init__(self):
@@ -347,7 +347,7 @@ def test_a_provider_is_one_small_class_registered_by_hand():
         assert torch.equal(run.values["toy.blocks.0.hook_mlp_out"], model.mix.bias.detach().expand(1, 3, 4))
         assert torch.allclose(run.logits, model.head(torch.tanh(model.mix.bias)).expand(1, 3, 10))
     finally:
-        core._FALLBACKS.remove(provider)  # other tests' providers stay
+        registry._FALLBACKS.remove(provider)  # other tests' providers stay
 
 
 def test_replacing_a_gate_is_what_the_cell_goes_on_with():

@@ -16,8 +16,8 @@ class MinGRUCell(RNNCell):
     num_blocks = 2  # rows (z, h̃) of weight_ih; weight_hh exists but the cell never reads h there
 
     @staticmethod
-    def update(gi: Tensor, gh: Tensor, h: Tensor):
-        z_in, candidate = gi.chunk(2, dim=-1)  # each (B, H); gh is unused: no h in the gates
+    def update(gi: Tensor, h: Tensor, recurrent):
+        z_in, candidate = gi.chunk(2, dim=-1)  # each (B, H); `recurrent` is unused: no h in the gates
         z = torch.sigmoid(z_in)
         return (1 - z) * h + z * candidate, {"z": z}
 

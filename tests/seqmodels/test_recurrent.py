@@ -296,3 +296,75 @@ def test_fused_path_applies_dropout_between_layers_in_training(cell):
     top.load_state_dict({k.replace("_l1", "_l0"): v for k, v in layer.state_dict().items() if "_l1" in k})
     torch.testing.assert_close(fused, top(torch.zeros(5, 2, 3))[0])
     assert not torch.allclose(fused, layer.eval()(x)[0])
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+def test_the_cells_own_recurrence_step_by_step_matches_torch(cell):
+    """The path where each cell computes its recurrence from h and its own weights (a trace forces
+    it) against torch.nn.RNN/GRU/LSTM with the same weights, two layers, both directions."""
+    torch.manual_seed(11)
+    reference = TORCH_LAYERS[cell](3, 5, 2, bidirectional=True, batch_first=True)
+    ours = RNN(cell, 3, 5, 2, bidirectional=True, batch_first=True)
+    ours.load_state_dict(reference.state_dict())
+    x = torch.randn(4, 6, 3)
+    out_ref, h_ref = reference(x)
+    out_ours, h_ours, _ = ours(x, trace=True)
+    torch.testing.assert_close(out_ours, out_ref, atol=1e-5, rtol=1e-5)
+    for a, b in zip(as_tuple(h_ours), as_tuple(h_ref)):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_cho_gru_puts_the_reset_gate_before_the_product():
+    """gru-cho against a hand loop of Cho et al. (2014): r = σ(W_r x + U_r h), z = σ(W_z x + U_z h),
+    h̃ = tanh(W x + U (r ⊙ h)), h = z ⊙ h + (1 - z) ⊙ h̃ (biases split like torch's)."""
+    torch.manual_seed(12)
+    H = 4
+    layer = RNN("gru-cho", 3, H, batch_first=True)
+    W, U = layer.weight_ih_l0, layer.weight_hh_l0
+    b_i, b_h = layer.bias_ih_l0, layer.bias_hh_l0
+    block = lambda m, k: m[k * H:(k + 1) * H]  # noqa: E731 - rows of gate k (r, z, n)
+    x = torch.randn(2, 5, 3)
+    h, states = torch.zeros(2, H), []
+    for t in range(5):
+        xt = x[:, t]
+        r = torch.sigmoid(xt @ block(W, 0).T + block(b_i, 0) + h @ block(U, 0).T + block(b_h, 0))
+        z = torch.sigmoid(xt @ block(W, 1).T + block(b_i, 1) + h @ block(U, 1).T + block(b_h, 1))
+        candidate = torch.tanh(xt @ block(W, 2).T + block(b_i, 2) + (r * h) @ block(U, 2).T + block(b_h, 2))
+        h = z * h + (1 - z) * candidate
+        states.append(h)
+    out, h_n = layer(x)
+    torch.testing.assert_close(out, torch.stack(states, 1))
+    torch.testing.assert_close(h_n[0], h)
+    # and it is another function than torch's GRU with the same weights
+    gru = RNN("gru", 3, H, batch_first=True)
+    gru.load_state_dict(layer.state_dict())
+    assert not torch.allclose(gru(x)[0], out, atol=1e-4)
+
+
+def test_mgu_is_the_papers_formula_unrolled():
+    """The registered mgu against a hand loop of Zhou et al. (2016): f = σ(W_f x + U_f h + b_f),
+    h̃ = tanh(W_h x + U_h (f ⊙ h) + b_h), h = (1 - f) ⊙ h + f ⊙ h̃; both directions, and its
+    gates in the trace."""
+    torch.manual_seed(13)
+    H = 4
+    layer = RNN("mgu", 3, H, bidirectional=True, batch_first=True)
+    x = torch.randn(2, 5, 3)
+
+    def unrolled(suffix, positions):
+        W, U = getattr(layer, f"weight_ih_l0{suffix}"), getattr(layer, f"weight_hh_l0{suffix}")
+        b = getattr(layer, f"bias_ih_l0{suffix}") + getattr(layer, f"bias_hh_l0{suffix}")
+        W_f, W_h, U_f, U_h, b_f, b_h = W[:H], W[H:], U[:H], U[H:], b[:H], b[H:]
+        h, states, forget = torch.zeros(2, H), [None] * 5, [None] * 5
+        for t in positions:
+            f = torch.sigmoid(x[:, t] @ W_f.T + h @ U_f.T + b_f)
+            candidate = torch.tanh(x[:, t] @ W_h.T + (f * h) @ U_h.T + b_h)
+            h = (1 - f) * h + f * candidate
+            states[t], forget[t] = h, f
+        return torch.stack(states, 1), forget
+
+    forward, forget = unrolled("", range(5))
+    backward, _ = unrolled("_reverse", reversed(range(5)))
+    out, h_n, trace = layer(x, trace=True)
+    torch.testing.assert_close(out, torch.cat([forward, backward], -1))
+    torch.testing.assert_close(h_n, torch.stack([forward[:, -1], backward[:, 0]]))
+    torch.testing.assert_close(torch.stack(trace.gates["l0"]["f"], 1), torch.stack(forget, 1))

@@ -121,7 +121,8 @@ def test_live_projections_are_throttled_latest_wins_and_skip_unchanged_weights(q
     first = panel.data
 
     def probe(matrix, step):
-        return ProbeSnapshot(step=step, source="", target="", embeddings={"input": matrix, "output": matrix})
+        return ProbeSnapshot(step=step, source="", target="",
+                             live={"embeddings": {"input": matrix, "output": matrix}})
 
     same = probe(first.matrix.copy(), 1)  # the weights did not move: nothing is redrawn
     panel.bus.probe.emit(same)

@@ -11,6 +11,7 @@ from explorer.events import StepMetrics
 from explorer.ui.bus import AppBus
 from explorer.ui.panels.gradients import GradientFlowPanel
 from explorer.ui.probing import Prober
+from seqmodels.cells import cell_names
 
 from test_attention_panel import char_workspace
 
@@ -39,7 +40,7 @@ def test_rnn_lm_curve_is_dl_dh_t_and_cells_are_compared(qtbot):
     grads = torch.autograd.grad(loss, trace.hidden["lm.l0"])
     expected = np.array([float(g.norm()) for g in grads])
     np.testing.assert_allclose(panel.time_curves["lm.l0"].yData, expected, rtol=1e-5)
-    assert set(panel.cell_curves) == {"rnn", "ugrnn", "gru", "lstm"}
+    assert list(panel.cell_curves) == list(cell_names())  # every registered cell
     assert "(trained)" in panel.cells_plot.legend.getLabel(panel.cell_items["rnn"]).text
     # the plain RNN's gradient from the last step's loss fades towards the start
     rnn = panel.cell_curves["rnn"]

@@ -155,16 +155,22 @@ def test_while_training_the_trainer_probes_the_new_input(qtbot, monkeypatch):
         bus.probe_requested.emit("abcabc", "")
     assert calls == [] and not bus.probing  # no probe beside the trainer
     probe_fn = probe_module.make_probe_fn(workspace, prober.input)  # what Controller.train uses
-    snapshot = probe_fn(workspace.model, 7)
+    probe_fn(workspace.model, 7)
     assert calls[-1][1:3] == ("abcabc", "")
-    # with a copy of the embeddings for the embeddings panel (a tied output is the input's copy)
+    # and the live data of the panels in sight: a copy of the embeddings for the embeddings panel
+    # (a tied output is the input's copy)
+    from explorer.ui.panels.embeddings import EmbeddingsPanel
+
+    qtbot.addWidget(EmbeddingsPanel(bus))
+    monkeypatch.undo()  # the real probe
+    matrices = probe_fn(workspace.model, 8).live["embeddings"]
     weight = workspace.model.embed.token.weight
-    np.testing.assert_array_equal(snapshot.embeddings["input"], weight.detach().numpy())
-    np.testing.assert_array_equal(snapshot.embeddings["output"], workspace.model.lm_head.weight.detach().numpy())
-    assert (snapshot.embeddings["output"] is snapshot.embeddings["input"]) == is_tied(workspace.model)
+    np.testing.assert_array_equal(matrices["input"], weight.detach().numpy())
+    np.testing.assert_array_equal(matrices["output"], workspace.model.lm_head.weight.detach().numpy())
+    assert (matrices["output"] is matrices["input"]) == is_tied(workspace.model)
     with torch.no_grad():
         weight.add_(1.0)  # the next training step
-    assert not np.array_equal(snapshot.embeddings["input"], weight.detach().numpy())  # a copy
+    assert not np.array_equal(matrices["input"], weight.detach().numpy())  # a copy
 
 
 def test_an_input_the_model_cannot_read_is_a_one_line_message(qtbot):

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import importlib
-import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Callable, ContextManager, Iterable, Mapping, Protocol
 
 import torch
 from torch import Tensor
+
+from explorer.analysis.activations.registry import providers
 
 # visit(name, value, step=None) -> value: step is the position of a per-step (recurrent) value
 Visit = Callable[..., Tensor]
@@ -127,43 +127,12 @@ def set_attribute(obj, name: str, value) -> Callable[[], None]:
     return undo
 
 
-# ---- the registry -------------------------------------------------------------------------------
-
-_PROVIDERS: list = []  # registered by hand, newest first
-_FALLBACKS: list = []  # tried after the built-ins (catch-alls such as plain torch modules)
-# (provider, the package whose models it reads): a provider for a package's models is imported
-# only once that package is, since none of its models can exist before. Importing transformers
-# for a model of ours cost seconds, and in a probe's worker thread it raced the GUI thread's own
-# import ("Could not import module 'AttentionInterface'").
-_BUILTIN = (("explorer.analysis.activations.providers.ours:PROVIDER", None),
-            ("explorer.hf.activations:PROVIDER", "transformers"),  # the Hugging Face plug-in
-            ("explorer.analysis.activations.providers.torch_modules:PROVIDER", None))
-_builtins: dict[str, object] = {}
-
-
-def register_provider(provider, last: bool = False) -> None:
-    """Add a provider: tried before the built-in ones, or after them with last=True (a catch-all)."""
-    if last:
-        _FALLBACKS.append(provider)
-    else:
-        _PROVIDERS.insert(0, provider)
-
-
-def _builtin_providers() -> list:
-    found = []
-    for target, package in _BUILTIN:
-        if target not in _builtins:
-            if package is not None and package not in sys.modules:
-                continue
-            module, _, attribute = target.partition(":")
-            _builtins[target] = getattr(importlib.import_module(module), attribute)
-        found.append(_builtins[target])
-    return found
+# ---- the registry (explorer/analysis/activations/registry.py) ----------------------------------
 
 
 def provider_for(model):
     """The first provider that accepts `model`; ValueError when none does."""
-    for provider in (*_PROVIDERS, *_builtin_providers(), *_FALLBACKS):
+    for provider in providers():
         if provider.accepts(model):
             return provider
     raise ValueError(f"no activation provider knows a {type(model).__name__}")

@@ -12,7 +12,9 @@ from pathlib import Path
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLineEdit, QPushButton, QWidget
 
+from explorer.hf.architectures import HF_CONFIG_EDITOR
 from explorer.ui.jobs import one_line
+from seqmodels.settings import register_editor
 
 
 class HFConfigPicker(QWidget):
@@ -68,3 +70,6 @@ class HFConfigPicker(QWidget):
                                               "Config (*.json);;All files (*)")
         if path:
             self.load(path)
+
+
+register_editor(HF_CONFIG_EDITOR, HFConfigPicker)  # the architectures' hf_config field's row

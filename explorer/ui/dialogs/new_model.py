@@ -5,7 +5,6 @@ new field shows without a line here."""
 
 from __future__ import annotations
 
-import importlib
 from functools import partial
 
 from PySide6.QtCore import Qt
@@ -25,8 +24,9 @@ from PySide6.QtWidgets import (
 from superqt import QCollapsible
 
 from explorer.families import families, get_family
+from explorer.ui.dialogs import hf_config  # noqa: F401 - registers its editor with seqmodels.settings
 from seqmodels.families import preset_names
-from seqmodels.settings import Setting, config_settings
+from seqmodels.settings import Setting, config_settings, editor_for
 
 # One line each (families, fields and their choices carry their own: explorer.families,
 # seqmodels.settings).
@@ -71,9 +71,8 @@ def _set_tips(combo, tips: dict[str, str]) -> None:
 
 def _editor(kind: type, spec: Setting) -> QWidget:
     """The widget for one field: its setting's own editor, or one for its type and range."""
-    if spec.editor:
-        module, _, name = spec.editor.partition(":")
-        widget = getattr(importlib.import_module(module), name)()
+    if editor_for(spec.editor) is not None:
+        widget = editor_for(spec.editor)()
     elif kind is bool:
         widget = QCheckBox(spec.label)
     elif kind is int:

@@ -15,9 +15,20 @@ from explorer.panel_registry import (  # noqa: F401 - the registry, re-exported 
 )
 
 
-def panel_class(entry: PanelEntry):
-    """Import the entry's panel class (its module imports pyqtgraph and torch)."""
+def _resolve(spec: str):
     import importlib
 
-    module_name, class_name = entry.spec.split(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    module_name, name = spec.split(":")
+    return getattr(importlib.import_module(module_name), name)
+
+
+def panel_class(entry: PanelEntry):
+    """Import the entry's panel class (its module imports pyqtgraph and torch)."""
+    return _resolve(entry.spec)
+
+
+def live_function(panel_id: str):
+    """The Qt-free function (model, encoded, step) -> data that the panel's entry names as `live`,
+    or None (a panel with no live data, or one the registry does not list)."""
+    entry = find_panel(panel_id)
+    return _resolve(entry.live) if entry is not None and entry.live else None

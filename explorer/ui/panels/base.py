@@ -19,6 +19,7 @@ from explorer.analysis.token_pick import pick_token
 from explorer.errors import UserError
 from explorer.ui.bus import AppBus
 from explorer.ui.jobs import JobRunner
+from explorer.ui.panels import live_function
 
 EXPORT_FORMATS = ("png", "svg", "csv")
 EXPLAIN_PANEL = "attribution"  # the view a picked output token is explained in
@@ -50,6 +51,15 @@ class Panel(QWidget):
         self._drawing_held = False
         self.setObjectName(f"{self.PANEL_ID}Panel")
         self.setToolTip(self.TOOLTIP)
+        # the data this panel draws live (its registry entry's `live`): every probe computes it
+        # into ProbeSnapshot.live[PANEL_ID] while the panel is in sight, and once for a new model
+        # while it is not (what it holds is then drawn when it comes into sight, or for an export)
+        self._live = live_function(self.PANEL_ID)
+        self._live_got = False  # a probe of this model brought the panel its data
+        if self._live is not None:
+            bus.probe.connect(self._on_live_probe)
+            bus.workspace_changed.connect(self._on_live_workspace)
+            self._ask_live(True)
 
     @property
     def workspace(self):
@@ -169,9 +179,25 @@ class Panel(QWidget):
     def sight_changed(self, in_sight: bool) -> None:
         """The panel came into sight or left it: shown or hidden, or its dock's tab raised or
         covered (the main window calls it then, queued: after the docks' geometry is applied).
-        Default: draw what was held while it was out of sight."""
+        Default: draw what was held while it was out of sight, and ask the probes for the
+        panel's live data only while it is in sight."""
+        self._ask_live(in_sight or not self._live_got)
         if in_sight:
             self.draw_held()
+
+    def _ask_live(self, wanted: bool) -> None:
+        if self._live is not None:
+            self.bus.state.probe.want_live(self.PANEL_ID, self._live if wanted else None)
+
+    def _on_live_probe(self, snapshot) -> None:
+        if self.PANEL_ID in snapshot.live:
+            self._live_got = True
+            self._ask_live(self.in_sight())
+
+    def _on_live_workspace(self, _workspace) -> None:
+        if not self.bus.state.same_model:
+            self._live_got = False
+            self._ask_live(True)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -187,6 +213,7 @@ class Panel(QWidget):
         self.close()
 
     def closeEvent(self, event) -> None:
+        self._ask_live(False)
         for runner in self.runners:
             runner.shutdown()
         super().closeEvent(event)

@@ -7,9 +7,10 @@ Token labels are drawn only for the points in view when few enough are (zoom in 
 for the selected, neighbour and highlighted tokens; a label that would overlap one already placed
 (in screen space, the marked tokens first) is left out, so the labels never pile up.
 Plain data in: `show_data(EmbeddingData)`; `set_workspace` computes it in a background worker.
-While training, the trainer's probes carry a copy of the embeddings (`ProbeSnapshot.embeddings`):
-the panel projects the newest one in its background worker, at most every LIVE_EVERY_S seconds
-and only when the weights changed, and never reads the model the trainer's thread is changing.
+While it is in sight, the probes carry a copy of the embeddings (`live_matrices`, its live data in
+the panel registry; the trainer's probe copies them between steps): the panel projects the newest
+one in its background worker, at most every LIVE_EVERY_S seconds and only when the weights
+changed, and never reads the model the trainer's thread is changing.
 """
 
 from __future__ import annotations
@@ -45,6 +46,14 @@ def arrow_angle(dx: float, dy: float) -> float:
     """pg.ArrowItem's angle (degrees; 0 points left, Qt turns clockwise on screen) for a head
     pointing along (dx, dy) in data coordinates with y up."""
     return math.degrees(math.atan2(dy, -dx))
+
+
+def live_matrices(model, encoded, step: int) -> dict[str, np.ndarray]:
+    """The panel's live data: kind -> (V, D) float32 copy of every embedding the model has (a tied
+    output the input's array), taken by the probe on the weights it probes."""
+    from explorer.analysis.embeddings import embedding_matrices
+
+    return embedding_matrices(model)
 
 
 def project_if_changed(workspace, which: str, matrix: np.ndarray | None, like):
@@ -199,9 +208,9 @@ class EmbeddingsPanel(Panel):
         self.runner.start("data", project_if_changed, ready, workspace, which, matrix, like)
 
     def _on_probe(self, probe) -> None:
-        """A training probe with a copy of the embeddings: project the newest copy, at most every
+        """A probe with a copy of the embeddings: project the newest copy, at most every
         LIVE_EVERY_S seconds (the timer waits out the rest), latest wins."""
-        matrices = getattr(probe, "embeddings", None)
+        matrices = probe.live.get(self.PANEL_ID)
         if not matrices or self.workspace is None:
             return
         self.live, self.live_pending = matrices, True

@@ -1,5 +1,5 @@
 """Gradient flow: ||dL/dh_t|| through time on the probe input (live), its history over training,
-the four cells side by side, the global norm against the clipping threshold τ, a scalar playground
+every registered cell side by side, the global norm against the clipping threshold τ, a scalar playground
 for the notes' a_h^k, and for Transformers the gradient norm per layer (depth).
 """
 
@@ -85,7 +85,7 @@ class GradientFlowPanel(Panel):
     TITLE = "Gradient flow"
     TOOLTIP = (
         "How far the loss's gradient reaches back: ||∂L/∂h_t|| for every time step on the probe "
-        "input, its history over training, the four cells side by side, clipping to τ, and a_h^k."
+        "input, its history over training, every registered cell side by side, clipping to τ, and a_h^k."
     )
 
     def __init__(self, bus: AppBus, parent=None) -> None:
