@@ -22,7 +22,7 @@ Exit codes: 0 everything the model can show is shown; 1 something it has is not 
 from __future__ import annotations
 
 import inspect
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -407,47 +407,40 @@ def _describe_embedding(model) -> str:
 
 
 def _panels(seq2seq, attention, self_attention, hidden, states, gates, embedding, every) -> list:
+    """One verdict per panel of the registry, from what it `needs` (explorer.panel_registry)."""
+    from explorer.panel_registry import EXPORT_ONLY_PANELS, PANELS
+
     names = [h.split(" ", 1)[0] for h in hidden]
-    hidden_why = "attention computed where the explorer cannot see it: " + ", ".join(names)
     named = repr(names[0]) if len(names) == 1 else repr(names)
-    hidden_fix = (f"compute the weights with torch.softmax there and name the module: "
-                  f"explorer.Adapter(attention={named}) (its softmaxes over the last axis are "
-                  "taken as attention), or use nn.MultiheadAttention or "
-                  "F.scaled_dot_product_attention (recorded as they are)")
-    verdicts = [Verdict("curves", OK, "fills as the model trains (Train, explorer train --model)")]
-    verdicts.append(Verdict("bleu", OK, "fills with validation pairs (training data or "
-                            "explorer.show(data=...))") if seq2seq else
-                    Verdict("bleu", NOT_HERE, "a language model has no references to score"))
-    for panel, needs_self in (("attention", False), ("ablation", False), ("rollout", True)):
-        found = self_attention if needs_self else attention
-        if found:
-            verdicts.append(Verdict(panel, OK))
-        elif hidden:
-            verdicts.append(Verdict(panel, FIX, f"empty: {hidden_why}", hidden_fix))
-        else:
-            what = "no self-attention (rollout follows it through layers)" if attention else \
-                "no attention in this model"
-            verdicts.append(Verdict(panel, NOT_HERE, what))
-    verdicts.append(Verdict("hidden", OK) if states else Verdict(
-        "hidden", NOT_HERE, "no nn.RNN/GRU/LSTM or nn.Transformer*Layer block to read"))
-    verdicts.append(Verdict("gates", OK) if gates else Verdict(
-        "gates", NOT_HERE, "no nn.LSTM or nn.GRU"))
-    embedding_fix = "Adapter(embedding='dotted.name', src_embedding=...)"
-    for panel in ("embeddings", "positional", "gradients"):
-        verdicts.append(Verdict(panel, OK) if embedding else Verdict(
-            panel, FIX, "no nn.Embedding found", embedding_fix))
-    teacher_forced_fix = ("return logits at every position (e.g. forward(idx, targets) as in "
-                          "nanoGPT), or Adapter(forward=...) that does")
-    if not embedding:
-        verdicts.append(Verdict("attribution", FIX, "no nn.Embedding found", embedding_fix))
-    elif not every:
-        verdicts.append(Verdict("attribution", FIX, "the forward gives logits at the last position "
-                                "only", teacher_forced_fix))
-    else:
-        verdicts.append(Verdict("attribution", OK))
-    for panel in ("beam", "step", "compare", "examples", "whatif", "length", "architecture"):
-        verdicts.append(Verdict(panel, OK))
-    return verdicts
+    hidden_attention = Verdict("", FIX, "empty: attention computed where the explorer cannot see "
+                               "it: " + ", ".join(names),
+                               "compute the weights with torch.softmax there and name the module: "
+                               f"explorer.Adapter(attention={named}) (its softmaxes over the last "
+                               "axis are taken as attention), or use nn.MultiheadAttention or "
+                               "F.scaled_dot_product_attention (recorded as they are)")
+    no_embedding = Verdict("", FIX, "no nn.Embedding found",
+                           "Adapter(embedding='dotted.name', src_embedding=...)")
+    verdicts = {
+        "": Verdict("", OK),
+        "references": Verdict("", OK, "fills with validation pairs (training data or "
+                              "explorer.show(data=...))") if seq2seq else
+        Verdict("", NOT_HERE, "a language model has no references to score"),
+        "attention": Verdict("", OK) if attention else hidden_attention if hidden else
+        Verdict("", NOT_HERE, "no attention in this model"),
+        "self-attention": Verdict("", OK) if self_attention else hidden_attention if hidden else
+        Verdict("", NOT_HERE, "no self-attention (rollout follows it through layers)"
+                if attention else "no attention in this model"),
+        "states": Verdict("", OK) if states else Verdict(
+            "", NOT_HERE, "no nn.RNN/GRU/LSTM or nn.Transformer*Layer block to read"),
+        "gates": Verdict("", OK) if gates else Verdict("", NOT_HERE, "no nn.LSTM or nn.GRU"),
+        "embedding": Verdict("", OK) if embedding else no_embedding,
+        "every-position": no_embedding if not embedding else Verdict("", OK) if every else
+        Verdict("", FIX, "the forward gives logits at the last position only",
+                "return logits at every position (e.g. forward(idx, targets) as in nanoGPT), "
+                "or Adapter(forward=...) that does"),
+    }
+    return [replace(verdicts[entry.needs], name=entry.panel_id)
+            for entry in PANELS + EXPORT_ONLY_PANELS]
 
 
 def _commands(grouped, every, self_attention, hidden, embedding) -> list:
