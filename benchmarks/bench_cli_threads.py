@@ -74,9 +74,9 @@ def startup_parts() -> str:
 import time
 t = time.process_time(); import torch; parts = [time.process_time() - t]
 from explorer.cli import build_parser
-from explorer.commands import decode
+from explorer.commands import decode, model_args
 args = build_parser().parse_args(["decode", "--checkpoint", {str(DEMO)!r}, "the cat sees the dog"])
-t = time.process_time(); workspace = decode.load_workspace(args.checkpoint)
+t = time.process_time(); workspace = model_args.load_workspace(args.checkpoint)
 parts.append(time.process_time() - t)
 torch.set_num_threads(1)
 t = time.process_time(); list(decode._decode_all(workspace, ["the cat sees the dog"], args))

@@ -213,7 +213,7 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from explorer.commands.decode import load_workspace
+    from explorer.commands.model_args import load_workspace
     from explorer.data.readers import read_parallel
 
     workspace = load_workspace(args.checkpoint)

@@ -30,6 +30,7 @@ COMMANDS = {
     "bleu": "corpus BLEU with its n-gram breakdown (sacreBLEU-compatible)",
     "evaluate": "every example's output, loss, BLEU and chrF; the summary and BLEU by length",
     "export": "render the app's panels headless to PNG, SVG and CSV",
+    "check": "what the explorer sees in your own model, and which panels and commands will work",
     "lesson": "open a lesson (or a folder of them) in the app, or run it headless with its checks",
 }
 

@@ -19,7 +19,7 @@ def _run(capsys, *argv):
 
 def test_ig_json_matches_the_core_and_carries_the_gap(reverse_checkpoint, capsys):
     from explorer.analysis.attribution import AttributionSettings, attribute
-    from explorer.commands.decode import load_workspace
+    from explorer.commands.model_args import load_workspace
 
     code, out, _ = _run(capsys, "--checkpoint", str(reverse_checkpoint), "--source", "abc",
                         "--target", "cba", "--method", "ig", "--steps", "30", "--baseline", "zero",
@@ -86,7 +86,7 @@ def test_rollout_json_rows_sum_to_one(reverse_checkpoint, capsys):
 
 def test_flow_json_and_text_match_the_core(reverse_checkpoint, capsys):
     from explorer.analysis.attention_flow import CROSS_NOTE, attention_flow
-    from explorer.commands.decode import load_workspace
+    from explorer.commands.model_args import load_workspace
 
     argv = ["--checkpoint", str(reverse_checkpoint), "--source", "abc", "--target", "cba", "--method", "flow",
             "--fusion", "max"]

@@ -9,7 +9,8 @@ within a few minutes:
 * `curl` is a shell function that writes a stand-in of the file it would download: `input.txt`
   is plain text (this README's lines), Multi30k's `*.de.gz` / `*.en.gz` are gzip'd line-aligned
   pairs of the built-in translate-toy task;
-* `explorer` is `python -m explorer` of this checkout;
+* `explorer` is `python -m explorer` of this checkout, and the folder holds a copy of its
+  `models/` (the README's commands run from the clone's root);
 * in the Python blocks `explorer.show(...)` opens its window, waits until the model is in, and
   closes it (a script's call would block until a person closes the window).
 A block after `<!-- readme-test: skip (why) -->` is not run (installs, downloaded HF models, GPUs).
@@ -23,6 +24,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -128,6 +130,7 @@ def test_the_readme_runs_top_to_bottom(tmp_path):
     prelude = (f'explorer() {{ "{sys.executable}" -m explorer "$@"; }}\n'
                f'curl() {{ "{sys.executable}" "{tools / "stand_in.py"}" "$@"; }}\n')
     env = {**os.environ, "PYTHONPATH": str(ROOT), "QT_QPA_PLATFORM": "offscreen"}
+    shutil.copytree(ROOT / "models", folder / "models")  # the example models, as in the clone
     shell = blocks("bash")
     assert len(shell) >= 2 and any("explorer train --task reverse" in b for b in shell)
     for block in shell:
@@ -140,7 +143,7 @@ def test_the_readme_runs_top_to_bottom(tmp_path):
                          text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     # the examples write what the README says they write
-    for path in ("runs/reverse", "runs/brackets", "runs/shakespeare", "runs/dates",
+    for path in ("runs/gru", "runs/reverse", "runs/brackets", "runs/shakespeare", "runs/dates",
                  "runs/dates-again", "runs/multi30k", "hyp.txt", "figures"):
         assert (folder / path).exists(), path
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from explorer.commands.arguments import add_model_source, utf8_text
+from explorer.commands.arguments import utf8_text
+from explorer.commands.model_args import add_model_source, workspace_from_args
 
 METHODS = ("ig", "saliency", "grad-input", "occlusion", "rollout", "flow")
 
@@ -41,8 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from explorer.commands.decode import workspace_from_args
-
     workspace = workspace_from_args(args)
     if args.method in ("rollout", "flow"):
         from explorer.analysis.attention_flow import attention_flow

@@ -12,7 +12,8 @@ import argparse
 import json
 import sys
 
-from explorer.commands.arguments import add_model_source, check_model_source, model_workspace, utf8_text
+from explorer.commands.arguments import utf8_text
+from explorer.commands.model_args import add_model_source, workspace_from_args
 from explorer.errors import UserError
 from explorer.runtime import choose_threads
 
@@ -43,31 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "average says other work holds cores)")
     parser.add_argument("text", nargs="*", metavar="TEXT", type=utf8_text,
                         help="source sentences (language models: prompts), one per argument")
-
-
-def workspace_from_args(args):
-    """`--checkpoint DIR` or `--model FILE.py:build [--weights] [--tokenizer]`."""
-    if args.model is not None:
-        return model_workspace(args)
-    check_model_source(args)
-    return load_workspace(args.checkpoint)
-
-
-def load_workspace(directory: str):
-    """A checkpoint's workspace without its training data or optimizer state (decoding and
-    scoring need neither: a task's thousands of examples or a corpus's files, and Adam's moments,
-    twice the model's size); a missing or broken checkpoint is a UserError."""
-    from explorer.training.checkpoint import load_checkpoint, warn_history_cut
-
-    try:
-        workspace = load_checkpoint(directory, load_data=False, load_state=False)
-    except UserError:
-        raise
-    except (OSError, ValueError, KeyError) as exc:
-        raise UserError(f"cannot load checkpoint {directory}: {exc}") from exc
-    warn_history_cut(directory, workspace)
-    workspace.model.eval()
-    return workspace
 
 
 def _validate(args) -> None:

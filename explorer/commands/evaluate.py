@@ -1,14 +1,17 @@
-"""`explorer evaluate`: every example's output and scores under a checkpoint, the corpus summary
-and the scores by source length (the Examples panel's table, headless)."""
+"""`explorer evaluate`: every example's output and scores under a checkpoint or your own model
+(`--model FILE.py:build`), the corpus summary and the scores by source length (the Examples
+panel's table, headless)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from explorer.commands.model_args import add_model_source, workspace_from_args
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint", required=True, metavar="DIR", help="checkpoint directory")
+    add_model_source(parser)
     data = parser.add_mutually_exclusive_group(required=True)
     data.add_argument("--data", metavar="FILE",
                       help="source<TAB>reference lines (seq2seq) or text lines (language models)")
@@ -37,21 +40,21 @@ def _pairs(args, workspace):
 
     splits = make_task(args.task)  # raises for an unknown name
     if (TASKS[args.task].kind == "lm") == workspace.is_seq2seq:
-        raise UserError(f"task {args.task} is {TASKS[args.task].kind} data but the checkpoint is a "
+        raise UserError(f"task {args.task} is {TASKS[args.task].kind} data but the model is a "
                         f"{workspace.family} model")
     return splits.val
 
 
 def run(args) -> int:
     from explorer.analysis.examples import evaluate_examples, length_buckets, summarize
-    from explorer.commands.decode import Progress, load_workspace
+    from explorer.commands.decode import Progress
     from explorer.errors import UserError
 
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
     if args.out and not args.out.lower().endswith((".csv", ".jsonl", ".json")):
         raise UserError(f"--out {args.out}: give a .csv or .jsonl file")
-    workspace = load_workspace(args.checkpoint)
+    workspace = workspace_from_args(args)
     pairs = _pairs(args, workspace)
     progress = Progress(len(pairs))
     try:

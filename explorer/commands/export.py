@@ -10,7 +10,8 @@ import argparse
 import os
 import sys
 
-from explorer.commands.arguments import add_model_source, check_model_source, model_workspace, utf8_text
+from explorer.commands.arguments import utf8_text
+from explorer.commands.model_args import add_model_source, workspace_from_args
 from explorer.ui.panels import PANELS, export_ids, find_panel  # the registry only: no Qt
 
 DEFAULT_PLOTS = tuple(entry.panel_id for entry in PANELS if entry.exported_by_default)
@@ -104,16 +105,13 @@ def run(args: argparse.Namespace) -> int:
     from explorer.decoding.limits import check_text
     from explorer.durable import replaced_note
     from explorer.errors import UserError
-    from explorer.training import evaluate, load_checkpoint
-    from explorer.training.checkpoint import check_folder, warn_history_cut
+    from explorer.training import evaluate
+    from explorer.training.checkpoint import check_folder
 
-    if args.model is not None:
-        workspace = model_workspace(args)
-    else:
-        check_model_source(args)
-        check_folder(Path(args.checkpoint))
-        workspace = load_checkpoint(args.checkpoint)
-        warn_history_cut(args.checkpoint, workspace)  # the curves end early: said, not hidden
+    if args.checkpoint is not None:
+        check_folder(Path(args.checkpoint))  # a file named instead of a folder says so
+    # with its data: the BLEU panel evaluates; a cut history is warned about, not hidden
+    workspace = workspace_from_args(args, load_data=True)
     check_text(workspace.model, args.input, "--input")
     check_text(workspace.model, args.target, "--target")
     # what the app's first evaluation shows in the BLEU panel (a Hugging Face folder has no data)

@@ -6,11 +6,12 @@ import argparse
 import json
 
 from explorer.commands.arguments import utf8_text
+from explorer.commands.model_args import add_model_source, workspace_from_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint", required=True, metavar="DIR",
-                        help="a bert checkpoint or a Hugging Face masked-LM folder (BERT, DistilBERT)")
+    add_model_source(parser, "a bert checkpoint or a Hugging Face masked-LM folder (BERT, "
+                     "DistilBERT)")
     parser.add_argument("--top-k", type=int, default=5, metavar="K",
                         help="most probable tokens shown per mask (default 5)")
     parser.add_argument("--json", action="store_true",
@@ -20,10 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from explorer.commands.decode import load_workspace
     from explorer.decoding.fill import fill_mask
 
-    workspace = load_workspace(args.checkpoint)
+    workspace = workspace_from_args(args)
     result = fill_mask(workspace, args.text, top_k=args.top_k)
     if args.json:
         print(json.dumps(result.to_dict()))

@@ -6,7 +6,8 @@ import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from explorer.commands.arguments import add_model_source, utf8_text
+    from explorer.commands.arguments import utf8_text
+    from explorer.commands.model_args import add_model_source
 
     add_model_source(
         parser, required=False,
@@ -27,10 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from explorer.commands.arguments import check_model_source
+    from explorer.commands.model_args import allow_recorded_build, check_model_source
     from explorer.durable import existing_folder
     from explorer.errors import UserError
-    from explorer.hf.detect import is_hf_model  # a model id in the local Hugging Face cache
+    from explorer.hf.detect import (
+        is_hf_model,  # a model id in the local Hugging Face cache
+    )
     from explorer.training.checkpoint import check_folder
 
     if args.checkpoint and not is_hf_model(args.checkpoint):  # worded as decode words it
@@ -39,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
         if not (folder / "config.json").is_file():
             raise UserError(f"{folder}: not a checkpoint (no config.json)")
     check_model_source(args)
+    if args.checkpoint:
+        allow_recorded_build(args.checkpoint)  # a run of your own model, named here
     model = (args.model, args.weights, args.tokenizer) if args.model else None
     from explorer.ui.app import ensure_display, run_app
 

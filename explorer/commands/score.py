@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from explorer.commands.arguments import add_model_source, utf8_text
+from explorer.commands.arguments import utf8_text
+from explorer.commands.model_args import add_model_source, workspace_from_args
 from explorer.errors import UserError
 
 
@@ -19,7 +20,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from explorer.commands.decode import workspace_from_args
     from explorer.decoding.scoring import score
 
     workspace = workspace_from_args(args)

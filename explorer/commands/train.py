@@ -3,6 +3,7 @@
     explorer train --task dates --arch seq2seq --attention additive --steps 2000 --out runs/dates
     explorer train --data input.txt --arch gpt --context 64 --steps 2000 --out runs/shakespeare
     explorer train --resume runs/dates --steps 4000
+    explorer train --model my_model.py:build --task reverse --steps 500 --out runs/mine
 
 A progress line (step, loss, tokens/s) is redrawn on stderr when it is a terminal, else one line
 is logged per evaluation; a summary ends the run. `--config FILE.json` holds any of the options
@@ -16,8 +17,8 @@ from __future__ import annotations
 import argparse
 
 from explorer.commands.train_options import flag_fields
-from explorer.data.tasks import PAIRS
-from explorer.families import family_names
+from explorer.data.tasks import PAIRS, TASKS
+from explorer.families import family_names, family_of
 from seqmodels.cells import cell_names
 from seqmodels.scores import SCORES
 
@@ -42,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument("--vocab-size", type=int, help="largest vocabulary (bpe: its target size)")
 
     model = parser.add_argument_group("model")
+    model.add_argument("--model", metavar="FILE.py:build", help="train your own PyTorch model: "
+                       "FILE.py:function (or module:function) returning (model, tokenizer[, "
+                       "explorer.Adapter]), on the data given; the file is imported")
+    model.add_argument("--weights", metavar="FILE", help="with --model: start from this state dict "
+                       "(.safetensors, or a torch file read with weights_only=True)")
     model.add_argument("--arch", help=f"{' | '.join(ARCHS)} (default: seq2seq for pairs, gpt "
                        "for text)")
     model.add_argument("--cell", help=f"{' | '.join(cell_names())} (RNN models)")
@@ -209,6 +215,32 @@ def _new_workspace(options: dict):
                            **_all_overrides(options, family))
 
 
+# what a user's model decides itself: its architecture, sizes and tokenizer
+NOT_WITH_MODEL = ("arch", "preset", "tokenizer", "vocab_size", "hf_config_file", "from_hf",
+                  *flag_fields("model"))
+
+
+def _user_workspace(options: dict):
+    """`--model FILE.py:build [--weights FILE]` with the data of --task / --data / --src --tgt
+    attached; a model whose vocabulary does not fit the data is one line."""
+    from explorer.commands.train_options import extra_fields
+    from explorer.errors import UserError
+    from explorer.usermodel.check import open_checked
+    from explorer.usermodel.families import LM_FAMILIES
+
+    given = [k for k in NOT_WITH_MODEL if options.get(k) is not None]
+    given += list(extra_fields(options, "model", handled=flag_fields("model")))
+    if given:
+        flag = given[0].replace("_", "-")
+        raise UserError(f"--model trains your model as its build() makes it; drop --{flag}")
+    if not any(options.get(k) for k in ("task", "data", "src", "tgt")):
+        raise UserError("no data: give --task NAME, --data FILE, or --src FILE --tgt FILE")
+    _choose("task", options.get("task"), TASKS)
+    workspace = open_checked(options["model"], weights=options.get("weights"))
+    kind = "lm" if workspace.family in LM_FAMILIES else PAIRS
+    return family_of(workspace.model).attach_data(workspace, _data_spec(options, kind))
+
+
 class ProgressPrinter:
     """On a terminal, a progress bar redrawn in place with `\r` on stderr and evaluations on lines
     of their own; into a file or pipe, one plain line per evaluation (a log, not a bar)."""
@@ -361,13 +393,19 @@ def _train(options: dict, out, parallel, writer) -> int:
     from pathlib import Path
 
     from explorer.commands.train_options import extra_fields
-    from explorer.data.tasks import TASKS
     from explorer.errors import UserError
     from explorer.training import TrainConfig, Trainer, load_checkpoint
     from explorer.training.autosave import Autosave
     from explorer.training.checkpoint import check_resumable
 
+    if options.get("weights") and not options.get("model"):
+        raise UserError("--weights goes with --model FILE.py:build")
     if options.get("resume"):
+        from explorer.commands.model_args import allow_recorded_build
+
+        if options.get("model"):
+            raise UserError("--resume keeps the checkpoint's model; drop --model")
+        allow_recorded_build(options["resume"])  # a run of your own model: you named it here
         model_flags = flag_fields("model")
         given = [k for k in (*DATA_FLAGS, *model_flags, "arch", "preset") if k in options]
         given += list(extra_fields(options, "model", handled=model_flags))
@@ -377,6 +415,11 @@ def _train(options: dict, out, parallel, writer) -> int:
         workspace = load_checkpoint(options["resume"])
         check_resumable(options["resume"], workspace)  # its data files: missing? changed?
         config = _train_config(options, workspace.train_config)
+    elif options.get("model"):  # the user's own model, on the data given
+        config = _train_config(options, None)
+        if not out:
+            raise UserError("say where to write the checkpoint: --out DIR")
+        workspace = _user_workspace(options)
     elif options.get("from_hf"):  # a Hugging Face model, fine-tuned by the same Trainer
         from explorer.commands.train_hf import finetune_workspace
 
@@ -398,7 +441,7 @@ def _train(options: dict, out, parallel, writer) -> int:
                               time_limit=config.time_limit)
     if not quiet:
         report_data(workspace.data)
-    build = None if options.get("resume") or options.get("from_hf") else {
+    build = None if any(options.get(k) for k in ("resume", "from_hf", "model")) else {
         "family": workspace.family, "preset": options.get("preset", "tiny"),
         "seed": options.get("seed") or 0, "overrides": _all_overrides(options, workspace.family)}
     finished = None

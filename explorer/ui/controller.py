@@ -48,6 +48,8 @@ class Controller(QObject):
     busy = Signal(str)  # "" when idle, else what runs in the background
     device_changed = Signal(str)  # where the model trains, e.g. "cpu" or "cuda:0"
     training_finished = Signal(object)  # explorer.events.TrainingFinished
+    # (workspace, explorer.usermodel.check.Report) of File ▸ Open model code…, before it opens
+    model_checked = Signal(object, object)
 
     def __init__(self, bus: AppBus, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -100,13 +102,22 @@ class Controller(QObject):
 
     def open_model_code(self, build: str, weights: str | None = None,
                         tokenizer: str | None = None) -> None:
-        """The user's own model from `FILE.py:function` (imported in a worker; any failure is
-        one line in the error dialog, and the current model stays)."""
-        from explorer.usermodel.loader import open_model_file
+        """The user's own model from `FILE.py:function` (imported in a worker and checked by one
+        probe forward; any failure is one line in the error dialog, and the current model stays)."""
+        from explorer.usermodel.check import open_checked
 
         self.stop_training()
-        self.run_job(open_model_file, build, weights, tokenizer, on_done=self.set_workspace,
+        self.run_job(open_checked, build, weights, tokenizer, on_done=self.set_workspace,
                      label="opening your model")
+
+    def check_model_code(self, build: str, weights: str | None = None,
+                         tokenizer: str | None = None) -> None:
+        """File ▸ Open model code…: open and check the model in a worker, then `model_checked`
+        with the workspace and `explorer check`'s report; the window switches to it only when the
+        user accepts the report (`set_workspace`). A failure is one line; the current model stays."""
+        self.run_job(_open_and_check, build, weights, tokenizer,
+                     on_done=lambda result: self.model_checked.emit(*result),
+                     label="checking your model")
 
     def _opened(self, workspace, folder) -> None:
         if self.runs is not None:
@@ -322,6 +333,13 @@ class Controller(QObject):
         if finished.reason in ("nan", "oom"):  # the weights of the last good step are kept
             self.error.emit(finished.message)
         self.training_finished.emit(finished)
+
+
+def _open_and_check(build: str, weights, tokenizer):
+    from explorer.usermodel.check import check_workspace, open_checked
+
+    workspace = open_checked(build, weights, tokenizer)
+    return workspace, check_workspace(workspace, build)
 
 
 def _load_checkpoint(folder: str):

@@ -165,6 +165,7 @@ class MainWindow(QMainWindow):
         a.open.triggered.connect(self.open_dialog)
         a.open_checkpoint.triggered.connect(self.open_checkpoint_dialog)
         a.open_model_code.triggered.connect(self.open_model_code_dialog)
+        c.model_checked.connect(self.show_model_report)
         a.save_checkpoint.triggered.connect(self.save_checkpoint_dialog)
         a.export_all.triggered.connect(lambda: self.export_panels(list(self.panels)))
         a.quit.triggered.connect(self.close)
@@ -333,7 +334,16 @@ class MainWindow(QMainWindow):
         from explorer.ui.dialogs.model_code import ModelCodeDialog
 
         dialog = ModelCodeDialog(self, self._last_folder())
-        dialog.accepted.connect(lambda: self.controller.open_model_code(*dialog.spec()))
+        dialog.accepted.connect(lambda: self.controller.check_model_code(*dialog.spec()))
+        dialog.open()
+
+    def show_model_report(self, workspace, report) -> None:
+        """What `explorer check` says about the model just opened; Open switches to it."""
+        from explorer.ui.dialogs.model_code import ModelReportDialog
+
+        dialog = ModelReportDialog(report.lines(), report.exit_code, self)
+        dialog.accepted.connect(lambda: self.controller.set_workspace(workspace))
+        self.last_dialog = dialog
         dialog.open()
 
     def train(self) -> None:

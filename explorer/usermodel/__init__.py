@@ -8,4 +8,6 @@
     tokenizer.py  a Hugging Face tokenizer, a tokenizers.Tokenizer or a vocabulary list, wrapped
     loader.py     `build()` files, weights, workspaces, and the run checkpoints a Recorder writes
     families.py   the four unlisted families (torch-free)
+    training.py   training them: the family's feed (one source length per batch) and attach_data
+    check.py      `explorer check`: what the explorer sees in the model, and each panel's verdict
 """

@@ -3,8 +3,9 @@
 Four entries, by what the model reads (a prompt, or a source) and whether it is recurrent (it holds
 a torch.nn.RNN/GRU/LSTM: gradients and hidden states through time; else through depth). They are
 unlisted (never built from the new-model menu): a user model comes from `build()`, `explorer.show`
-or a Recorder's run. The analyses find the embeddings and the head through the adapter's
-`embedding`, `src_embedding`, `tgt_embedding` and `head` properties (explorer/usermodel/adapter.py).
+or a Recorder's run, and trains on the data attached to it (explorer/usermodel/training.py).
+The analyses find the embeddings and the head through the adapter's `embedding`, `src_embedding`,
+`tgt_embedding` and `head` properties (explorer/usermodel/adapter.py).
 Imports no torch.
 """
 
@@ -55,7 +56,8 @@ def _register() -> None:
             name, f"Your own PyTorch {'encoder-decoder' if seq2seq else 'language model'}",
             has_source=seq2seq, recurrent=recurrent, has_positions=False,
             loss=Lazy("explorer.usermodel.feed:user_loss"),
-            feed=Lazy("explorer.usermodel.feed:UserFeed"),
+            feed=Lazy("explorer.usermodel.training:UserTrainFeed"),
+            attach_data=Lazy("explorer.usermodel.training:attach_data"),
             encode_probe=probe, stacks=stacks, embeddings=embeddings,
             load=Lazy("explorer.usermodel.loader:load_user_checkpoint"),
         ), listed=False)

@@ -2,7 +2,7 @@
 feed and loss of the user families.
 
 The user's forward takes no padding masks, so every validation batch holds one example (no
-padding at all). The model trains in the user's own loop, not in the app: `train_batch` says so.
+padding at all). Training batches come from explorer/usermodel/training.py, which wraps this.
 """
 
 from __future__ import annotations
@@ -32,11 +32,6 @@ class UserFeed:
 
     def val_batches(self):
         return iter(self._batches)
-
-    def train_batch(self, step: int) -> Batch:
-        from explorer.usermodel.probe import not_trainable
-
-        not_trainable()
 
 
 def user_loss(model, batch, label_smoothing: float = 0.0, state=None,

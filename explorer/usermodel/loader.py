@@ -140,24 +140,29 @@ def call_build(build: str, args: dict | None = None):
         raise UserError(f"{build}: must return (model, tokenizer) or (model, tokenizer, adapter), "
                         f"got {type(result).__name__}")
     model, tokenizer, adapter = (*result, None) if len(result) == 2 else result
-    _check_types(build, result, model, tokenizer, adapter)
+    _check_types(build, model, tokenizer, adapter)
     return model, tokenizer, adapter or Adapter()
 
 
-def _check_types(build: str, result, model, tokenizer, adapter) -> None:
-    """One line naming what the build returned when it is not (module, tokenizer[, Adapter])."""
+def _check_types(build: str, model, tokenizer, adapter) -> None:
+    """One line naming each of build()'s results of the wrong type: (torch.nn.Module, tokenizer[,
+    explorer.Adapter]) (what a tokenizer may be, explorer.usermodel.tokenizer.as_tokenizer says)."""
     import torch
 
     from explorer.usermodel.adapter import Adapter
 
-    looks_like_tokenizer = not isinstance(tokenizer, (torch.nn.Module, int, float, bool))
-    if (isinstance(model, torch.nn.Module) and looks_like_tokenizer
-            and (adapter is None or isinstance(adapter, Adapter))):
-        return
-    got = ", ".join(type(item).__name__ for item in result)
-    swapped = isinstance(tokenizer, torch.nn.Module) and not isinstance(model, torch.nn.Module)
-    raise UserError(f"{build}: returned ({got}); expected (torch.nn.Module, tokenizer, "
-                    f"explorer.Adapter){' - the model first' if swapped else ''}")
+    wrong = []
+    if not isinstance(model, torch.nn.Module):
+        wrong.append(f"model: expected a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(tokenizer, (torch.nn.Module, int, float, bool)):
+        wrong.append("tokenizer: expected a tokenizer or a vocabulary, got "
+                     f"{type(tokenizer).__name__}")
+    if not isinstance(adapter, (Adapter, type(None))):
+        wrong.append(f"adapter: expected explorer.Adapter, got {type(adapter).__name__}")
+    if wrong:
+        swapped = isinstance(tokenizer, torch.nn.Module) and not isinstance(model, torch.nn.Module)
+        raise UserError(f"{build}: returned the wrong types ({'; '.join(wrong)})"
+                        + (": the model comes first" if swapped else ""))
 
 
 def make_workspace(model, tokenizer, adapter=None, build: str = "", args: dict | None = None,
@@ -196,25 +201,31 @@ def make_workspace(model, tokenizer, adapter=None, build: str = "", args: dict |
 
 
 def _check_embedding(model, adapter, config, seq2seq: bool) -> None:
-    """The tokenizer's ids fit the embedding that reads them: the one the adapter names, else the
-    largest (a position table may come first, and may be smaller)."""
+    """Before the first forward: each tokenizer's ids fit the embedding that reads them, the one
+    the adapter names, else the largest (a position table may come first, and may be smaller)."""
+    sides = [("source tokenizer", config.src_vocab_size, adapter.src_embedding)] if seq2seq else []
+    for what, vocab, name in sides + [("tokenizer", config.vocab_size, adapter.embedding)]:
+        rows = _embedding_rows(model, name)
+        if rows and max(rows.values()) < vocab:
+            path = max(rows, key=rows.get)
+            raise UserError(f"the {what} has {vocab} tokens but the model's embedding {path!r} has "
+                            f"{rows[path]} rows: ids past them cannot be read (return the "
+                            "tokenizer the model was built for, or size the embedding by it)")
+
+
+def _embedding_rows(model, name: str | None) -> dict[str, int]:
+    """{dotted name: rows} of the embedding `name`, or of every nn.Embedding."""
     import torch
 
-    vocab = config.src_vocab_size if seq2seq else config.vocab_size
-    name = adapter.src_embedding if seq2seq else adapter.embedding
     if name:
         try:
-            tables = [(name, model.get_submodule(name))]
+            module = model.get_submodule(name)
         except AttributeError:
             raise UserError(f"the model has no module {name!r}") from None
-    else:
-        tables = [(path, m) for path, m in model.named_modules()
-                  if isinstance(m, torch.nn.Embedding)]
-    rows = {path: getattr(m, "num_embeddings", vocab) for path, m in tables}
-    if rows and max(rows.values()) < vocab:
-        path = max(rows, key=rows.get)
-        raise UserError(f"tokenizer: it has {vocab} tokens, but the model's embedding {path!r} has "
-                        f"{rows[path]} rows; build the model with the tokenizer's vocabulary size")
+        rows = getattr(module, "num_embeddings", None)
+        return {} if rows is None else {name: rows}
+    return {path: m.num_embeddings for path, m in model.named_modules()
+            if isinstance(m, torch.nn.Embedding)}
 
 
 def load_weights(model, path: str | Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 
 from explorer.analysis.probe import Encoded, encode_next_token
-from explorer.errors import UserError
 from explorer.families import family_of
 
 
@@ -36,10 +35,3 @@ def _target_ids(tokenizer, text: str, eos_id: int) -> list[int]:
 
 def _tokens(tokenizer, ids: list[int]) -> list[str]:
     return [str(t) for t in tokenizer.tokens(ids)]
-
-
-def not_trainable(*args, **kwargs):
-    """The registry's loss and feed of a user model: it trains in the user's own loop (record
-    it with explorer.Recorder), not in the app."""
-    raise UserError("your own model trains in your own loop (record it with explorer.Recorder); "
-                    "the app's Train runs the built-in families")

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from PySide6.QtWidgets import QDialogButtonBox, QLabel
+from PySide6.QtWidgets import QDialogButtonBox, QLabel, QPlainTextEdit
 
 import explorer
 from explorer.ui import show_window
-from explorer.ui.dialogs.model_code import ModelCodeDialog
+from explorer.ui.dialogs.model_code import ModelCodeDialog, ModelReportDialog
 from tests.usermodel import homework_gpt, homework_seq2seq
 
 LOAD_MS = 60_000
@@ -67,8 +67,15 @@ def test_model_flag_opens_the_file_and_the_dialog_says_it_is_imported(make_main_
     assert not open_button.isEnabled()  # no file named yet
     dialog.file.setText(str(HOMEWORK))
     assert open_button.isEnabled() and dialog.spec() == (f"{HOMEWORK}:build", None, None)
-    with qtbot.waitSignal(window.bus.workspace_changed, timeout=LOAD_MS):
-        open_button.click()
+    open_button.click()  # the report of `explorer check` first; its Open switches the window
+    qtbot.waitUntil(lambda: window.findChild(ModelReportDialog) is not None, timeout=LOAD_MS)
+    report = window.findChild(ModelReportDialog)
+    text = report.findChild(QPlainTextEdit, "model_report_text").toPlainText()
+    assert "attention   attention: nn.MultiheadAttention, cross-attention, 2 head(s)" in text
+    assert window.controller.workspace is workspace  # not switched yet
+    with qtbot.waitSignal(window.bus.workspace_changed, timeout=LOAD_MS) as switched:
+        report.buttons.button(QDialogButtonBox.StandardButton.Open).click()
+    assert switched.args[0] is not workspace
 
 
 def test_bad_model_code_is_a_one_line_error_and_the_app_stays_open(make_main_window, qtbot,

@@ -117,8 +117,9 @@ def test_bad_input_is_one_line():
                                         r"\(2, 3, 8\); expected \(B, T, V\) with V at least the "
                                         r"tokenizer's 12 tokens$"):
         make_workspace(WrongShape(), VOCAB[:12])
-    with pytest.raises(UserError, match=r"^tokenizer: it has 20 tokens, but the model's "
-                                        r"embedding 'embed' has 12 rows"):
+    with pytest.raises(UserError, match=r"^the source tokenizer has 20 tokens but the model's "
+                                        r"embedding 'embed' has 12 rows: ids past them cannot "
+                                        r"be read"):
         make_workspace(Seq2Seq(), VOCAB + [f"x{i}" for i in range(8)])
 
 
@@ -129,8 +130,9 @@ def test_a_build_returning_wrong_types_is_one_line(tmp_path):
         open_model_file(f"{bad}:build")
     message = str(error.value)
     assert "\n" not in message
-    assert message.startswith(f"{bad}:build: returned (str, int, list); expected (torch.nn.Module, "
-                              "tokenizer, explorer.Adapter)")
+    assert message == (f"{bad}:build: returned the wrong types (model: expected a "
+                       "torch.nn.Module, got str; tokenizer: expected a tokenizer or a "
+                       "vocabulary, got int; adapter: expected explorer.Adapter, got list)")
 
 
 class HiddenAttention(torch.nn.Module):

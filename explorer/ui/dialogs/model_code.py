@@ -2,15 +2,17 @@
 
 The dialog says plainly that the file will be imported (run), and only this file: the app never
 imports code it finds in a folder. The weights and the tokenizer are optional (a build() may load
-or return them itself).
+or return them itself). Once opened, ModelReportDialog shows what `explorer check` says about the
+model (explorer/usermodel/check.py) before the window switches to it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout,
-                               QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget)
+                               QLabel, QLineEdit, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget)
 
 WARNING = ("The app will <b>import and run</b> this Python file, and only this file, to build "
            "your model. Open only code you trust. Weights are read as safetensors or with "
@@ -79,3 +81,32 @@ class ModelCodeDialog(QDialog):
         """(FILE.py:function, weights or None, tokenizer or None)."""
         build = f"{self.file.text().strip()}:{self.function.text().strip()}"
         return (build, self.weights.text().strip() or None, self.tokenizer.text().strip() or None)
+
+
+class ModelReportDialog(QDialog):
+    """The check's report, read-only, with Open (switch the window to the model) and Cancel (keep
+    the model the window has)."""
+
+    def __init__(self, lines: list[str], exit_code: int, parent=None) -> None:
+        super().__init__(parent)
+        self.setObjectName("model_report_dialog")
+        self.setWindowTitle("What the explorer sees in your model")
+        self.resize(900, 640)
+        summary = QLabel("Every panel and command this model can show will show it." if exit_code == 0
+                         else "Some panels will be empty or some commands will fail: the lines "
+                         "marked <b>fix</b> say why and how to fix it.")
+        summary.setObjectName("model_report_summary")
+        summary.setWordWrap(True)
+        self.text = QPlainTextEdit("\n".join(lines))
+        self.text.setObjectName("model_report_text")
+        self.text.setReadOnly(True)
+        self.text.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open
+                                        | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(summary)
+        layout.addWidget(self.text)
+        layout.addWidget(self.buttons)
