@@ -59,8 +59,10 @@ def marian():
 
     torch.manual_seed(0)
     vocab = 58101
-    config = MarianConfig(vocab_size=vocab, pad_token_id=vocab - 1, eos_token_id=0,
-                          decoder_start_token_id=vocab - 1)  # d_model 512, 6 + 6 layers, 8 heads
+    config = MarianConfig(vocab_size=vocab, pad_token_id=vocab - 1, eos_token_id=0,  # opus-mt-de-en:
+                          d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
+                          decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
+                          decoder_start_token_id=vocab - 1)
     hf = MarianMTModel(config).eval()
     hf.model.decoder.embed_tokens = copy.deepcopy(hf.model.encoder.embed_tokens)  # untied, for Captum
     model = HFSeq2Seq(hf, HFModelConfig("hf-seq2seq", "marian", vocab, 512, 512, vocab - 1, 0, vocab - 1))

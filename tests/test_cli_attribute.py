@@ -40,7 +40,7 @@ def test_ig_json_matches_the_core_and_carries_the_gap(reverse_checkpoint, capsys
 
 def test_ig_tolerance_reports_each_token_s_steps_beside_its_gap(reverse_checkpoint, capsys):
     from explorer.analysis.attribution_input import attribution_input
-    from explorer.commands.decode import load_workspace
+    from explorer.commands.model_args import load_workspace
     from seqmodels.config import PAD_ID
     from tests.attribution_reference import embedding_forward
 

@@ -226,6 +226,37 @@ def test_bptt_reach_is_the_last_window(length, bptt):
     assert (gradient_reach(workspace, text, None) > 0).sum() == length
 
 
+def test_bptt_reach_ignores_the_model_run_meanwhile_by_another_thread():
+    """The app's live probe runs the model in its own thread, without gradients, while a lesson
+    check measures the reach: the check reads only its own pass (it once failed with "One of the
+    differentiated Tensors does not require grad" in lesson 13's task)."""
+    import threading
+
+    import torch
+
+    from explorer.analysis.truncation import gradient_reach
+    from explorer.training import DataSpec, build_workspace
+
+    workspace = build_workspace(DataSpec(task="brackets"), "rnn-lm", "tiny", 0, cell="gru")
+    text = "(a)(c)(d)(e)(f)(g)(a)"
+    ids = torch.tensor([workspace.tokenizer.encode(text)])
+    stop = threading.Event()
+
+    def probe() -> None:
+        with torch.no_grad():
+            while not stop.is_set():
+                workspace.model(ids)
+
+    thread = threading.Thread(target=probe)
+    thread.start()
+    try:
+        counts = {int((gradient_reach(workspace, text, 8) > 0).sum()) for _ in range(30)}
+    finally:
+        stop.set()
+        thread.join()
+    assert counts == {(len(text) - 1) % 8 + 1}
+
+
 @pytest.mark.parametrize("bidirectional", [True, False])
 def test_encoder_context_is_every_later_token_when_bidirectional(bidirectional):
     from explorer.analysis.truncation import encoder_dependence

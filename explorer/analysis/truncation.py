@@ -11,6 +11,8 @@ import numpy as np
 
 def gradient_reach(workspace, text: str, bptt: int | None) -> np.ndarray:
     """‖∂(log Σ exp logits_T)/∂x_t‖ for every token t of `text` (0 where truncation stops it)."""
+    import threading
+
     import torch
 
     from explorer.training.objectives import rnn_lm_forward
@@ -20,7 +22,13 @@ def gradient_reach(workspace, text: str, bptt: int | None) -> np.ndarray:
     if ids.size(1) == 0:
         return np.zeros(0)
     embedded = []
-    handle = model.embedding.register_forward_hook(lambda _m, _i, out: embedded.append(out))
+    owner = threading.get_ident()
+
+    def keep(_module, _inputs, out) -> None:
+        if threading.get_ident() == owner:  # the app's live probe may run the model meanwhile
+            embedded.append(out)
+
+    handle = model.embedding.register_forward_hook(keep)
     was_training = model.training
     model.eval()
     try:
