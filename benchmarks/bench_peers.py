@@ -3,8 +3,9 @@
 Rows (both sides in one process, alternating which goes first, medians of --rounds paired rounds):
 
 * ig-one: integrated gradients of one output token (the last), 50 steps, internal batch 50, on a
-  Marian-size random translation model (transformers' MarianConfig defaults: d_model 512, 6 + 6
-  layers, 8 heads, FFN 2048, opus-mt's 58,101 tokens) with 30 source and 30 target tokens;
+  Marian-size random translation model (opus-mt-de-en's size, set explicitly: d_model 512, 6 + 6
+  layers, 8 heads, FFN 2048, 58,101 tokens; transformers' MarianConfig() defaults are twice as
+  wide and deep) with 30 source and 30 target tokens;
   the peer is Captum's LayerIntegratedGradients on encoder.embed_tokens and decoder.embed_tokens
   (the decoder's a separate copy of the shared table, as Captum hooks a module, not a call),
   n_steps=50, internal_batch_size=50. The attributions must agree to 1e-4.
