@@ -120,8 +120,18 @@ def answer(dock, qtbot, prediction, right: bool) -> None:
 
 def press_check(dock, qtbot, index: int) -> list:
     dock.results.pop(index, None)
-    qtbot.mouseClick(dock.check_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: index in dock.results, timeout=TIMEOUT)
+    errors: list[str] = []  # a check that raises reaches the window as one line, not as results
+
+    def failed(message: str) -> None:
+        errors.append(message)
+
+    dock.window_.controller.error.connect(failed)
+    try:
+        qtbot.mouseClick(dock.check_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: index in dock.results or bool(errors), timeout=TIMEOUT)
+    finally:
+        dock.window_.controller.error.disconnect(failed)
+    assert not errors, errors
     return dock.results[index]
 
 
