@@ -358,7 +358,7 @@ class Trainer:
         return TrainingFinished(
             step, "oom",
             f"out of memory on {self.device.type} at step {step + 1} with batch size "
-            f"{self.config.batch_size}; try a smaller --batch-size (or --context / model size).",
+            f"{self.config.batch_size}; try a smaller batch size, a shorter context or a smaller model.",
         )
 
 

@@ -71,7 +71,7 @@ def test_a_real_out_of_memory_keeps_the_weights_and_training_goes_on():
         torch.cuda.set_per_process_memory_fraction(1.0)
     finished = events[-1]
     assert finished.reason == "oom", finished
-    assert "smaller --batch-size" in finished.message and "\n" not in finished.message
+    assert "smaller batch size" in finished.message and "\n" not in finished.message
     after = workspace.model.state_dict()
     assert all(torch.equal(before[name], after[name]) for name in before)
     steps = _losses(workspace, steps=3, batch_size=4, context=64, device="cuda")

@@ -172,7 +172,7 @@ def test_out_of_memory_gives_a_clear_message(monkeypatch, tiny_workspace, tiny_c
     monkeypatch.setattr(engine_module, "compute_loss", fake)
     events, steps = run_all(Trainer(tiny_workspace("gpt"), tiny_config(steps=10)))
     assert len(steps) == 2
-    assert events[-1].reason == "oom" and "smaller --batch-size" in events[-1].message
+    assert events[-1].reason == "oom" and "smaller batch size" in events[-1].message
 
 
 def test_control_from_another_thread_pause_step_resume_stop(tiny_workspace, tiny_config):
