@@ -69,6 +69,9 @@ def test_sigkill_at_random_moments_never_loses_the_last_checkpoint(tmp_path, cap
     # loader falls back to the last whole one), so wait for a save beyond what is on disk: only
     # then is the run's handler surely installed (it once got SIGTERM while importing, and died)
     wait_for_save_after(process, folder, max(last, saved_step(folder)))
+    # and for one more: the first step seen beyond may still be the resume opening the folder,
+    # before training starts and the handler is in place (it got SIGTERM there once, exit -15)
+    wait_for_save_after(process, folder, saved_step(folder))
     process.send_signal(signal.SIGTERM)
     code = process.wait(timeout=60)
     err = process.stderr.read().decode()
