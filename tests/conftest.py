@@ -57,6 +57,24 @@ class GenerousQtBot:
         return wait
 
 
+@pytest.fixture(scope="session")
+def qapp(qapp):
+    """pytest-qt's application, collecting garbage on its thread only, as the app does
+    (explorer/ui/gui_thread_gc.py): a widget in a garbage cycle collected on a test's worker
+    thread corrupted Qt's widget list and crashed a later test."""
+    from explorer.ui.gui_thread_gc import collect_on_gui_thread
+
+    collect_on_gui_thread(qapp)
+    return qapp
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item):
+    """Tests that never spin Qt's event loop still get their garbage collected, on this thread."""
+    if "explorer.ui.gui_thread_gc" in sys.modules:
+        sys.modules["explorer.ui.gui_thread_gc"].collect_due()
+
+
 @pytest.fixture
 def qtbot(qtbot):
     """pytest-qt's qtbot with generous waits (GenerousQtBot)."""

@@ -77,6 +77,8 @@ def create_application(argv: list[str] | None = None):
     from PySide6.QtGui import QGuiApplication
     from PySide6.QtWidgets import QApplication
 
+    from explorer.ui.gui_thread_gc import collect_on_gui_thread
+
     app = QApplication.instance()
     if app is None:
         # fractional scale factors (125%, 150%) as they are: crisp text instead of rounding to 1x/2x
@@ -87,6 +89,7 @@ def create_application(argv: list[str] | None = None):
     QCoreApplication.setOrganizationName(ORGANISATION)
     QCoreApplication.setApplicationName(APPLICATION)
     apply_theme(app)
+    collect_on_gui_thread(app)
     app.styleHints().colorSchemeChanged.connect(lambda *_: apply_theme(app))
     return app
 

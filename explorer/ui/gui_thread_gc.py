@@ -1,0 +1,69 @@
+"""Cyclic garbage is collected from the GUI thread's event loop only.
+
+Python's cycle collector runs at whatever allocation crosses a threshold. Inside a Qt call that
+returns a list of widgets (`QApplication.topLevelWidgets()`, `allWidgets()`, `findChildren`) the
+list of C++ pointers is taken first and each is then wrapped for Python; wrapping allocates, a
+collection can start there and free a parentless widget held only by a garbage cycle (pyqtgraph's
+items make many), and the next pointer in the list is a freed widget: a segfault. The suite died
+that way once in `topLevelWidgets()`; tests/ui/test_gui_thread_gc.py builds the case. Collections
+on worker threads (training allocates a lot) join in at random points the same way. So while the
+app runs, automatic collection is off and a timer in the event loop collects the generation
+CPython's own thresholds say is due, at a point where no such list is being built.
+"""
+
+from __future__ import annotations
+
+import gc
+
+from PySide6.QtCore import QObject, QTimer
+
+# Often enough that the young generation never holds more than a tenth of a second's garbage;
+# a collection of it takes well under a millisecond.
+INTERVAL_MS = 100
+
+
+def collect_due() -> int:
+    """Collect the oldest generation whose count is over its threshold, as CPython's automatic
+    collection would have; returns the number of objects freed."""
+    counts, thresholds = gc.get_count(), gc.get_threshold()
+    for generation in (2, 1, 0):
+        if thresholds[generation] and counts[generation] > thresholds[generation]:
+            return gc.collect(generation)
+    return 0
+
+
+class GuiThreadCollector(QObject):
+    """Owned by the application: while started, automatic collection is off and the GUI thread
+    collects on a timer. Stopping (the app quitting, e.g. after `explorer.show` returns in a
+    plain Python session) turns automatic collection back on as it was."""
+
+    def __init__(self, parent: QObject) -> None:
+        super().__init__(parent)
+        self.setObjectName("gui_thread_gc")
+        self._timer = QTimer(self)
+        self._timer.setInterval(INTERVAL_MS)
+        self._timer.timeout.connect(collect_due)
+        self._was_enabled = gc.isenabled()
+
+    def start(self) -> None:
+        if not self._timer.isActive():
+            self._was_enabled = gc.isenabled()
+            gc.disable()
+            self._timer.start()
+
+    def stop(self) -> None:
+        if self._timer.isActive():
+            self._timer.stop()
+            collect_due()
+            if self._was_enabled:
+                gc.enable()
+
+
+def collect_on_gui_thread(app) -> GuiThreadCollector:
+    """Start (once per application) collecting garbage on `app`'s thread only."""
+    collector = app.findChild(GuiThreadCollector, "gui_thread_gc")
+    if collector is None:
+        collector = GuiThreadCollector(app)
+        app.aboutToQuit.connect(collector.stop)
+    collector.start()
+    return collector
