@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import itertools
 import re
-import threading
 from dataclasses import dataclass, field
 
 import torch
+
+from explorer.analysis.this_thread import this_thread_only
 
 _INDEX = re.compile(r"^(.*)\.(\d+)$")
 TRACE_BATCH = 3
@@ -95,18 +96,15 @@ def trace_modules(model: torch.nn.Module, inputs: tuple, **kwargs) -> ModelTrace
     calls: list[ModuleCall] = []
     started: dict[int, list[int]] = {}  # module -> the order numbers of its calls still running
     counter = itertools.count()
-    thread = threading.get_ident()  # another thread's forward (training) runs through the hooks too
     names = {id(module): name for name, module in model.named_modules()}
     handles = []
 
+    @this_thread_only  # another thread's forward (training) runs through the hooks too
     def before(module, args, kw):
-        if threading.get_ident() != thread:
-            return
         started.setdefault(id(module), []).append(next(counter))
 
+    @this_thread_only
     def after(module, args, kw, output):
-        if threading.get_ident() != thread:
-            return
         order = started[id(module)].pop()
         inputs_ = _shapes(list(args) + list(kw.values()))
         calls.append(ModuleCall(names[id(module)], type(module).__name__, inputs_, _shapes(output),

@@ -27,7 +27,6 @@ the model is put back in the mode it was in. Everything returned is numpy.
 from __future__ import annotations
 
 import contextlib
-import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -37,6 +36,7 @@ import torch
 from explorer.analysis.activations import provider_for
 from explorer.analysis.attribution_input import AttributionInput, Row, attribution_input, token_id
 from explorer.analysis.ig_tolerance import FIRST_LEVEL, MAX_STEPS, clenshaw_curtis, levels, new_nodes
+from explorer.analysis.this_thread import this_thread_only
 from explorer.errors import UserError
 
 METHODS = ("ig", "saliency", "grad-input", "occlusion")
@@ -526,11 +526,10 @@ def output_at(head: torch.nn.Module | None, positions: list[int], hidden: list |
     if head is None:
         yield sliced
         return
-    owner = threading.get_ident()
-
+    @this_thread_only
     def hook(module, args):
         x = args[0]
-        if threading.get_ident() != owner or x.dim() != 3 or x.size(1) <= max(positions):
+        if x.dim() != 3 or x.size(1) <= max(positions):
             return None
         x = x[:, positions]  # (B, P, D)
         sliced.append(True)
@@ -563,11 +562,8 @@ def embedding_hooks(item: AttributionInput, captured: list | None = None,
     output is appended to `captured` and/or replaced by `replace[k]`; `read` gets the ids it read.
     Calls from other threads (a decoding panel on the same model) pass through untouched."""
     calls = [0]
-    owner = threading.get_ident()  # a module's hooks fire in every thread: decoders may run too
-
+    @this_thread_only  # a module's hooks fire in every thread: decoders may run too
     def hook(module, args, output):
-        if threading.get_ident() != owner:
-            return None
         k = calls[0]
         calls[0] += 1
         if k >= len(item.sides) or not any(module is m for m in item.sides[k].modules):

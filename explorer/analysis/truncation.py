@@ -11,10 +11,9 @@ import numpy as np
 
 def gradient_reach(workspace, text: str, bptt: int | None) -> np.ndarray:
     """‖∂(log Σ exp logits_T)/∂x_t‖ for every token t of `text` (0 where truncation stops it)."""
-    import threading
-
     import torch
 
+    from explorer.analysis.this_thread import this_thread_only
     from explorer.training.objectives import rnn_lm_forward
 
     model = workspace.model
@@ -22,11 +21,10 @@ def gradient_reach(workspace, text: str, bptt: int | None) -> np.ndarray:
     if ids.size(1) == 0:
         return np.zeros(0)
     embedded = []
-    owner = threading.get_ident()
 
+    @this_thread_only  # the app's live probe may run the model meanwhile
     def keep(_module, _inputs, out) -> None:
-        if threading.get_ident() == owner:  # the app's live probe may run the model meanwhile
-            embedded.append(out)
+        embedded.append(out)
 
     handle = model.embedding.register_forward_hook(keep)
     was_training = model.training
