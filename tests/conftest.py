@@ -59,11 +59,15 @@ class GenerousQtBot:
 
 @pytest.fixture(scope="session")
 def qapp(qapp):
-    """pytest-qt's application, collecting garbage on its thread only, as the app does
-    (explorer/ui/gui_thread_gc.py): a widget in a garbage cycle collected on a test's worker
-    thread corrupted Qt's widget list and crashed a later test."""
+    """pytest-qt's application as the app sets its own up: plots on the palette's colours
+    (pyqtgraph's default is black, so screenshots differed from the app), and garbage collected
+    from its event loop only (explorer/ui/gui_thread_gc.py: a collection inside
+    topLevelWidgets() once crashed the suite). The app's name is not set: the tests' settings
+    stay their own."""
+    from explorer.ui.app import apply_theme
     from explorer.ui.gui_thread_gc import collect_on_gui_thread
 
+    apply_theme(qapp)
     collect_on_gui_thread(qapp)
     return qapp
 
