@@ -69,11 +69,16 @@ def test_a_worker_allocating_leaves_the_cycle_to_the_event_loop(qapp, qtbot):
     worker.start()
     worker.join()
     assert destroyed_on == []
-    # young objects past the threshold, as when the app goes on working: the timer collects them
-    young = [[] for _ in range(2 * gc.get_threshold()[0])]
-    qtbot.waitUntil(lambda: bool(destroyed_on))
+    young: list[list] = []
+
+    def working() -> bool:
+        """The app goes on allocating (freeing old objects lowers the young count, so one batch
+        might not cross the threshold); the timer then collects the young generation."""
+        young.extend([] for _ in range(gc.get_threshold()[0]))
+        return bool(destroyed_on)
+
+    qtbot.waitUntil(working)
     assert destroyed_on == [threading.get_ident()]
-    del young
 
 
 def test_stopping_restores_automatic_collection(qapp):
