@@ -5,10 +5,10 @@ returns a list of widgets (`QApplication.topLevelWidgets()`, `allWidgets()`, `fi
 list of C++ pointers is taken first and each is then wrapped for Python; wrapping allocates, a
 collection can start there and free a parentless widget held only by a garbage cycle (pyqtgraph's
 items make many), and the next pointer in the list is a freed widget: a segfault. The suite died
-that way once in `topLevelWidgets()`; tests/ui/test_gui_thread_gc.py builds the case. Collections
-on worker threads (training allocates a lot) join in at random points the same way. So while the
-app runs, automatic collection is off and a timer in the event loop collects the generation
-CPython's own thresholds say is due, at a point where no such list is being built.
+that way once in `topLevelWidgets()`; tests/ui/test_gui_thread_gc.py builds the case. A worker
+thread's allocations (training allocates a lot) start collections too, at moments the GUI thread
+does not choose. So while the app runs, automatic collection is off and a timer in the event loop
+collects the generation CPython's own thresholds say is due, where no such list is being built.
 """
 
 from __future__ import annotations
