@@ -13,6 +13,7 @@ collects the generation CPython's own thresholds say is due, where no such list 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 
 from PySide6.QtCore import QObject, QTimer
@@ -59,7 +60,7 @@ class GuiThreadCollector(QObject):
         self._timer = QTimer(self)
         self._timer.setInterval(INTERVAL_MS)
         self._timer.timeout.connect(collect_due)
-        self._was_enabled = gc.isenabled()
+        self._was_enabled = True
 
     def start(self) -> None:
         if not self._timer.isActive():
@@ -83,3 +84,17 @@ def collect_on_gui_thread(app) -> GuiThreadCollector:
         app.aboutToQuit.connect(collector.stop)
     collector.start()
     return collector
+
+
+@contextlib.contextmanager
+def collecting_on_gui_thread(app):
+    """collect_on_gui_thread for a stretch of work that has no `exec()` of its own (the CLI's
+    headless export); automatic collection is as it was afterwards unless the app collects."""
+    existing = app.findChild(GuiThreadCollector, "gui_thread_gc")
+    running = existing is not None and existing._timer.isActive()
+    collector = collect_on_gui_thread(app)
+    try:
+        yield collector
+    finally:
+        if not running:
+            collector.stop()

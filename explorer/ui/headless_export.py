@@ -47,6 +47,7 @@ def render_panels(workspace, entries, out: Path, formats: tuple[str, ...], *, wi
 
     from explorer.ui.app import apply_theme
     from explorer.ui.bus import AppBus
+    from explorer.ui.gui_thread_gc import collecting_on_gui_thread
     from explorer.ui.jobs import shutdown_runners
     from explorer.ui.panels import panel_class
     from explorer.ui.probing import Prober
@@ -56,49 +57,52 @@ def render_panels(workspace, entries, out: Path, formats: tuple[str, ...], *, wi
     _quiet_qt_messages()
     import pyqtgraph as pg
 
-    # what the calling app (or test) had: restored afterwards, antialiasing included
-    system_palette = app.palette()
-    system_options = {key: pg.getConfigOption(key) for key in ("background", "foreground", "antialias")}
-    app.setPalette(theme_palette(theme))  # before the panels: they take their colours when built
-    apply_theme(app)
-    bus = AppBus()
-    prober = Prober(bus)  # the app's controller owns one; here nothing else needs a controller
-    panels = []
-    for entry in entries:
-        panel = panel_class(entry)(bus)
-        panel.resize(*PANEL_SIZE)
-        panel.show()
-        panels.append(panel)
-    bus.set_workspace(workspace)
-    if bleu_metrics is not None:
-        bus.eval_metrics.emit(bleu_metrics)
-    if source is not None:
-        prober.set_input(source, target)
-        for panel in panels:
-            panel.set_source(source)
+    # this export's collections run from its event loop too (explorer/ui/gui_thread_gc.py):
+    # apply_theme walks every widget
+    with collecting_on_gui_thread(app):
+        # what the calling app (or test) had: restored afterwards, antialiasing included
+        system_palette = app.palette()
+        system_options = {key: pg.getConfigOption(key) for key in ("background", "foreground", "antialias")}
+        app.setPalette(theme_palette(theme))  # before the panels: they take their colours when built
+        apply_theme(app)
+        bus = AppBus()
+        prober = Prober(bus)  # the app's controller owns one; here nothing else needs a controller
+        panels = []
+        for entry in entries:
+            panel = panel_class(entry)(bus)
+            panel.resize(*PANEL_SIZE)
+            panel.show()
+            panels.append(panel)
+        bus.set_workspace(workspace)
+        if bleu_metrics is not None:
+            bus.eval_metrics.emit(bleu_metrics)
+        if source is not None:
+            prober.set_input(source, target)
+            for panel in panels:
+                panel.set_source(source)
 
-    written = []
-    try:
-        for panel in panels:
-            deadline = time.monotonic() + timeout_s
-            _settle(app, panel, deadline)
-            if controls:  # set once the panel has its content (a set box lists what it holds)
-                from explorer.ui.lesson_controls import set_control
-
-                for name, value in controls.items():
-                    set_control(panel, name, value)
+        written = []
+        try:
+            for panel in panels:
+                deadline = time.monotonic() + timeout_s
                 _settle(app, panel, deadline)
-            panel.flush_pending_draws()  # what it holds back (a throttled redraw) counts too
-            if not panel.has_content():
-                print(f"explorer export: {panel.PANEL_ID}: nothing to draw for this model, skipped",
-                      file=sys.stderr)
-                continue
-            written += panel.export(out, formats, width=width, dpi=dpi)
-    finally:
-        for panel in panels:
-            panel.shutdown()
-        shutdown_runners(bus)  # the prober's
-        app.processEvents()
-        app.setPalette(system_palette)  # an app that called us goes on in its own colours
-        pg.setConfigOptions(**system_options)
-    return written
+                if controls:  # set once the panel has its content (a set box lists what it holds)
+                    from explorer.ui.lesson_controls import set_control
+
+                    for name, value in controls.items():
+                        set_control(panel, name, value)
+                    _settle(app, panel, deadline)
+                panel.flush_pending_draws()  # what it holds back (a throttled redraw) counts too
+                if not panel.has_content():
+                    print(f"explorer export: {panel.PANEL_ID}: nothing to draw for this model, skipped",
+                          file=sys.stderr)
+                    continue
+                written += panel.export(out, formats, width=width, dpi=dpi)
+        finally:
+            for panel in panels:
+                panel.shutdown()
+            shutdown_runners(bus)  # the prober's
+            app.processEvents()
+            app.setPalette(system_palette)  # an app that called us goes on in its own colours
+            pg.setConfigOptions(**system_options)
+        return written

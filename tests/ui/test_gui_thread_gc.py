@@ -7,11 +7,15 @@ import subprocess
 import sys
 import threading
 
-from PySide6.QtCore import QObject, Qt
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QLabel
 
 from explorer.ui import gui_thread_gc
-from explorer.ui.gui_thread_gc import GuiThreadCollector, collect_due
+from explorer.ui.gui_thread_gc import (
+    GuiThreadCollector,
+    collect_due,
+    collecting_on_gui_thread,
+)
 
 # Popup windows made in C++ (no Python wrapper yet, so wrapping them allocates) among parentless
 # labels held only by garbage cycles, and a collection due at every allocation. With automatic
@@ -123,3 +127,22 @@ def test_the_oldest_generation_waits_for_a_quarter_more_long_lived_objects(qapp)
         gc.callbacks.remove(seen)
         gc.set_threshold(*thresholds)
     del few, many
+
+
+def test_a_stretch_of_work_restores_collection_only_where_it_started_the_collector(qapp):
+    """The CLI's headless export has no exec() to quit: automatic collection comes back after it,
+    while an app that already collects (the suite's qapp, as the app's) keeps collecting."""
+    with collecting_on_gui_thread(qapp):
+        assert not gc.isenabled()
+    assert not gc.isenabled()  # the qapp's collector was running before: it still is
+    class AppWithoutCollector(QObject):
+        aboutToQuit = Signal()
+
+    other = AppWithoutCollector()
+    gc.enable()
+    try:
+        with collecting_on_gui_thread(other):
+            assert not gc.isenabled()
+        assert gc.isenabled()
+    finally:
+        gc.disable()
