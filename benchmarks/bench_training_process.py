@@ -31,7 +31,7 @@ import time
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-MAX_EMITS_PER_S = 10  # the app's training worker's rate (explorer/ui/training_worker.py)
+MAX_EMITS_PER_S = 4  # the app's training worker's rate (explorer/ui/training_worker.py; 10 before 2026-11-28)
 
 
 def train_in_child(conn, steps: int) -> None:

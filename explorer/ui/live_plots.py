@@ -61,10 +61,12 @@ class GrowingBuffer:
 # curves cost in-app training a fifth of its speed (benchmarks/bench_gui.py). So batches share
 # redraws: a batch after a quiet spell is drawn at once, and later ones wait for the interval,
 # which grows with what a redraw and its paint cost (a bigger view, a slower machine) so that the
-# curves take at most REDRAW_BUDGET of the GUI thread's time.
+# curves take at most REDRAW_BUDGET of the GUI thread's time. At 1% (2% before issue 37) the
+# default layout's curves redraw about once a second while the app trains on this 2-core VM, and
+# the GUI thread's share of a core fell by about a tenth (benchmarks/RESULTS.md, 2026-11-28).
 REDRAW_INTERVAL_MS = 300
 MAX_REDRAW_INTERVAL_MS = 2000
-REDRAW_BUDGET = 0.02
+REDRAW_BUDGET = 0.01
 # A second view of the same numbers (the gradient panel's norm plot repeats the curves' ‖g‖) is
 # redrawn at most once a second: at 300 ms it was a third of the soak's paints with every panel in
 # view, each adding to the frame the probes' heatmaps and the curves also paint.

@@ -183,7 +183,7 @@ class RunSession(QObject):
         self.folder, self.viewer = folder, viewer
         self.shown, self._last_state = None, None
         self.bus.run_changed.emit(self.bus.run)
-        self.watcher = RunWatcher(folder, reader=reader, parent=self)
+        self.watcher = RunWatcher(folder, reader=reader, watch_rows=viewer, parent=self)
         self.watcher.rows_added.connect(self._on_rows)
         self.watcher.snapshots_changed.connect(self._on_snapshots)
         self.watcher.state_changed.connect(self._on_state)

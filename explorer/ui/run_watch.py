@@ -36,9 +36,12 @@ class RunWatcher(QObject):
 
     def __init__(self, folder: str | Path, reader: RunReader | None = None,
                  poll_ms: int = POLL_MS, idle_after_s: float = IDLE_AFTER_S,
-                 parent: QObject | None = None) -> None:
+                 watch_rows: bool = True, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.folder = Path(folder)
+        # False for the app's own training: it draws its steps as it makes them, so metrics.jsonl
+        # growing (a few times a second) asks for no check; the poll still reads the rows
+        self.watch_rows = watch_rows
         self.follower = RunFollower(self.folder, idle_after_s=idle_after_s)
         if reader is not None:  # rows a job already read: go on from its offset
             self.follower.reader = reader
@@ -83,9 +86,12 @@ class RunWatcher(QObject):
             self._coalesce.start()
 
     def _watch_paths(self) -> None:
-        """The folder (metrics.jsonl or snapshots/ appearing), the file and snapshots/; a file
-        replaced by a rename drops out of the watcher, so the list is renewed at every check."""
-        wanted = [self.folder, self.folder / layout.METRICS_FILE, self.folder / layout.SNAPSHOTS_DIR]
+        """The folder (metrics.jsonl or snapshots/ appearing), snapshots/ and, with watch_rows,
+        the file; a file replaced by a rename drops out of the watcher, so the list is renewed at
+        every check."""
+        wanted = [self.folder, self.folder / layout.SNAPSHOTS_DIR]
+        if self.watch_rows:
+            wanted.append(self.folder / layout.METRICS_FILE)
         watched = set(self._files.files() + self._files.directories())
         missing = [str(p) for p in wanted if p.exists() and str(p) not in watched]
         if missing:

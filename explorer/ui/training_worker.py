@@ -24,8 +24,9 @@ from explorer.ui.jobs import one_line
 
 # Each batch wakes the GUI thread, which then takes the GIL from the training thread for its
 # slots: at 30 batches a second in-app training ran at 0.83 of headless, at 10 at 0.90 (medians of
-# 15 and 18 paired rounds, benchmarks/RESULTS.md). The curves redraw every 300 ms or more anyway.
-MAX_EMITS_PER_S = 10
+# 15 and 18 paired rounds, benchmarks/RESULTS.md). The curves redraw every 300 ms or more, so 4
+# a second draws the same frames with fewer wakes (issue 37: the GUI thread's share).
+MAX_EMITS_PER_S = 4
 
 
 @dataclass

@@ -201,6 +201,22 @@ def test_training_in_the_app_refuses_scrubs_and_closes_a_viewed_run(make_main_wi
     controller.stop_training()
 
 
+@pytest.mark.parametrize("watch_rows", [True, False])
+def test_metrics_appends_ask_for_a_check_unless_the_app_itself_writes_them(qtbot, own_run, watch_rows):
+    """The app's own training (watch_rows=False) draws its steps as it makes them: its appends to
+    metrics.jsonl wake no check; the rows are still read (at start, and at every poll)."""
+    from explorer.ui.run_watch import RunWatcher
+
+    watcher = RunWatcher(own_run, watch_rows=watch_rows)
+    watcher.start()
+    try:
+        assert (str(own_run / "metrics.jsonl") in watcher._files.files()) == watch_rows
+        assert str(own_run / "snapshots") in watcher._files.directories()
+        assert any(row.get("step") == 12 for row in watcher.reader.rows)
+    finally:
+        watcher.stop()
+
+
 def lock_holder(run):
     """A process that holds the run's FolderLock, as `explorer train --out` does while it writes."""
     code = ("import sys, time; from explorer.durable import FolderLock; "

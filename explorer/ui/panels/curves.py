@@ -106,7 +106,10 @@ class TrainingCurvesPanel(Panel):
             self.plots[name] = plot
         for name in ("perplexity", "grad_norm"):
             self.plots[name].setLogMode(y=True)
-        train_pen = pg.mkPen((70, 130, 230), width=1.5)
+        # the per-step curves are 1 px wide: antialiased, a 1.5 px path of a few thousand points
+        # took twice as long to draw at every live redraw (issue 37); the evaluations' few points
+        # keep 2 px
+        train_pen = pg.mkPen((70, 130, 230), width=1)
         val_pen = pg.mkPen((230, 120, 40), width=2)
         val_symbol = dict(symbol="o", symbolSize=5, symbolBrush=(230, 120, 40), symbolPen=None)
         self.curves = {
@@ -115,13 +118,13 @@ class TrainingCurvesPanel(Panel):
             "train_ppl": self.plots["perplexity"].plot(pen=train_pen, name="train"),
             "val_ppl": self.plots["perplexity"].plot(pen=val_pen, name="validation", **val_symbol),
             "val_acc": self.plots["accuracy"].plot(pen=val_pen, name="validation", **val_symbol),
-            "lr": self.plots["lr"].plot(pen=pg.mkPen((60, 170, 90), width=1.5), name="lr"),
+            "lr": self.plots["lr"].plot(pen=pg.mkPen((60, 170, 90), width=1), name="lr"),
             "grad": self.plots["grad_norm"].plot(
                 pen=pg.mkPen((200, 60, 60), width=1), name="before clipping"
             ),
             "grad_clipped": self.plots["grad_norm"].plot(
                 # not the train loss's blue: the two share the legend row
-                pen=pg.mkPen((20, 150, 150), width=1.5), name="after clipping"
+                pen=pg.mkPen((20, 150, 150), width=1), name="after clipping"
             ),
         }
         # one legend row under all the plots: inside a plot this small it would cover the curves
