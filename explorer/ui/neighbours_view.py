@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QProgressBar,
     QPushButton,
     QSpinBox,
     QTableWidget,
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from explorer.errors import UserError
 from explorer.ui.panels.base import elide
+from explorer.ui.progress_bar import FrameProgressBar
 
 SHOWN = 10
 
@@ -75,7 +75,7 @@ class NeighboursView(QWidget):
         self.build_button = QPushButton("Build index")
         self.build_button.setToolTip("Index every training pair by this kind of state")
         self.build_button.clicked.connect(self.build)
-        self.progress = QProgressBar()
+        self.progress = FrameProgressBar()
         self.progress.setMaximumWidth(160)
         self.status = QLabel("Build the index to see the probe's nearest training examples.")
         self.status.setWordWrap(True)

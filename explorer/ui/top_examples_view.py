@@ -16,7 +16,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QProgressBar,
     QPushButton,
     QSpinBox,
     QTableWidget,
@@ -27,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from explorer.errors import UserError
 from explorer.ui.neighbours_view import isolated_workspace
+from explorer.ui.progress_bar import FrameProgressBar
 
 HINT = ("Choose a unit in the Hidden states panel or a head in the Attention panel and press "
         "\"Top examples\": the examples where it is most active are listed here.")
@@ -61,7 +61,7 @@ class TopExamplesView(QWidget):
         self.stop_button.setToolTip("Stop the search")
         self.stop_button.setEnabled(False)
         self.stop_button.clicked.connect(self.stop)
-        self.progress = QProgressBar()
+        self.progress = FrameProgressBar()
         self.progress.setMaximumWidth(160)
         self.progress.setToolTip("Examples searched")
         self.status = QLabel(HINT)

@@ -27,7 +27,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QProgressBar,
     QPushButton,
     QSizePolicy,
     QStackedWidget,
@@ -57,6 +56,7 @@ from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.decoding_widgets import show_text
 from explorer.ui.panels.stoppable import StoppableJob
+from explorer.ui.progress_bar import FrameProgressBar
 
 NO_MODEL = ("Open or create a model: for a Transformer, how much each attention head matters; for an "
             "RNN, the output's log-probability with the hidden units you choose ablated.")
@@ -100,7 +100,7 @@ class AblationPanel(StoppableJob, Panel):
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the head-importance run (Esc)")
         self.stop_button.setEnabled(False)
-        self.progress = QProgressBar()
+        self.progress = FrameProgressBar()
         self.progress.setRange(0, 100)
         self.progress.setTextVisible(False)
         self.progress.setMaximumHeight(8)

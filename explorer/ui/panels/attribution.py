@@ -17,11 +17,24 @@ import numpy as np
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QGridLayout, QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy,
-    QDoubleSpinBox, QSpinBox, QStackedWidget, QVBoxLayout,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QSpinBox,
+    QStackedWidget,
+    QVBoxLayout,
 )
 
-from explorer.analysis.attribution import APP_SETTINGS, AttributionResult, AttributionSettings
+from explorer.analysis.attribution import (
+    APP_SETTINGS,
+    AttributionResult,
+    AttributionSettings,
+)
 from explorer.analysis.explain import ExplainRequest, explain
 from explorer.analysis.rollout import RolloutResult
 from explorer.export.attribution import attribution_tables, column_labels
@@ -31,6 +44,7 @@ from explorer.ui.export import install_export_menu
 from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.panels.base import Panel, elide
 from explorer.ui.panels.stoppable import StoppableJob
+from explorer.ui.progress_bar import FrameProgressBar
 
 NO_MODEL = "Open or create a model: which input tokens each output token rests on is drawn here."
 NO_RESULT = "No attribution yet: Explain (or a probe, with Follow the probe) computes it."
@@ -133,7 +147,7 @@ class AttributionPanel(StoppableJob, Panel):
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the computation (Esc)")
         self.stop_button.setEnabled(False)
-        self.progress = QProgressBar()
+        self.progress = FrameProgressBar()
         self.progress.setRange(0, 100)
         self.progress.setTextVisible(False)
         self.progress.setMaximumHeight(8)

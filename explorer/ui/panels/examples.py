@@ -31,7 +31,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
-    QProgressBar,
     QPushButton,
     QSpinBox,
     QSplitter,
@@ -59,6 +58,7 @@ from explorer.ui.length_plot import make_length_widget
 from explorer.ui.neighbours_view import NeighboursView
 from explorer.ui.panels.base import Panel
 from explorer.ui.panels.examples_state import TableState
+from explorer.ui.progress_bar import FrameProgressBar
 from explorer.ui.top_examples_view import TopExamplesView
 
 WORST_TOKENS = 30
@@ -139,7 +139,7 @@ class ExamplesPanel(TableState, Panel):
                                         self.choose_files)
         self.stop_button = self._button("Stop", "Stop the evaluation", self.stop)
         self.stop_button.setEnabled(False)
-        self.progress = QProgressBar()
+        self.progress = FrameProgressBar()
         self.progress.setMaximumWidth(200)
         self.progress.setToolTip("Examples evaluated")
         self.auto_box = QCheckBox("at each evaluation while training")

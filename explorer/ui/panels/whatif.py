@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QProgressBar,
     QSizePolicy,
     QTabWidget,
     QVBoxLayout,
@@ -41,6 +40,7 @@ from explorer.ui.heatmap import HeatmapWidget
 from explorer.ui.neighbours_view import isolated_workspace
 from explorer.ui.panels.base import Panel, elide, push_button
 from explorer.ui.panels.decoding_widgets import show_text
+from explorer.ui.progress_bar import FrameProgressBar
 
 CHANGED = "#d62728"  # inserted or changed output tokens
 NO_MODEL = "Open or create a model: pin a source, edit it, and compare the two here."
@@ -162,7 +162,7 @@ class WhatIfPanel(Panel):
         self.stop_button.setEnabled(False)
         self.export_button = push_button("Export…", "PNG, SVG or CSV of both sides",
                                           lambda: run_export_dialog(self))
-        self.progress = QProgressBar()
+        self.progress = FrameProgressBar()
         self.progress.setMaximumWidth(160)
         self.progress.setToolTip("Steps done: greedy output, score, attention, attribution per side")
         self.status = QLabel(NOTHING_PINNED)
