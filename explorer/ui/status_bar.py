@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QMainWindow, QProgressBar
 
+from explorer.ui.live_text import LiveText
+
 STATUS_INTERVAL_MS = 500
 
 
@@ -18,9 +20,10 @@ class TrainingStatus:
         self._window, self._controller = window, controller
         self.device_label = QLabel("device: –")
         self.device_label.setToolTip("The device the model trains on")
-        self.step_label = QLabel("step: –")
+        # set twice a second while training: LiveText repaints where a QLabel re-laid out the window
+        self.step_label = LiveText("step: –", widest="step: 0000000")
         self.step_label.setToolTip("Optimisation steps done")
-        self.speed_label = QLabel("tokens/s: –")
+        self.speed_label = LiveText("tokens/s: –", widest="tokens/s: 000,000")
         self.speed_label.setToolTip("Target tokens per second, training throughput")
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(180)
@@ -33,10 +36,8 @@ class TrainingStatus:
         policy.setRetainSizeWhenHidden(True)
         self.progress.setSizePolicy(policy)
         self.progress.setVisible(False)
-        # room for long numbers from the start: a label that widens re-lays out the status bar
-        for label, widest in ((self.step_label, "step: 0000000"),
-                              (self.speed_label, "tokens/s: 000,000")):
-            label.setMinimumWidth(label.fontMetrics().horizontalAdvance(widest))
+        for label in (self.step_label, self.speed_label):  # room for long numbers from the start
+            label.setMinimumWidth(label.sizeHint().width())
         bar = window.statusBar()
         for widget in (self.device_label, self.step_label, self.speed_label, self.progress):
             bar.addPermanentWidget(widget)

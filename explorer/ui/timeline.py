@@ -11,9 +11,17 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QDockWidget, QHBoxLayout, QLabel, QMainWindow, QSizePolicy, QSlider, QToolButton, QVBoxLayout,
+    QDockWidget,
+    QHBoxLayout,
+    QMainWindow,
+    QSizePolicy,
+    QSlider,
+    QToolButton,
+    QVBoxLayout,
     QWidget,
 )
+
+from explorer.ui.live_text import LiveText
 
 TIMELINE_ID = "timeline"
 
@@ -36,22 +44,23 @@ class TimelineWidget(QWidget):
         self.slider.setTickPosition(QSlider.TickPosition.TicksBelow)
         self.slider.setPageStep(1)
         self.slider.setToolTip("Drag to a snapshot: every panel shows the model as it was then")
-        self.first_label, self.last_label = QLabel(), QLabel()
+        # these change at every probe while the app trains: LiveText's size never follows its text
+        # (a QLabel's re-laid out the window's docks, with their animations, each time)
+        self.first_label = LiveText(widest="step 0000000")
+        self.last_label = LiveText(widest="step 0000000",
+                                   alignment=Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         for label in (self.first_label, self.last_label):
             label.setToolTip("The first and the last snapshot's training step")
-        self.last_label.setAlignment(Qt.AlignmentFlag.AlignRight)
-        self.step_label = QLabel()
+        self.step_label = LiveText(widest="step 0000000 (0000/0000)")
         self.step_label.setObjectName("timelineStep")
         self.step_label.setToolTip("The step of the snapshot the panels show")
-        self.state_label = QLabel("Open a run folder (File ▸ Open checkpoint) to scrub through it.")
+        # wrapped in two lines, never cut: "run … finished at step N (stopped)" is wider than its
+        # column
+        self.state_label = LiveText("Open a run folder (File ▸ Open checkpoint) to scrub through it.",
+                                    lines=2)
         self.state_label.setObjectName("timelineState")
         self.state_label.setToolTip("Whether the run is still being written")
-        # wrapped, never cut: "run … finished at step N (stopped)" is wider than its column
-        self.state_label.setWordWrap(True)
         self.state_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        # two lines always: a height that followed the text (it changes at every probe while
-        # training) re-laid out the window's docks, with their animations, once a second
-        self.state_label.setFixedHeight(2 * self.state_label.fontMetrics().lineSpacing() + 2)
 
         ends = QHBoxLayout()
         ends.setContentsMargins(0, 0, 0, 0)

@@ -34,6 +34,7 @@ from explorer.ui.bus import AppBus
 from explorer.ui.empty_state import EmptyState
 from explorer.ui.export import install_export_menu, run_export_dialog
 from explorer.ui.heatmap import HeatmapWidget
+from explorer.ui.live_text import LiveText
 from explorer.ui.model_view import ModelViewWidget
 from explorer.ui.panels.base import Panel, elide
 from explorer.ui.panels.decoding_widgets import show_text
@@ -86,9 +87,10 @@ class AttentionPanel(Panel):
                                    "any key but the first (an idle head parks its attention there), "
                                    "the peak over positions")
         self.top_button.clicked.connect(self.request_top_examples)
-        self.status = QLabel("Open or create a model with attention.")
-        # one line, cut at the panel's edge: the rows of the heatmap need the height
-        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        # one line, cut at the panel's edge: the rows of the heatmap need the height; set at every
+        # probe while the app trains, so a LiveText (a QLabel re-laid out the window's docks)
+        self.status = LiveText("Open or create a model with attention.")
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
 
         controls = QGridLayout()
         controls.addWidget(QLabel("Source"), 0, 0)
