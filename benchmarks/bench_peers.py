@@ -19,7 +19,9 @@ Rows (both sides in one process, alternating which goes first, medians of --roun
   with a pre-hook on c_proj zeroing that head's slice of its input. Same map to 1e-4.
 * gui: the GUI thread's CPU share while the default layout trains (bench_gui.app_run, its
   lateness timer slowed to 1 s so that it costs nothing), and in-app tokens/s against headless
-  training at the same threads, alternating.
+  training at the same threads, alternating; with --gui-long-steps, each round also trains
+  that many steps in the app: the difference of the two in-app runs is the share while training
+  goes on, and what is left of the short run is what a run's start and finish cost once.
 
 Peak RSS of each IG row, each side in its own child process (the model included; the RSS after
 building the model is given too, so the call's own peak is the difference).
@@ -224,13 +226,23 @@ def row_heads(rounds: int) -> dict:
     return out
 
 
-def row_gui(rounds: int, threads: int, steps: int) -> dict:
+def gui_cpu_and_wall(result: dict, steps: int) -> tuple[float, float]:
+    """(GUI thread CPU s, wall s) of one bench_gui.app_run."""
+    cpu = result["gui_cpu_ms_per_100_steps"] * steps / 100 / 1000
+    return cpu, cpu / result["gui_cpu_share"]
+
+
+def row_gui(rounds: int, threads: int, steps: int, long_steps: int) -> dict:
+    """Per round: headless and in-app runs of `steps` (alternating which goes first), and, with
+    long_steps, an in-app run of `long_steps`: the two in-app runs' difference is the GUI thread's
+    share while training goes on (a run's start and finish, paid once, left out)."""
     sys.path.insert(0, os.path.dirname(__file__))
     import bench_gui
 
     bench_gui.THREADS[0] = threads
     bench_gui.TIMER_MS[0] = 1000.0  # the lateness timer: one wake a second, next to nothing
-    headless, app, share = [], [], []
+    bench_gui.app_run(100)  # the first window's one-time costs out of the rounds
+    headless, app, share, steady, fixed = [], [], [], [], []
     for r in range(rounds):
         if r % 2 == 0:
             headless.append(bench_gui.headless_tokens_per_s(steps))
@@ -240,11 +252,22 @@ def row_gui(rounds: int, threads: int, steps: int) -> dict:
             headless.append(bench_gui.headless_tokens_per_s(steps))
         app.append(result["tokens_per_s"])
         share.append(result["gui_cpu_share"])
-        print(f"  round {r + 1}: app {app[-1]:.0f} tok/s, headless {headless[-1]:.0f} tok/s, "
-              f"GUI thread {100 * share[-1]:.1f}% of a core, load {_load()}", file=sys.stderr, flush=True)
+        line = (f"  round {r + 1}: app {app[-1]:.0f} tok/s, headless {headless[-1]:.0f} tok/s, "
+                f"GUI thread {100 * share[-1]:.1f}% of a core")
+        if long_steps:
+            (cpu, wall), (long_cpu, long_wall) = (gui_cpu_and_wall(result, steps),
+                                                  gui_cpu_and_wall(bench_gui.app_run(long_steps), long_steps))
+            steady.append((long_cpu - cpu) / (long_wall - wall))
+            fixed.append(cpu - steady[-1] * wall)
+            line += f", {100 * steady[-1]:.1f}% while training goes on, {fixed[-1]:.2f} s once a run"
+        print(f"{line}, load {_load()}", file=sys.stderr, flush=True)
     ratios = [a / h for a, h in zip(app, headless)]
-    return {"app_tokens_per_s": app, "headless_tokens_per_s": headless, "ratio_median": statistics.median(ratios),
-            "gui_cpu_share": share, "gui_cpu_share_median": statistics.median(share)}
+    out = {"app_tokens_per_s": app, "headless_tokens_per_s": headless, "ratio_median": statistics.median(ratios),
+           "gui_cpu_share": share, "gui_cpu_share_median": statistics.median(share)}
+    if long_steps:
+        out.update(steady_gui_cpu_share=steady, steady_gui_cpu_share_median=statistics.median(steady),
+                   once_a_run_gui_cpu_s=fixed, once_a_run_gui_cpu_s_median=statistics.median(fixed))
+    return out
 
 
 def rss_child(kind: str, side: str) -> dict:
@@ -270,7 +293,7 @@ def child(args) -> dict:
     if args.child == "heads":
         return row_heads(args.rounds)
     if args.child == "gui":
-        return row_gui(args.rounds, args.threads, args.gui_steps)
+        return row_gui(args.rounds, args.threads, args.gui_steps, args.gui_long_steps)
     return row_ig(args.child, args.rounds)
 
 
@@ -280,6 +303,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--gui-steps", type=int, default=600, help="training steps of each gui round")
+    parser.add_argument("--gui-long-steps", type=int, default=2400,
+                        help="steps of each gui round's longer in-app run (0: none)")
     parser.add_argument("--no-rss", action="store_true", help="skip the IG rows' peak-RSS children")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--rss", default=None, help=argparse.SUPPRESS)
@@ -289,7 +314,7 @@ def main() -> None:
         return
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
     base = [sys.executable, __file__, "--threads", str(args.threads), "--rounds", str(args.rounds),
-            "--gui-steps", str(args.gui_steps)]
+            "--gui-steps", str(args.gui_steps), "--gui-long-steps", str(args.gui_long_steps)]
     print(f"threads {args.threads}, rounds {args.rounds}", flush=True)
     for row in args.rows.split(","):
         load = _load()

@@ -4,7 +4,7 @@ The controller sets the app state (explorer/state.py, held by the bus: the works
 state, the probe input) and owns at most one training thread, the job runner for loading,
 building and evaluating workspaces, and the Prober (explorer/ui/probing.py). While
 training runs the model belongs to the worker thread: the GUI thread only sees the plain-data
-events the worker sends (at most 10 batches a second) and re-emits them on the bus for the panels.
+events the worker sends (at most 4 batches a second) and re-emits them on the bus for the panels.
 """
 
 from __future__ import annotations

@@ -136,7 +136,7 @@ class RunsPanel(Panel):
         self.follow_timer = QTimer(self)
         self.follow_timer.setInterval(FOLLOW_INTERVAL_MS)
         self.follow_timer.timeout.connect(self.follow)
-        # rebuilding this window's curves costs O(steps): coalesce the batches (up to 10 a second)
+        # rebuilding this window's curves costs O(steps): coalesce the batches (up to 4 a second)
         self.window_timer = QTimer(self, singleShot=True, interval=WINDOW_REDRAW_MS)
         self.window_timer.timeout.connect(self._update_window_entry)
         self.add_button.clicked.connect(self.choose_run)
