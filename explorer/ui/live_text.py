@@ -22,6 +22,7 @@ class LiveText(QWidget):
                  alignment: Qt.AlignmentFlag = LEFT, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._text, self._widest, self._lines, self._alignment = text, widest, lines, alignment
+        self.setAccessibleName(text)  # what a QLabel tells a screen reader
         # the height is the size hint's (no explicit minimum or maximum: presentation mode puts
         # back the minimum sizes it found)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
@@ -32,7 +33,11 @@ class LiveText(QWidget):
     def setText(self, text: str) -> None:
         if text != self._text:
             self._text = text
+            self.setAccessibleName(text)
             self.update()  # a repaint only: the size stays
+
+    def wordWrap(self) -> bool:  # as a QLabel answers: more than one line wraps
+        return self._lines > 1
 
     def setAlignment(self, alignment: Qt.AlignmentFlag) -> None:
         self._alignment = alignment

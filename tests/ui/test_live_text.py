@@ -69,6 +69,7 @@ def test_live_text_only_repaints(qtbot):
         settle(qtbot)
     assert requests.count == 0
     assert live.text() == "step: 5" and live.sizeHint() == hint  # the size never follows the text
+    assert live.accessibleName() == "step: 5"
     assert hint.width() >= live.fontMetrics().horizontalAdvance("step: 0000000")
 
 
