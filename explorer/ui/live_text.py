@@ -39,10 +39,6 @@ class LiveText(QWidget):
     def wordWrap(self) -> bool:  # as a QLabel answers: more than one line wraps
         return self._lines > 1
 
-    def setAlignment(self, alignment: Qt.AlignmentFlag) -> None:
-        self._alignment = alignment
-        self.update()
-
     def sizeHint(self) -> QSize:
         return QSize(self.fontMetrics().horizontalAdvance(self._widest) + 4, self._height())
 

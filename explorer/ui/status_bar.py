@@ -6,9 +6,10 @@ the window keeps the transient messages (`statusBar().showMessage`).
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QLabel, QMainWindow, QProgressBar
+from PySide6.QtWidgets import QLabel, QMainWindow
 
 from explorer.ui.live_text import LiveText
+from explorer.ui.progress_bar import FrameProgressBar
 
 STATUS_INTERVAL_MS = 500
 
@@ -25,7 +26,7 @@ class TrainingStatus:
         self.step_label.setToolTip("Optimisation steps done")
         self.speed_label = LiveText("tokens/s: –", widest="tokens/s: 000,000")
         self.speed_label.setToolTip("Target tokens per second, training throughput")
-        self.progress = QProgressBar()
+        self.progress = FrameProgressBar()  # painted with the next frame, never at once
         self.progress.setMaximumWidth(180)
         self.progress.setToolTip("Progress of the current training run")
         self.progress.setRange(0, 1)
@@ -64,24 +65,16 @@ class TrainingStatus:
         self.speed_label.setText(f"tokens/s: {metrics.tokens_per_s:,.0f}")
         if metrics.total_steps and self._controller.state in ("running", "paused"):
             # (a throttled update that lands after Stop must not bring the old percentage back)
-            # QProgressBar.setValue repaints at once; held back, the bar is painted with the
-            # rest of the window's next frame
-            self.progress.setUpdatesEnabled(False)
             self.progress.setRange(0, metrics.total_steps)
             self.progress.setValue(min(metrics.step, metrics.total_steps))
-            self.progress.setUpdatesEnabled(True)
 
     def show_training_state(self, state: str) -> None:
         running = state in ("running", "paused")
-        # as in show_stats: the bar repainted at once, and with it every dirty panel of the
-        # window, in the middle of starting a run (100+ ms at each trainer restart in the soak)
-        self.progress.setUpdatesEnabled(False)
         self.progress.setTextVisible(running)
         self.progress.setVisible(running)
         if not running:  # no run, no progress: an old percentage would say one is under way
             self.progress.setRange(0, 1)
             self.progress.setValue(0)
-        self.progress.setUpdatesEnabled(True)
 
     def show_workspace(self, workspace) -> None:
         if workspace is None:

@@ -1,5 +1,6 @@
 """`make_main_window`: the real main window with settings in tmp_path, closed after the test, which
-then checks that no worker thread is left running and no top-level widget leaked."""
+then checks that no worker thread is left running and no top-level widget leaked. `count_events`:
+how many events of one type reach a widget."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ import gc
 
 import pytest
 import shiboken6
-from PySide6.QtCore import QCoreApplication, QEvent, QSettings, QStandardPaths, QThread
+from PySide6.QtCore import (
+    QCoreApplication,
+    QEvent,
+    QObject,
+    QSettings,
+    QStandardPaths,
+    QThread,
+)
 from PySide6.QtWidgets import QApplication, QDialog, QDockWidget, QMainWindow
 
 
@@ -19,6 +27,35 @@ def isolated_settings(tmp_path, qapp):
     settings = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
     settings.setValue("runs/data_dir", str(tmp_path / "data"))  # the window's runs go here
     return settings
+
+
+class _EventCounter(QObject):
+    def __init__(self, kind: QEvent.Type) -> None:
+        super().__init__()
+        self.kind, self.count = kind, 0
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() == self.kind:
+            self.count += 1
+        return False
+
+
+@pytest.fixture
+def count_events():
+    """count_events(widget, QEvent.Type.Paint) -> a counter whose `count` grows with each such
+    event `widget` receives (set it back to 0 to start again)."""
+    watched = []
+
+    def watch(widget, kind: QEvent.Type) -> _EventCounter:
+        counter = _EventCounter(kind)
+        widget.installEventFilter(counter)
+        watched.append((widget, counter))
+        return counter
+
+    yield watch
+    for widget, counter in watched:
+        if shiboken6.isValid(widget):
+            widget.removeEventFilter(counter)
 
 
 def _flush_deletes() -> None:

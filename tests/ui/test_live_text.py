@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QVBoxLayout, QWidget
 
 from explorer.ui.live_text import LiveText
 
 
-class LayoutRequests(QObject):
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-
-    def eventFilter(self, obj, event) -> bool:
-        if event.type() == QEvent.Type.LayoutRequest:
-            self.count += 1
-        return False
-
-
-def window_with(qtbot, label: QWidget) -> tuple[QMainWindow, LayoutRequests]:
+def window_with(qtbot, count_events, label: QWidget):
     """A main window with one dock whose panel holds `label`, laid out and idle."""
     window = QMainWindow()
     qtbot.addWidget(window)
@@ -33,8 +22,7 @@ def window_with(qtbot, label: QWidget) -> tuple[QMainWindow, LayoutRequests]:
     window.resize(600, 400)
     window.show()
     qtbot.waitExposed(window)
-    requests = LayoutRequests()
-    window.installEventFilter(requests)
+    requests = count_events(window, QEvent.Type.LayoutRequest)
     qtbot.waitUntil(lambda: not window.layout().isEmpty())
     return window, requests
 
@@ -46,9 +34,9 @@ def settle(qtbot) -> None:
         QApplication.processEvents()
 
 
-def test_a_qlabel_lays_the_main_window_out_at_every_new_text(qtbot):
+def test_a_qlabel_lays_the_main_window_out_at_every_new_text(qtbot, count_events):
     """What LiveText avoids: each setText of a QLabel in a dock re-lays out the main window."""
-    window, requests = window_with(qtbot, QLabel("step: 1"))
+    window, requests = window_with(qtbot, count_events, QLabel("step: 1"))
     settle(qtbot)
     requests.count = 0
     label = window.findChild(QLabel)
@@ -58,9 +46,9 @@ def test_a_qlabel_lays_the_main_window_out_at_every_new_text(qtbot):
     assert requests.count >= 4
 
 
-def test_live_text_only_repaints(qtbot):
+def test_live_text_only_repaints(qtbot, count_events):
     live = LiveText("step: 1", widest="step: 0000000")
-    window, requests = window_with(qtbot, live)
+    _window, requests = window_with(qtbot, count_events, live)
     settle(qtbot)
     requests.count = 0
     hint = live.sizeHint()
